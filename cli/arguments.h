@@ -1,0 +1,41 @@
+#pragma once
+// A small command-line parser: `--name value`, `--name=value`, boolean `--flag`, positionals.
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rgbaq::cli {
+
+// A mistake in how the command was called: exit code 2, the message says what to type instead.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Arguments {
+ public:
+  // `valued` options take a value, `flags` do not; anything else starting with "--" is an error.
+  Arguments(const std::vector<std::string>& args, const std::set<std::string>& valued,
+            const std::set<std::string>& flags);
+
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  std::optional<std::string> get(const std::string& name) const;
+  std::string require(const std::string& name) const;
+  const std::vector<std::string>& positionals() const { return positionals_; }
+
+  // Numeric option values; throw UsageError naming the option.
+  uint64_t get_u64(const std::string& name, uint64_t fallback) const;
+  int get_int(const std::string& name, int fallback) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positionals_;
+};
+
+// Parses an unsigned 64-bit decimal integer; nullopt unless the whole text is one.
+std::optional<uint64_t> parse_u64(const std::string& text);
+
+}  // namespace rgbaq::cli
