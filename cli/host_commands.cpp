@@ -1,16 +1,23 @@
 #include "cli/host_commands.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <span>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/arguments.h"
 #include "host/image_size.h"
 #include "host/noise.h"
 #include "host/rope.h"
 #include "host/schedule.h"
+#include "tokenizer/prompt_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace rgbaq::cli {
 namespace {
@@ -26,6 +33,8 @@ commands:
                                                 txt_cos, txt_sin, img_cos, img_sin
   sigmas    [--model DIR] [--timesteps] [--size SIZE] [--steps N]
                                                 the sampler's sigmas (terminal 0 included)
+  tokenize  [--template] [--tokenizer FILE | --model DIR]
+                                                token ids of prompts read from stdin
 
 SIZE is in pixels: 256, 512, 1024 or WxH (multiples of 16, 64..4096 tokens).
 Run `rgbaq host COMMAND --help` for one command's details.
@@ -51,6 +60,16 @@ The sampler's sigmas, terminal 0 included (9 values for the Turbo model), from D
 and scheduler config, or the Turbo model's own grid without --model. --timesteps then also prints the
 DiT's timestep inputs (timesteps[i] / 1000). SIZE (default 1024) matters only for models with dynamic
 shifting; --steps only for models without a fixed grid.
+)";
+
+constexpr const char* kTokenizeHelp = R"(usage: rgbaq host tokenize [--template] [--tokenizer FILE | --model DIR]
+
+Reads prompts from stdin, one JSON string per line, and prints one JSON array of token ids per line:
+the ids the HF tokenizers library gives (no special tokens added; special-token text is matched).
+With --template, the ids of the whole text-to-image template around the prompt, as the encoder
+receives them (an empty prompt becomes " "; the encoder's 512-token limit is checked).
+The tokenizer is FILE, DIR/tokenizer/tokenizer.json, $RGBAQ_TOKENIZER, or the Qwen3 tokenizer.json
+that ships with rgbaq.
 )";
 
 enum class Format { kText, kF32 };
@@ -86,7 +105,35 @@ host::ImageSize size_option(const Arguments& a, const char* fallback) {
   }
 }
 
-int noise_command(const Arguments& a, std::ostream& out) {
+std::filesystem::path tokenizer_path(const Arguments& a) {
+  if (const auto file = a.get("tokenizer")) return *file;
+  if (const auto model = a.get("model")) return std::filesystem::path(*model) / "tokenizer" / "tokenizer.json";
+  if (const char* env = std::getenv("RGBAQ_TOKENIZER"); env && *env) return env;
+  return RGBAQ_DEFAULT_TOKENIZER;
+}
+
+int tokenize_command(const Arguments& a, std::istream& in, std::ostream& out) {
+  if (a.has("tokenizer") && a.has("model")) throw UsageError("give --tokenizer or --model, not both");
+  const auto tk = tokenizer::Tokenizer::from_file(tokenizer_path(a));
+  std::optional<tokenizer::PromptTemplate> prompt_template;
+  if (a.has("template")) prompt_template.emplace(tk);
+  std::string line;
+  for (size_t line_no = 1; std::getline(in, line); ++line_no) {
+    try {
+      const auto value = nlohmann::json::parse(line);
+      if (!value.is_string()) throw std::invalid_argument("expected a JSON string, got " + std::string(value.type_name()));
+      const auto& prompt = value.get_ref<const std::string&>();
+      const auto ids = prompt_template ? prompt_template->apply(prompt).ids : tk.encode(prompt);
+      out << nlohmann::json(ids).dump() << '\n';
+    } catch (const std::exception& e) {
+      out.flush();
+      throw std::runtime_error("stdin line " + std::to_string(line_no) + ": " + e.what());
+    }
+  }
+  return 0;
+}
+
+int noise_command(const Arguments& a, std::istream&, std::ostream& out) {
   const uint64_t seed = a.get_u64("seed", 0);
   a.require("seed");
   const auto size = size_option(a, nullptr);
@@ -95,7 +142,7 @@ int noise_command(const Arguments& a, std::ostream& out) {
   return 0;
 }
 
-int rope_command(const Arguments& a, std::ostream& out) {
+int rope_command(const Arguments& a, std::istream&, std::ostream& out) {
   const int text_len = a.get_int("text-len", 0);
   a.require("text-len");
   const auto size = size_option(a, nullptr);
@@ -112,7 +159,7 @@ int rope_command(const Arguments& a, std::ostream& out) {
   return 0;
 }
 
-int sigmas_command(const Arguments& a, std::ostream& out) {
+int sigmas_command(const Arguments& a, std::istream&, std::ostream& out) {
   const auto format = output_format(a);
   const auto size = size_option(a, "1024");
   const int steps = a.get_int("steps", 0);
@@ -136,7 +183,7 @@ int sigmas_command(const Arguments& a, std::ostream& out) {
 struct Subcommand {
   const char* help;
   std::set<std::string> valued, flags;
-  std::function<int(const Arguments&, std::ostream&)> run;
+  std::function<int(const Arguments&, std::istream&, std::ostream&)> run;
 };
 
 const std::map<std::string, Subcommand>& subcommands() {
@@ -144,6 +191,7 @@ const std::map<std::string, Subcommand>& subcommands() {
       {"noise", {kNoiseHelp, {"seed", "size", "format"}, {"packed", "help"}, noise_command}},
       {"rope", {kRopeHelp, {"text-len", "size", "model", "format"}, {"help"}, rope_command}},
       {"sigmas", {kSigmasHelp, {"model", "size", "steps", "format"}, {"timesteps", "help"}, sigmas_command}},
+      {"tokenize", {kTokenizeHelp, {"tokenizer", "model"}, {"template", "help"}, tokenize_command}},
   };
   return table;
 }
@@ -168,7 +216,7 @@ int run_host_command(const std::vector<std::string>& args, std::istream& in, std
       return 0;
     }
     if (!a.positionals().empty()) throw UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
-    const int code = sub.run(a, out);
+    const int code = sub.run(a, in, out);
     out.flush();
     return code;
   } catch (const UsageError& e) {

@@ -10,7 +10,7 @@ namespace {
 constexpr const char* kUsage = R"(usage: rgbaq COMMAND [options]
 
 commands:
-  host      print the host contract's values (noise, rope, sigmas); see `rgbaq host --help`
+  host      print the host contract's values (noise, rope, sigmas, tokenize); see `rgbaq host --help`
 
 Exit codes: 0 ok, 1 failure, 2 usage.
 )";

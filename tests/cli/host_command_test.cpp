@@ -2,6 +2,7 @@
 // library, usage errors with exit code 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -96,8 +97,32 @@ TEST(HostCommand, BadArgumentsExitTwoWithAMessage) {
   }
 }
 
+TEST(HostCommand, TokenizePrintsIdsPerLine) {
+  const auto r = run_process({kRgbaq, "host", "tokenize"}, "\"x<|im_end|>y\"\n\"\"\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[87,151645,88]\n[]\n");
+  const auto t = run_process({kRgbaq, "host", "tokenize", "--template"}, "\"\"\n");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  // The contract: the template around " " is 23 tokens, the system part's 14 first.
+  EXPECT_EQ(t.out.rfind("[151644,8948,198,1092,30782,408,323,23643,279,3897,9934,13,151645,198,", 0), 0u) << t.out;
+  EXPECT_EQ(std::count(t.out.begin(), t.out.end(), ','), 22);
+}
+
+TEST(HostCommand, TokenizeNamesTheBadLine) {
+  const auto r = run_process({kRgbaq, "host", "tokenize"}, "\"fine\"\n\"bad\xff\"\n\"never\"\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "[62057]\n");
+  EXPECT_NE(r.err.find("stdin line 2"), std::string::npos) << r.err;
+  const auto j = run_process({kRgbaq, "host", "tokenize"}, "not json\n");
+  EXPECT_EQ(j.exit_code, 1);
+  EXPECT_NE(j.err.find("stdin line 1"), std::string::npos) << j.err;
+  const auto missing = run_process({kRgbaq, "host", "tokenize", "--tokenizer", "/nonexistent.json"}, "\"x\"\n");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent.json"), std::string::npos) << missing.err;
+}
+
 TEST(HostCommand, HelpExitsZero) {
-  for (const char* sub : {"noise", "rope", "sigmas"}) {
+  for (const char* sub : {"noise", "rope", "sigmas", "tokenize"}) {
     const auto r = run_process({kRgbaq, "host", sub, "--help"});
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find(std::string("usage: rgbaq host ") + sub), std::string::npos);

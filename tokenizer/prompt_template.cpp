@@ -1,0 +1,45 @@
+#include "tokenizer/prompt_template.h"
+
+#include <stdexcept>
+
+#include "host/contract_limits.h"
+
+namespace rgbaq::tokenizer {
+
+const std::vector<int32_t>& contract_system_ids() {
+  static const std::vector<int32_t> ids = {151644, 8948, 198, 1092, 30782, 408, 323,
+                                           23643,  279,  3897, 9934, 13,   151645, 198};
+  return ids;
+}
+
+PromptTemplate::PromptTemplate(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {
+  const auto system_ids = tokenizer.encode(kSystemPart);
+  if (system_ids != contract_system_ids()) {
+    std::string got;
+    for (auto id : system_ids) got += (got.empty() ? "" : ", ") + std::to_string(id);
+    throw std::runtime_error(tokenizer.source() + ": the template's system part encodes to [" + got +
+                             "], not the contract's 14 ids; this is not the model's tokenizer");
+  }
+  drop_idx_ = static_cast<int>(system_ids.size());
+}
+
+TemplatedPrompt PromptTemplate::apply(std::string_view prompt) const {
+  std::string text;
+  text.reserve(kSystemPart.size() + kUserPrefix.size() + prompt.size() + kUserSuffix.size());
+  text.append(kSystemPart).append(kUserPrefix).append(prompt.empty() ? std::string_view(" ") : prompt).append(kUserSuffix);
+  TemplatedPrompt t;
+  t.ids = tokenizer_.encode(text);  // the whole string once: the prompt's edges may merge with the template
+  t.drop_idx = drop_idx_;
+  if (t.full_len() > host::kMaxFullTokens) {
+    // The template itself is 22 tokens, so a prompt may have about 490.
+    throw std::invalid_argument("the prompt is " + std::to_string(t.full_len()) +
+                                " tokens with the template; the encoder takes at most " +
+                                std::to_string(host::kMaxFullTokens) + " (about " +
+                                std::to_string(host::kMaxFullTokens - 22) + " tokens of prompt)");
+  }
+  host::check_full_tokens(t.full_len());
+  host::check_text_tokens(t.text_len());
+  return t;
+}
+
+}  // namespace rgbaq::tokenizer
