@@ -81,9 +81,13 @@ std::vector<float> linspace_f32(double start, double stop, int n) {
 
 }  // namespace
 
+const std::vector<double>& turbo_sample_sigmas_published() {
+  static const std::vector<double> sigmas = {1.0, 0.978453, 0.95418, 0.926626, 0.89508, 0.845148, 0.704534, 0.414568};
+  return sigmas;
+}
+
 const std::vector<float>& turbo_sample_sigmas() {
-  static const std::vector<float> sigmas = {1.0f,      0.978453f, 0.95418f,  0.926626f,
-                                            0.89508f,  0.845148f, 0.704534f, 0.414568f};
+  static const std::vector<float> sigmas(turbo_sample_sigmas_published().begin(), turbo_sample_sigmas_published().end());
   return sigmas;
 }
 

@@ -10,7 +10,9 @@
 
 namespace rgbaq::host {
 
-// The Turbo checkpoint's sample_sigmas (contract §6), used when no model directory is given.
+// The Turbo checkpoint's sample_sigmas (contract §6), used when no model directory is given: as
+// model_index.json spells them, and as the fp32 values the scheduler uses.
+const std::vector<double>& turbo_sample_sigmas_published();
 const std::vector<float>& turbo_sample_sigmas();
 
 struct SchedulerConfig {

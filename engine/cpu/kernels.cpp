@@ -1,0 +1,99 @@
+#include "engine/cpu/kernels.h"
+
+#include <cmath>
+
+namespace rgbaq::engine::cpu {
+namespace {
+
+constexpr int64_t kRowGrain = 8;
+constexpr int64_t kElementGrain = 1 << 14;
+
+}  // namespace
+
+void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float weight_offset, float eps, float* out,
+              ThreadPool& pool) {
+  pool.parallel_for(rows, kRowGrain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * dim;
+      float* o = out + r * dim;
+      double sum = 0;
+      for (int64_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i]) * xr[i];
+      const float inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(dim) + eps));
+      for (int64_t i = 0; i < dim; ++i) o[i] = xr[i] * inv * (weight[i] + weight_offset);
+    }
+  });
+}
+
+void layer_norm(const float* x, int64_t rows, int64_t dim, float eps, float* out, ThreadPool& pool) {
+  pool.parallel_for(rows, kRowGrain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * dim;
+      float* o = out + r * dim;
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < dim; ++i) sum += xr[i];
+      const double mean = sum / static_cast<double>(dim);
+      for (int64_t i = 0; i < dim; ++i) sq += (xr[i] - mean) * (xr[i] - mean);
+      const float inv = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(dim) + eps));
+      const float m = static_cast<float>(mean);
+      for (int64_t i = 0; i < dim; ++i) o[i] = (xr[i] - m) * inv;
+    }
+  });
+}
+
+float silu(float v) { return v / (1.0f + std::exp(-v)); }
+
+void swiglu(float* gate, const float* up, int64_t n, ThreadPool& pool) {
+  pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) gate[i] = silu(gate[i]) * up[i];
+  });
+}
+
+void gelu_tanh(float* x, int64_t n, ThreadPool& pool) {
+  pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f;
+    for (int64_t i = i0; i < i1; ++i) {
+      const float v = x[i];
+      x[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+    }
+  });
+}
+
+void rope_rotate_half(float* x, int64_t rows, int64_t ldx, int heads, int head_dim, const float* cos, const float* sin,
+                      ThreadPool& pool) {
+  const int half = head_dim / 2;
+  pool.parallel_for(rows, kRowGrain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* c = cos + r * half;
+      const float* s = sin + r * half;
+      for (int h = 0; h < heads; ++h) {
+        float* v = x + r * ldx + static_cast<int64_t>(h) * head_dim;
+        for (int j = 0; j < half; ++j) {
+          const float a = v[j], b = v[j + half];
+          v[j] = a * c[j] - b * s[j];
+          v[j + half] = b * c[j] + a * s[j];
+        }
+      }
+    }
+  });
+}
+
+void rope_interleaved(float* x, int64_t rows, int64_t ldx, int heads, int head_dim, const float* cos, const float* sin,
+                      ThreadPool& pool) {
+  const int half = head_dim / 2;
+  pool.parallel_for(rows, kRowGrain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* c = cos + r * half;
+      const float* s = sin + r * half;
+      for (int h = 0; h < heads; ++h) {
+        float* v = x + r * ldx + static_cast<int64_t>(h) * head_dim;
+        for (int j = 0; j < half; ++j) {
+          const float a = v[2 * j], b = v[2 * j + 1];
+          v[2 * j] = a * c[j] - b * s[j];
+          v[2 * j + 1] = a * s[j] + b * c[j];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace rgbaq::engine::cpu

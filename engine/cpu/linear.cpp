@@ -1,0 +1,54 @@
+#include "engine/cpu/linear.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+namespace rgbaq::engine::cpu {
+namespace {
+
+constexpr int64_t kTileRows = 256;
+
+}  // namespace
+
+void use_single_threaded_blas() { openblas_set_num_threads(1); }
+
+void sgemm_nt(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+              int64_t ldc, bool accumulate) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
+              accumulate ? 1.0f : 0.0f, c, static_cast<blasint>(ldc));
+}
+
+void sgemm_nn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+              int64_t ldc, bool accumulate) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
+              accumulate ? 1.0f : 0.0f, c, static_cast<blasint>(ldc));
+}
+
+void linear(const float* x, int64_t rows, int64_t ldx, const Tensor& weight, float* y, int64_t ldy, ThreadPool& pool) {
+  if (weight.rank() != 2) throw std::invalid_argument("linear: weight of shape " + shape_string(weight.shape()) + " is not 2-D");
+  const int64_t out = weight.dim(0), in = weight.dim(1);
+  if (rows == 0 || out == 0) return;
+  const int64_t tiles = (out + kTileRows - 1) / kTileRows;
+  const size_t element = dtype_size(weight.dtype());
+  const auto* w = static_cast<const uint8_t*>(weight.data());
+  pool.run(tiles, [&](int64_t tile) {
+    const int64_t n0 = tile * kTileRows, n = std::min(kTileRows, out - n0);
+    const float* b;
+    thread_local std::vector<float> scratch;
+    if (weight.dtype() == DType::kF32) {
+      b = reinterpret_cast<const float*>(w) + n0 * in;
+    } else {
+      scratch.resize(static_cast<size_t>(n * in));
+      to_f32(weight.dtype(), w + static_cast<size_t>(n0 * in) * element, scratch.data(), scratch.size());
+      b = scratch.data();
+    }
+    sgemm_nt(rows, n, in, x, ldx, b, in, y + n0, ldy, false);
+  });
+}
+
+}  // namespace rgbaq::engine::cpu

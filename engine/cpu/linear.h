@@ -1,0 +1,32 @@
+#pragma once
+// y = x W^T for a Linear weight W [out, in] in its stored dtype. F32 weights go straight to OpenBLAS
+// sgemm; BF16/F16 weights stay in their dtype (mapped from the file) and are widened 256 rows at a
+// time into a per-thread scratch (256 x in floats: 4 MiB at in = 4096), so a model costs its file
+// size in memory, not twice that. Threads split the output columns into fixed tiles, so results do
+// not depend on the thread count.
+#include <cstdint>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/tensor.h"
+
+namespace rgbaq::engine::cpu {
+
+// x: [rows, in] row-major with row stride ldx; y: [rows, out] with row stride ldy (overwritten).
+void linear(const float* x, int64_t rows, int64_t ldx, const Tensor& weight, float* y, int64_t ldy, ThreadPool& pool);
+
+// The same with contiguous rows.
+inline void linear(const float* x, int64_t rows, const Tensor& weight, float* y, ThreadPool& pool) {
+  linear(x, rows, weight.dim(1), weight, y, weight.dim(0), pool);
+}
+
+// C[m, n] (+)= A[m, k] B[n, k]^T, single-threaded sgemm, row-major with leading dimensions.
+void sgemm_nt(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+              int64_t ldc, bool accumulate);
+// C[m, n] (+)= A[m, k] B[k, n].
+void sgemm_nn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+              int64_t ldc, bool accumulate);
+
+// Makes OpenBLAS single-threaded: the engine's pool does the threading.
+void use_single_threaded_blas();
+
+}  // namespace rgbaq::engine::cpu

@@ -1,0 +1,39 @@
+#pragma once
+// The Qwen3(-VL) text stack on the CPU: ids [Lfull] -> the residual stream after the last layer,
+// before the final norm, [Lfull, hidden]. fp32 compute whatever the stored dtype; dims from config.json.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/model_config.h"
+#include "engine/tensor.h"
+#include "engine/weight_store.h"
+
+namespace rgbaq::engine::cpu {
+
+class TextEncoder {
+ public:
+  // Checks every tensor's presence and shape; throws naming the file and tensor at fault.
+  TextEncoder(const WeightStore& weights, const TextEncoderConfig& config);
+
+  // Throws std::invalid_argument naming the position of an id outside the vocabulary.
+  Tensor encode(std::span<const int32_t> ids, ThreadPool& pool) const;
+
+  const TextEncoderConfig& config() const { return config_; }
+
+ private:
+  struct Layer {
+    std::vector<float> input_norm, post_norm, q_norm, k_norm;
+    Tensor q, k, v, o, gate, up, down;
+  };
+  TextEncoderConfig config_;
+  Tensor embed_;
+  std::vector<Layer> layers_;
+};
+
+// "model.language_model." (Qwen3-VL) or "model." (Qwen3), whichever names the embedding in `weights`.
+std::string text_encoder_prefix(const WeightStore& weights);
+
+}  // namespace rgbaq::engine::cpu

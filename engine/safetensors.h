@@ -1,0 +1,46 @@
+#pragma once
+// The safetensors format: an 8-byte little-endian header length, a JSON header naming each tensor's
+// dtype, shape and byte range, then the data. Files are memory-mapped; every offset is checked before
+// a byte is read, so a truncated or corrupt file is an error naming the file and the tensor, never an
+// out-of-bounds read.
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace rgbaq::engine {
+
+class SafetensorsFile {
+ public:
+  // Throws std::runtime_error naming the file (and tensor) when it is unreadable, truncated, or its
+  // header is malformed: length past the end, bad JSON, unknown dtype, a byte range that does not match
+  // the shape, lies outside the data section, or overlaps another tensor.
+  static SafetensorsFile open(const std::filesystem::path& path);
+
+  const std::filesystem::path& path() const { return path_; }
+  bool contains(const std::string& name) const { return entries_.count(name) > 0; }
+  std::vector<std::string> names() const;
+  // A view into the mapping (F32 data that is not 4-byte aligned is copied). Throws when absent.
+  Tensor tensor(const std::string& name) const;
+
+ private:
+  struct Entry {
+    DType dtype;
+    Shape shape;
+    size_t begin, end;  // within the data section
+  };
+  std::filesystem::path path_;
+  std::shared_ptr<const void> mapping_;  // unmaps when the last tensor view goes
+  const uint8_t* data_ = nullptr;        // start of the data section
+  std::map<std::string, Entry> entries_;
+};
+
+// Writes tensors (F32, BF16, F16 or I8) in order, the header padded to 8 bytes, atomically (a temporary
+// file renamed into place).
+void write_safetensors(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors);
+
+}  // namespace rgbaq::engine

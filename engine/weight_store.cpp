@@ -1,0 +1,93 @@
+#include "engine/weight_store.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace rgbaq::engine {
+
+WeightStore WeightStore::open(const std::filesystem::path& dir) {
+  WeightStore store;
+  store.dir_ = dir;
+  if (!std::filesystem::is_directory(dir)) throw std::runtime_error(dir.string() + ": not a directory");
+  std::vector<std::filesystem::path> indexes, files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    if (name.ends_with(".safetensors.index.json")) indexes.push_back(entry.path());
+    if (name.ends_with(".safetensors")) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  if (indexes.size() > 1) throw std::runtime_error(dir.string() + ": more than one *.safetensors.index.json");
+
+  if (indexes.size() == 1) {
+    const auto& index_path = indexes[0];
+    nlohmann::json index;
+    try {
+      std::ifstream in(index_path);
+      index = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(index_path.string() + ": not valid JSON: " + e.what());
+    }
+    if (!index.contains("weight_map") || !index["weight_map"].is_object()) {
+      throw std::runtime_error(index_path.string() + ": no weight_map object");
+    }
+    std::map<std::string, size_t> shard_index;
+    for (const auto& [tensor, shard] : index["weight_map"].items()) {
+      if (!shard.is_string()) throw std::runtime_error(index_path.string() + ": weight_map[\"" + tensor + "\"] is not a file name");
+      const auto shard_name = shard.get<std::string>();
+      if (shard_name.find('/') != std::string::npos) {
+        throw std::runtime_error(index_path.string() + ": shard \"" + shard_name + "\" is not a file in " + dir.string());
+      }
+      auto it = shard_index.find(shard_name);
+      if (it == shard_index.end()) {
+        if (!std::filesystem::exists(dir / shard_name)) {
+          throw std::runtime_error(index_path.string() + ": shard " + shard_name + " (holding \"" + tensor + "\") is missing");
+        }
+        store.files_.push_back(SafetensorsFile::open(dir / shard_name));
+        it = shard_index.emplace(shard_name, store.files_.size() - 1).first;
+      }
+      if (!store.files_[it->second].contains(tensor)) {
+        throw std::runtime_error(index_path.string() + ": tensor \"" + tensor + "\" is not in its shard " + shard_name);
+      }
+      store.file_of_[tensor] = it->second;
+    }
+    return store;
+  }
+
+  if (files.empty()) throw std::runtime_error(dir.string() + ": no *.safetensors weights");
+  for (const auto& path : files) {
+    store.files_.push_back(SafetensorsFile::open(path));
+    for (const auto& name : store.files_.back().names()) {
+      const auto [it, inserted] = store.file_of_.emplace(name, store.files_.size() - 1);
+      if (!inserted) {
+        throw std::runtime_error(dir.string() + ": tensor \"" + name + "\" is in both " +
+                                 store.files_[it->second].path().filename().string() + " and " + path.filename().string());
+      }
+    }
+  }
+  return store;
+}
+
+Tensor WeightStore::get(const std::string& name) const {
+  const auto it = file_of_.find(name);
+  if (it == file_of_.end()) throw std::runtime_error(dir_.string() + ": tensor \"" + name + "\" is missing");
+  return files_[it->second].tensor(name);
+}
+
+Tensor WeightStore::require(const std::string& name, const Shape& shape) const {
+  Tensor t = get(name);
+  const auto file = files_[file_of_.at(name)].path().string();
+  if (t.shape() != shape) {
+    throw std::runtime_error(file + ": tensor \"" + name + "\" has shape " + shape_string(t.shape()) + ", expected " +
+                             shape_string(shape));
+  }
+  if (t.dtype() == DType::kI8) {
+    throw std::runtime_error(file + ": tensor \"" + name + "\" is I8; a floating-point dtype (F32, BF16, F16) is needed here");
+  }
+  return t;
+}
+
+}  // namespace rgbaq::engine

@@ -1,0 +1,34 @@
+// make_tiny_model DIR [--seed N] [--f32] [--tokenizer FILE]: writes the tiny checkpoint (real layout,
+// real tensor names, small dims) that every rendering test uses.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/arguments.h"
+#include "tools/tiny_model.h"
+
+int main(int argc, char** argv) {
+  try {
+    const rgbaq::cli::Arguments args({argv + 1, argv + argc}, {"seed", "tokenizer"}, {"f32", "help"});
+    if (args.has("help") || args.positionals().size() != 1) {
+      (args.has("help") ? std::cout : std::cerr)
+          << "usage: make_tiny_model DIR [--seed N] [--f32] [--tokenizer FILE]\n"
+             "Writes a tiny diffusers-layout RGBA-Image-2.1-Turbo checkpoint to DIR: BF16 weights (F32 with\n"
+             "--f32), deterministic for a seed (default 0), the Qwen3 tokenizer.json that ships with rgbaq.\n";
+      return args.has("help") ? 0 : 2;
+    }
+    rgbaq::tools::TinyModelOptions options;
+    options.seed = args.get_u64("seed", 0);
+    options.dtype = args.has("f32") ? rgbaq::engine::DType::kF32 : rgbaq::engine::DType::kBF16;
+    options.tokenizer_json = args.get("tokenizer").value_or(RGBAQ_DEFAULT_TOKENIZER);
+    rgbaq::tools::write_tiny_model(args.positionals()[0], options);
+    std::cout << "wrote the tiny model to " << args.positionals()[0] << "\n";
+    return 0;
+  } catch (const rgbaq::cli::UsageError& e) {
+    std::cerr << "make_tiny_model: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "make_tiny_model: " << e.what() << "\n";
+    return 1;
+  }
+}

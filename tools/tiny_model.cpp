@@ -1,0 +1,271 @@
+#include "tools/tiny_model.h"
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/safetensors.h"
+#include "host/schedule.h"
+
+namespace rgbaq::tools {
+namespace {
+
+using engine::DType;
+using engine::Shape;
+using engine::Tensor;
+using nlohmann::json;
+using Named = std::vector<std::pair<std::string, Tensor>>;
+
+// Uniform values centred on `center` with standard deviation `stddev`, from a generator seeded by the
+// model seed and the tensor's name: portable (mt19937_64 and arithmetic only) and stable when tensors
+// are added.
+class WeightMaker {
+ public:
+  WeightMaker(uint64_t seed, DType dtype) : seed_(seed), dtype_(dtype) {}
+
+  void add(Named& out, const std::string& name, Shape shape, double stddev, double center = 0.0) const {
+    uint64_t h = seed_ * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+    for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+    std::mt19937_64 rng(h);
+    const double half_width = std::sqrt(3.0) * stddev;
+    const int64_t n = engine::shape_numel(shape);
+    Tensor t = Tensor::zeros(dtype_, shape);
+    for (int64_t i = 0; i < n; ++i) {
+      const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
+      const float v = static_cast<float>(center + (2.0 * u - 1.0) * half_width);
+      if (dtype_ == DType::kF32) {
+        static_cast<float*>(t.mutable_data())[i] = v;
+      } else {
+        static_cast<uint16_t*>(t.mutable_data())[i] = engine::f32_to_bf16(v);
+      }
+    }
+    out.emplace_back(name, std::move(t));
+  }
+
+  // A Linear [out, in] that keeps activations at unit scale.
+  void linear(Named& out, const std::string& name, int64_t rows, int64_t cols, double gain = 1.0) const {
+    add(out, name, {rows, cols}, gain / std::sqrt(static_cast<double>(cols)));
+  }
+  // A norm weight near `center`.
+  void norm(Named& out, const std::string& name, Shape shape, double center = 1.0) const { add(out, name, shape, 0.05, center); }
+
+ private:
+  uint64_t seed_;
+  DType dtype_;
+};
+
+void write_json(const std::filesystem::path& path, const json& doc) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path);
+  out << doc.dump(2) << "\n";
+  if (!out) throw std::runtime_error(path.string() + ": write failed");
+}
+
+// A causal 3-D conv as diffusers stores it: [out, in, kt, kh, kw] weight and [out] bias.
+void conv3d(const WeightMaker& w, Named& out, const std::string& name, int64_t cout, int64_t cin, int64_t k, double gain = 1.0) {
+  w.add(out, name + ".weight", {cout, cin, k, k, k}, gain / std::sqrt(static_cast<double>(cin * k * k)));
+  w.add(out, name + ".bias", {cout}, 0.02);
+}
+
+void resnet(const WeightMaker& w, Named& out, const std::string& name, int64_t cin, int64_t cout) {
+  w.norm(out, name + ".norm1.gamma", {cin, 1, 1, 1});
+  conv3d(w, out, name + ".conv1", cout, cin, 3);
+  w.norm(out, name + ".norm2.gamma", {cout, 1, 1, 1});
+  conv3d(w, out, name + ".conv2", cout, cout, 3, 0.5);
+  if (cin != cout) conv3d(w, out, name + ".conv_shortcut", cout, cin, 1);
+}
+
+}  // namespace
+
+engine::TextEncoderConfig tiny_text_encoder_config() {
+  engine::TextEncoderConfig c;
+  c.hidden = 64;
+  c.layers = 2;
+  c.heads = 2;
+  c.kv_heads = 1;
+  c.head_dim = 32;
+  c.intermediate = 128;
+  c.vocab = 151936;
+  return c;
+}
+
+engine::DitConfig tiny_dit_config() {
+  engine::DitConfig c;
+  c.layers = 2;
+  c.heads = 2;
+  c.head_dim = 128;
+  c.context_dim = tiny_text_encoder_config().hidden;
+  return c;
+}
+
+engine::VaeConfig tiny_vae_config() {
+  engine::VaeConfig c;
+  c.z_dim = 64;
+  c.base_dim = 8;
+  c.decoder_base_dim = 8;
+  c.num_res_blocks = 2;
+  c.out_channels = 4;
+  c.dim_mult = {1, 2, 4, 8, 8};
+  c.temporal_downsample = {false, true, true, true};
+  c.is_residual = true;
+  for (int i = 0; i < 64; ++i) {
+    c.latents_mean.push_back(static_cast<float>(0.05 * ((i * 37) % 21 - 10)));
+    c.latents_std.push_back(static_cast<float>(0.6 + 0.02 * ((i * 11) % 31)));
+  }
+  return c;
+}
+
+void write_text_encoder(const std::filesystem::path& dir, const engine::TextEncoderConfig& c, uint64_t seed, DType dtype,
+                        bool sharded) {
+  std::filesystem::create_directories(dir);
+  const int64_t d = c.head_dim;
+  write_json(dir / "config.json",
+             {{"architectures", {"Qwen3VLForConditionalGeneration"}},
+              {"model_type", "qwen3_vl"},
+              {"text_config",
+               {{"model_type", "qwen3_vl_text"}, {"hidden_size", c.hidden}, {"num_hidden_layers", c.layers},
+                {"num_attention_heads", c.heads}, {"num_key_value_heads", c.kv_heads}, {"head_dim", c.head_dim},
+                {"intermediate_size", c.intermediate}, {"vocab_size", c.vocab}, {"rms_norm_eps", c.rms_eps},
+                {"rope_theta", c.rope_theta}, {"hidden_act", "silu"}, {"attention_bias", false},
+                {"rope_scaling", {{"rope_type", "default"}, {"mrope_section", {d / 8, d * 3 / 16, d * 3 / 16}}, {"mrope_interleaved", true}}},
+                {"torch_dtype", dtype == DType::kF32 ? "float32" : "bfloat16"}}}});
+  const WeightMaker w(seed, dtype);
+  const std::string p = "model.language_model.";
+  Named embed, layers;
+  w.add(embed, p + "embed_tokens.weight", {c.vocab, c.hidden}, 1.0);
+  for (int i = 0; i < c.layers; ++i) {
+    const std::string l = p + "layers." + std::to_string(i) + ".";
+    w.norm(layers, l + "input_layernorm.weight", {c.hidden});
+    w.linear(layers, l + "self_attn.q_proj.weight", c.heads * d, c.hidden);
+    w.linear(layers, l + "self_attn.k_proj.weight", c.kv_heads * d, c.hidden);
+    w.linear(layers, l + "self_attn.v_proj.weight", c.kv_heads * d, c.hidden);
+    w.norm(layers, l + "self_attn.q_norm.weight", {d});
+    w.norm(layers, l + "self_attn.k_norm.weight", {d});
+    w.linear(layers, l + "self_attn.o_proj.weight", c.hidden, c.heads * d, 0.5);
+    w.norm(layers, l + "post_attention_layernorm.weight", {c.hidden});
+    w.linear(layers, l + "mlp.gate_proj.weight", c.intermediate, c.hidden);
+    w.linear(layers, l + "mlp.up_proj.weight", c.intermediate, c.hidden);
+    w.linear(layers, l + "mlp.down_proj.weight", c.hidden, c.intermediate, 0.5);
+  }
+  w.norm(layers, p + "norm.weight", {c.hidden});  // the final norm: present in checkpoints, unused by the contract
+  if (!sharded) {
+    embed.insert(embed.end(), layers.begin(), layers.end());
+    engine::write_safetensors(dir / "model.safetensors", embed);
+    return;
+  }
+  const std::string shard1 = "model-00001-of-00002.safetensors", shard2 = "model-00002-of-00002.safetensors";
+  json weight_map = json::object();
+  for (const auto& [name, t] : embed) weight_map[name] = shard1;
+  for (const auto& [name, t] : layers) weight_map[name] = shard2;
+  engine::write_safetensors(dir / shard1, embed);
+  engine::write_safetensors(dir / shard2, layers);
+  write_json(dir / "model.safetensors.index.json", {{"metadata", json::object()}, {"weight_map", weight_map}});
+}
+
+void write_dit(const std::filesystem::path& dir, const engine::DitConfig& c, uint64_t seed, DType dtype) {
+  std::filesystem::create_directories(dir);
+  write_json(dir / "config.json",
+             {{"_class_name", "QwenImage21Transformer2DModel"}, {"patch_size", 1}, {"in_channels", 64},
+              {"out_channels", 64}, {"num_layers", c.layers}, {"attention_head_dim", c.head_dim},
+              {"num_attention_heads", c.heads}, {"context_in_dim", c.context_dim}, {"mlp_ratio", c.mlp_ratio},
+              {"axes_dims_rope", {16, 56, 56}}, {"eps", c.eps}, {"causal_condition", true}});
+  const WeightMaker w(seed, dtype);
+  const int64_t dim = c.dim(), mlp = dim * c.mlp_ratio;
+  Named t;
+  w.linear(t, "img_in.weight", dim, 64);
+  w.norm(t, "txt_in.text_norm.weight", {c.context_dim}, 0.0);  // zero-centred: the scale is weight + 1
+  w.linear(t, "txt_in.in_layer.weight", dim, c.context_dim);
+  w.linear(t, "txt_in.out_layer.weight", dim, dim);
+  w.linear(t, "time_text_embed.timestep_embedder.linear_1.weight", dim, 256);
+  w.linear(t, "time_text_embed.timestep_embedder.linear_2.weight", dim, dim);
+  w.linear(t, "modulation.1.weight", 4 * dim, dim);
+  for (int i = 0; i < c.layers; ++i) {
+    const std::string b = "transformer_blocks." + std::to_string(i) + ".";
+    for (const char* proj : {"to_q", "to_k", "to_v"}) w.linear(t, b + "attn." + proj + ".weight", dim, dim);
+    w.linear(t, b + "attn.to_out.0.weight", dim, dim);
+    w.norm(t, b + "attn.norm_q.weight", {c.head_dim});
+    w.norm(t, b + "attn.norm_k.weight", {c.head_dim});
+    w.linear(t, b + "img_mlp.proj.weight", mlp, dim);
+    w.linear(t, b + "img_mlp.gate_layer.weight", mlp, dim);
+    w.linear(t, b + "img_mlp.out.weight", dim, mlp);
+  }
+  w.linear(t, "norm_out.linear.weight", dim, dim);
+  w.linear(t, "proj_out.weight", 64, dim);
+  engine::write_safetensors(dir / "diffusion_pytorch_model.safetensors", t);
+}
+
+void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& c, uint64_t seed, DType dtype) {
+  std::filesystem::create_directories(dir);
+  std::vector<bool> temporal = c.temporal_downsample;
+  write_json(dir / "config.json",
+             {{"_class_name", "AutoencoderKLQwenImage21"}, {"base_dim", c.base_dim}, {"decoder_base_dim", c.decoder_base_dim},
+              {"z_dim", c.z_dim}, {"dim_mult", c.dim_mult}, {"num_res_blocks", c.num_res_blocks}, {"attn_scales", json::array()},
+              {"temperal_downsample", temporal}, {"dropout", 0.0}, {"is_residual", c.is_residual}, {"in_channels", 4},
+              {"out_channels", c.out_channels}, {"latents_mean", c.latents_mean}, {"latents_std", c.latents_std}});
+  const WeightMaker w(seed, dtype);
+  Named t;
+  // Decoder dims: [dim * m for m in [dim_mult[-1]] + reversed(dim_mult)].
+  std::vector<int64_t> dims = {int64_t{c.decoder_base_dim} * c.dim_mult.back()};
+  for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims.push_back(int64_t{c.decoder_base_dim} * *it);
+  conv3d(w, t, "post_quant_conv", c.z_dim, c.z_dim, 1);
+  conv3d(w, t, "decoder.conv_in", dims[0], c.z_dim, 3);
+  resnet(w, t, "decoder.mid_block.resnets.0", dims[0], dims[0]);
+  w.norm(t, "decoder.mid_block.attentions.0.norm.gamma", {dims[0], 1, 1});
+  w.add(t, "decoder.mid_block.attentions.0.to_qkv.weight", {3 * dims[0], dims[0], 1, 1}, 1.0 / std::sqrt(double(dims[0])));
+  w.add(t, "decoder.mid_block.attentions.0.to_qkv.bias", {3 * dims[0]}, 0.02);
+  w.add(t, "decoder.mid_block.attentions.0.proj.weight", {dims[0], dims[0], 1, 1}, 0.5 / std::sqrt(double(dims[0])));
+  w.add(t, "decoder.mid_block.attentions.0.proj.bias", {dims[0]}, 0.02);
+  resnet(w, t, "decoder.mid_block.resnets.1", dims[0], dims[0]);
+  const std::vector<bool> temporal_up(c.temporal_downsample.rbegin(), c.temporal_downsample.rend());
+  for (size_t i = 0; i + 1 < dims.size(); ++i) {
+    const std::string b = "decoder.up_blocks." + std::to_string(i) + ".";
+    int64_t cin = dims[i];
+    for (int r = 0; r <= c.num_res_blocks; ++r, cin = dims[i + 1]) {
+      resnet(w, t, b + "resnets." + std::to_string(r), cin, dims[i + 1]);
+    }
+    if (i + 1 < c.dim_mult.size()) {  // up_flag: every block but the last upsamples 2x
+      const int64_t d = dims[i + 1];
+      w.add(t, b + "upsampler.resample.1.weight", {d, d, 3, 3}, 1.0 / std::sqrt(double(d * 9)));
+      w.add(t, b + "upsampler.resample.1.bias", {d}, 0.02);
+      if (temporal_up[i]) {  // upsample3d's time_conv: unused for a single frame, present in checkpoints
+        w.add(t, b + "upsampler.time_conv.weight", {2 * d, d, 3, 1, 1}, 1.0 / std::sqrt(double(d * 3)));
+        w.add(t, b + "upsampler.time_conv.bias", {2 * d}, 0.02);
+      }
+    }
+  }
+  w.norm(t, "decoder.norm_out.gamma", {dims.back(), 1, 1, 1});
+  conv3d(w, t, "decoder.conv_out", c.out_channels, dims.back(), 3, 0.5);
+  engine::write_safetensors(dir / "diffusion_pytorch_model.safetensors", t);
+}
+
+void write_tiny_model(const std::filesystem::path& dir, const TinyModelOptions& options) {
+  std::filesystem::create_directories(dir / "tokenizer");
+  if (options.tokenizer_json.empty() || !std::filesystem::exists(options.tokenizer_json)) {
+    throw std::runtime_error("tokenizer.json not found at \"" + options.tokenizer_json.string() + "\"");
+  }
+  std::filesystem::copy_file(options.tokenizer_json, dir / "tokenizer" / "tokenizer.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  write_json(dir / "model_index.json",
+             {{"_class_name", "QwenImage21Pipeline"},
+              {"_diffusers_version", "0.37.0"},
+              {"sample_sigmas", host::turbo_sample_sigmas_published()},
+              {"scheduler", {"diffusers", "FlowMatchEulerDiscreteScheduler"}},
+              {"text_encoder", {"transformers", "Qwen3VLForConditionalGeneration"}},
+              {"tokenizer", {"transformers", "Qwen2Tokenizer"}},
+              {"transformer", {"diffusers", "QwenImage21Transformer2DModel"}},
+              {"vae", {"diffusers", "AutoencoderKLQwenImage21"}},
+              {"rgbaq_tiny_model", {{"seed", options.seed}, {"dtype", engine::dtype_name(options.dtype)}}}});
+  write_json(dir / "scheduler" / "scheduler_config.json",
+             {{"_class_name", "FlowMatchEulerDiscreteScheduler"}, {"num_train_timesteps", 1000}, {"shift", 1.0},
+              {"use_dynamic_shifting", false}, {"base_shift", 0.5}, {"max_shift", 0.9}, {"base_image_seq_len", 256},
+              {"max_image_seq_len", 8192}, {"shift_terminal", nullptr}, {"time_shift_type", "exponential"}});
+  write_text_encoder(dir / "text_encoder", tiny_text_encoder_config(), options.seed, options.dtype, true);
+  write_dit(dir / "transformer", tiny_dit_config(), options.seed, options.dtype);
+  write_vae(dir / "vae", tiny_vae_config(), options.seed, options.dtype);
+}
+
+}  // namespace rgbaq::tools

@@ -1,0 +1,34 @@
+#pragma once
+// Writes synthetic checkpoints in the real diffusers layout, with the real tensor names and small
+// dimensions, deterministic weights (a function of the seed and each tensor's name) scaled so that
+// activations stay finite and images are not flat. Every test that renders uses the tiny model.
+#include <cstdint>
+#include <filesystem>
+
+#include "engine/dtype.h"
+#include "engine/model_config.h"
+
+namespace rgbaq::tools {
+
+struct TinyModelOptions {
+  uint64_t seed = 0;
+  engine::DType dtype = engine::DType::kBF16;  // or kF32
+  std::filesystem::path tokenizer_json;        // copied into tokenizer/
+};
+
+// The tiny model's dimensions.
+engine::TextEncoderConfig tiny_text_encoder_config();
+engine::DitConfig tiny_dit_config();
+engine::VaeConfig tiny_vae_config();
+
+// The whole directory: model_index.json (Turbo sample_sigmas), scheduler/, tokenizer/, text_encoder/
+// (two shards and an index), transformer/, vae/. Throws std::runtime_error on I/O failure.
+void write_tiny_model(const std::filesystem::path& dir, const TinyModelOptions& options);
+
+// One component, any dimensions (benchmarks use mid-size ones): config.json plus weights in `dir`.
+void write_text_encoder(const std::filesystem::path& dir, const engine::TextEncoderConfig& config, uint64_t seed,
+                        engine::DType dtype, bool sharded);
+void write_dit(const std::filesystem::path& dir, const engine::DitConfig& config, uint64_t seed, engine::DType dtype);
+void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& config, uint64_t seed, engine::DType dtype);
+
+}  // namespace rgbaq::tools
