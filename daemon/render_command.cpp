@@ -1,0 +1,92 @@
+#include "daemon/render_command.h"
+
+#include <iostream>
+
+#include "cli/arguments.h"
+#include "engine/session.h"
+#include "host/image_size.h"
+#include "storage/png_file.h"
+#include "storage/render_metadata.h"
+
+namespace rgbaq::daemon {
+namespace {
+
+constexpr const char* kHelp = R"(usage: rgbaqd render --model DIR --prompt TEXT [--seed S] [--size SIZE] -o FILE.png
+                     [--engine cpu] [--threads N]
+
+Renders one image with no queue: tokenize, encode, 8 Euler steps, decode, then an RGBA PNG with its
+parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an `rgbaq` JSON chunk).
+  --model DIR    a diffusers-layout model directory (tools/make_tiny_model writes a tiny one)
+  --seed S       0..2^64-1 (default 0); the noise is torch's randn for this seed
+  --size SIZE    256, 512, 1024 or WxH in pixels (multiples of 16; default 256)
+  --threads N    CPU threads (default: all)
+Exit codes: 0 ok, 1 failure, 2 usage or bad input (unknown model directory, bad size, prompt too long).
+)";
+
+}  // namespace
+
+int run_render_command(const std::vector<std::string>& raw_args, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> args;
+  for (const auto& a : raw_args) args.push_back(a == "-o" ? "--output" : a);
+  try {
+    const cli::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads"}, {"help"});
+    if (a.has("help")) {
+      out << kHelp;
+      return 0;
+    }
+    if (!a.positionals().empty()) throw cli::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
+    engine::RenderRequest request;
+    request.prompt = a.require("prompt");
+    request.seed = a.get_u64("seed", 0);
+    try {
+      request.size = host::parse_image_size(a.get("size").value_or("256"));
+    } catch (const std::invalid_argument& e) {
+      throw cli::UsageError(std::string("--size: ") + e.what());
+    }
+    const std::string output = a.require("output");
+    const std::string model = a.require("model");
+    std::unique_ptr<engine::Session> session;
+    try {
+      session = engine::Session::open(model, a.get("engine").value_or("cpu"), a.get_int("threads", 0));
+    } catch (const std::exception& e) {
+      throw cli::UsageError(std::string("--model: ") + e.what());
+    }
+    engine::RenderResult result;
+    try {
+      result = session->render(request, [&](int done, int total) {
+        err << "\rstep " << done << "/" << total << std::flush;
+        return true;
+      });
+      err << "\n";
+    } catch (const std::invalid_argument& e) {
+      err << "\n";
+      throw cli::UsageError(e.what());
+    }
+    storage::RenderMetadata m;
+    m.prompt = request.prompt;
+    m.seed = request.seed;
+    m.width = result.size.width;
+    m.height = result.size.height;
+    m.sigmas = result.sigmas;
+    m.model_name = std::filesystem::absolute(model).lexically_normal().filename().string();
+    m.model_path = std::filesystem::absolute(model).lexically_normal().string();
+    m.backend = session->backend_name();
+    m.tokenize_s = result.timings.tokenize_s;
+    m.encode_s = result.timings.encode_s;
+    m.decode_s = result.timings.decode_s;
+    m.total_s = result.timings.total_s;
+    m.step_s = result.timings.step_s;
+    storage::write_png_atomic(output, result.rgba.data(), result.size.width, result.size.height, storage::png_texts(m));
+    out << output << " (" << result.size.to_string() << ", seed " << request.seed << ", " << result.timings.total_s
+        << " s)\n";
+    return 0;
+  } catch (const cli::UsageError& e) {
+    err << "rgbaqd render: " << e.what() << "\n(see rgbaqd render --help)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "rgbaqd render: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace rgbaq::daemon

@@ -1,0 +1,42 @@
+#include "engine/cpu/cpu_graphs.h"
+
+#include "engine/cpu/linear.h"
+
+namespace rgbaq::engine::cpu {
+
+CpuGraphs::CpuGraphs(const ModelDirectory& model, int threads)
+    : pool_(threads),
+      text_weights_(WeightStore::open(model.text_encoder_dir())),
+      dit_weights_(WeightStore::open(model.transformer_dir())),
+      vae_weights_(WeightStore::open(model.vae_dir())) {
+  use_single_threaded_blas();
+  const auto text_config = load_text_encoder_config(model.text_encoder_dir() / "config.json");
+  const auto dit_config = load_dit_config(model.transformer_dir() / "config.json");
+  if (dit_config.context_dim != text_config.hidden) {
+    throw std::runtime_error(model.root().string() + ": the DiT's context_in_dim " + std::to_string(dit_config.context_dim) +
+                             " is not the text encoder's hidden size " + std::to_string(text_config.hidden));
+  }
+  encoder_ = std::make_unique<TextEncoder>(text_weights_, text_config);
+  dit_ = std::make_unique<Dit>(dit_weights_, dit_config);
+  vae_ = std::make_unique<VaeDecoder>(vae_weights_, load_vae_config(model.vae_dir() / "config.json"));
+}
+
+Tensor CpuGraphs::run_encode(std::span<const int32_t> ids) { return encoder_->encode(ids, pool_); }
+
+Tensor CpuGraphs::run_velocity(const VelocityInputs& in) {
+  const auto feats = in.txt_feats->f32_span();
+  const bool same = prefix_ && prefix_feats_.size() == feats.size() &&
+                    std::equal(feats.begin(), feats.end(), prefix_feats_.begin()) && prefix_cos_ == in.rope->txt_cos;
+  if (!same) {
+    prefix_ = dit_->text_prefix(*in.txt_feats, *in.rope, pool_);
+    prefix_feats_.assign(feats.begin(), feats.end());
+    prefix_cos_ = in.rope->txt_cos;
+  }
+  return dit_->velocity(*in.img_tokens, *prefix_, in.timestep, *in.rope, pool_);
+}
+
+Tensor CpuGraphs::run_decode(const Tensor& latents, const host::ImageSize& size) {
+  return vae_->decode(latents, size.grid_height(), size.grid_width(), pool_);
+}
+
+}  // namespace rgbaq::engine::cpu

@@ -1,0 +1,70 @@
+#pragma once
+// QwenImage21Transformer2DModel on the CPU: the contract's velocity graph.
+//
+// Text rows never attend to image rows and are modulated at t = 0, so they are the same at every step.
+// The text part (txt_in, then every block over the L text rows) runs once per image and keeps each
+// block's text keys and values (TextPrefix); each step then runs the N image rows only, attending to
+// the cached text keys plus their own. velocity_full() is the plain recompute of all L + N rows with
+// the block-causal mask, kept to prove the two agree.
+#include <vector>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/model_config.h"
+#include "engine/tensor.h"
+#include "engine/weight_store.h"
+#include "host/rope.h"
+
+namespace rgbaq::engine::cpu {
+
+struct TextPrefix {
+  int64_t text_len = 0;
+  std::vector<std::vector<float>> keys, values;  // per block: [L, dim], post norm and RoPE
+};
+
+class Dit {
+ public:
+  // Checks every tensor's presence and shape; throws naming the file and tensor.
+  Dit(const WeightStore& weights, const DitConfig& config);
+
+  TextPrefix text_prefix(const Tensor& txt_feats, const host::RopeTensors& rope, ThreadPool& pool) const;
+  // vel [N, 64] for the image tokens at timestep t.
+  Tensor velocity(const Tensor& img_tokens, const TextPrefix& prefix, float t, const host::RopeTensors& rope,
+                  ThreadPool& pool) const;
+  // The same result computed over all L + N rows at once, without the prefix cache.
+  Tensor velocity_full(const Tensor& img_tokens, const Tensor& txt_feats, float t, const host::RopeTensors& rope,
+                       ThreadPool& pool) const;
+
+  const DitConfig& config() const { return config_; }
+
+  // The 256-wide sinusoidal timestep embedding, [cos | sin], as diffusers computes it in fp32.
+  static std::vector<float> timestep_embedding(float t);
+
+ private:
+  struct Block {
+    Tensor to_q, to_k, to_v, to_out, proj, gate, out;
+    std::vector<float> norm_q, norm_k;
+  };
+  // Per-row modulation: [scale1 | gate1 | scale2 | gate2] (4 * dim) and the final scale (dim).
+  struct Modulation {
+    std::vector<float> blocks, final_scale;
+  };
+  Modulation modulation(float t, ThreadPool& pool) const;
+  std::vector<float> embed_text(const Tensor& txt_feats, ThreadPool& pool) const;
+  std::vector<float> embed_image(const Tensor& img_tokens, ThreadPool& pool) const;
+  // One block over `rows` rows of x. Rows below `text_rows` use the text modulation (t = 0), the rest the
+  // image's. Keys/values of earlier rows may be given (`prefix_k/v`, prefix_rows of them) and are
+  // prepended; this block's own text keys/values are stored to `store_k/v` when not null.
+  void run_block(const Block& b, std::vector<float>& x, int64_t rows, int64_t text_rows, const float* cos,
+                 const float* sin, const Modulation& text_mod, const Modulation& image_mod, const float* prefix_k,
+                 const float* prefix_v, int64_t prefix_rows, std::vector<float>* store_k, std::vector<float>* store_v,
+                 ThreadPool& pool) const;
+  Tensor project_out(const std::vector<float>& x, int64_t first_row, int64_t rows, const Modulation& image_mod,
+                     ThreadPool& pool) const;
+
+  DitConfig config_;
+  Tensor img_in_, txt_in_, txt_out_, time_1_, time_2_, modulation_, norm_out_, proj_out_;
+  std::vector<float> text_norm_;
+  std::vector<Block> blocks_;
+};
+
+}  // namespace rgbaq::engine::cpu

@@ -1,0 +1,260 @@
+#include "engine/cpu/vae_decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/cpu/attention.h"
+#include "engine/cpu/kernels.h"
+#include "engine/cpu/linear.h"
+
+namespace rgbaq::engine::cpu {
+namespace {
+
+using Conv = VaeDecoder::Conv;
+
+// A feature map: channel-major [c, h, w].
+struct Map {
+  int64_t c = 0, h = 0, w = 0;
+  std::vector<float> v;
+  Map() = default;
+  Map(int64_t c_, int64_t h_, int64_t w_) : c(c_), h(h_), w(w_), v(static_cast<size_t>(c_ * h_ * w_)) {}
+  int64_t pixels() const { return h * w; }
+};
+
+Conv load_conv(const WeightStore& ws, const std::string& name, int64_t out, int64_t in, int64_t k) {
+  Conv c;
+  c.out = out, c.in = in, c.k = k;
+  Tensor w = ws.get(name + ".weight");
+  const Shape& s = w.shape();
+  const bool five_d = s.size() == 5 && s[0] == out && s[1] == in && s[2] >= 1 && s[3] == k && s[4] == k;
+  const bool four_d = s == Shape{out, in, k, k};
+  if (!five_d && !four_d) {
+    throw std::runtime_error(ws.directory().string() + ": tensor \"" + name + ".weight\" has shape " + shape_string(s) +
+                             ", expected " + shape_string({out, in, k, k}) + " or [" + std::to_string(out) + ", " +
+                             std::to_string(in) + ", kt, " + std::to_string(k) + ", " + std::to_string(k) + "]");
+  }
+  const std::vector<float> all = w.to_f32_vector();
+  const int64_t kt = five_d ? s[2] : 1, taps = k * k;
+  c.weight.resize(static_cast<size_t>(out * in * taps));
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t t = 0; t < taps; ++t)  // the last time tap: the only one that sees the frame
+        c.weight[(o * in + i) * taps + t] = all[((o * in + i) * kt + (kt - 1)) * taps + t];
+  c.bias = ws.require(name + ".bias", {out}).to_f32_vector();
+  return c;
+}
+
+std::vector<float> load_gamma(const WeightStore& ws, const std::string& name, int64_t c) {
+  Tensor g = ws.get(name);
+  if (g.numel() != c || g.dim(0) != c) {
+    throw std::runtime_error(ws.directory().string() + ": tensor \"" + name + "\" has shape " + shape_string(g.shape()) +
+                             ", expected " + std::to_string(c) + " values");
+  }
+  return g.to_f32_vector();
+}
+
+VaeDecoder::ResBlock load_resblock(const WeightStore& ws, const std::string& p, int64_t in, int64_t out) {
+  VaeDecoder::ResBlock r;
+  r.norm1 = load_gamma(ws, p + ".norm1.gamma", in);
+  r.conv1 = load_conv(ws, p + ".conv1", out, in, 3);
+  r.norm2 = load_gamma(ws, p + ".norm2.gamma", out);
+  r.conv2 = load_conv(ws, p + ".conv2", out, out, 3);
+  r.has_shortcut = in != out;
+  if (r.has_shortcut) r.shortcut = load_conv(ws, p + ".conv_shortcut", out, in, 1);
+  return r;
+}
+
+constexpr int64_t kStripPixels = 8192;  // im2col columns per task
+
+// out = conv(x) + bias, zero padding (k - 1) / 2.
+Map conv2d(const Map& x, const Conv& c, ThreadPool& pool) {
+  if (x.c != c.in) throw std::logic_error("conv2d: channel mismatch");
+  Map y(c.out, x.h, x.w);
+  const int64_t pixels = x.pixels(), rows_per_strip = std::max<int64_t>(1, kStripPixels / x.w);
+  const int64_t strips = (x.h + rows_per_strip - 1) / rows_per_strip, taps = c.k * c.k, pad = (c.k - 1) / 2;
+  pool.run(strips, [&](int64_t strip) {
+    const int64_t y0 = strip * rows_per_strip, y1 = std::min(x.h, y0 + rows_per_strip), cols = (y1 - y0) * x.w;
+    const float* b;
+    int64_t ldb;
+    thread_local std::vector<float> col;
+    if (c.k == 1) {
+      b = x.v.data() + y0 * x.w;
+      ldb = pixels;
+    } else {
+      col.resize(static_cast<size_t>(c.in * taps * cols));
+      for (int64_t i = 0; i < c.in; ++i)
+        for (int64_t ky = 0; ky < c.k; ++ky)
+          for (int64_t kx = 0; kx < c.k; ++kx) {
+            float* dst = col.data() + ((i * taps) + ky * c.k + kx) * cols;
+            for (int64_t yy = y0; yy < y1; ++yy) {
+              const int64_t sy = yy + ky - pad;
+              float* row = dst + (yy - y0) * x.w;
+              if (sy < 0 || sy >= x.h) {
+                std::fill(row, row + x.w, 0.0f);
+                continue;
+              }
+              const float* src = x.v.data() + (i * x.h + sy) * x.w;
+              for (int64_t xx = 0; xx < x.w; ++xx) {
+                const int64_t sx = xx + kx - pad;
+                row[xx] = sx >= 0 && sx < x.w ? src[sx] : 0.0f;
+              }
+            }
+          }
+      b = col.data();
+      ldb = cols;
+    }
+    float* out = y.v.data() + y0 * x.w;
+    for (int64_t o = 0; o < c.out; ++o) std::fill(out + o * pixels, out + o * pixels + cols, c.bias[o]);
+    sgemm_nn(c.out, cols, c.in * taps, c.weight.data(), c.in * taps, b, ldb, out, pixels, true);
+  });
+  return y;
+}
+
+// RMS_norm over channels: x / max(||x||, 1e-12) * sqrt(C) * gamma, per pixel; then SiLU when asked.
+Map channel_rms_norm(const Map& x, const std::vector<float>& gamma, bool then_silu, ThreadPool& pool) {
+  Map y(x.c, x.h, x.w);
+  const int64_t pixels = x.pixels();
+  const float root_c = static_cast<float>(std::sqrt(static_cast<double>(x.c)));
+  pool.parallel_for(pixels, 1024, [&](int64_t p0, int64_t p1) {
+    std::vector<double> sums(static_cast<size_t>(p1 - p0), 0.0);
+    for (int64_t c = 0; c < x.c; ++c) {
+      const float* row = x.v.data() + c * pixels;
+      for (int64_t p = p0; p < p1; ++p) sums[p - p0] += static_cast<double>(row[p]) * row[p];
+    }
+    std::vector<float> scale(sums.size());
+    for (size_t i = 0; i < sums.size(); ++i) scale[i] = root_c / static_cast<float>(std::max(std::sqrt(sums[i]), 1e-12));
+    for (int64_t c = 0; c < x.c; ++c) {
+      const float* row = x.v.data() + c * pixels;
+      float* out = y.v.data() + c * pixels;
+      for (int64_t p = p0; p < p1; ++p) {
+        const float v = row[p] * scale[p - p0] * gamma[c];
+        out[p] = then_silu ? silu(v) : v;
+      }
+    }
+  });
+  return y;
+}
+
+Map res_block(const Map& x, const VaeDecoder::ResBlock& r, ThreadPool& pool) {
+  Map shortcut = r.has_shortcut ? conv2d(x, r.shortcut, pool) : x;
+  Map h = conv2d(channel_rms_norm(x, r.norm1, true, pool), r.conv1, pool);
+  h = conv2d(channel_rms_norm(h, r.norm2, true, pool), r.conv2, pool);
+  for (size_t i = 0; i < h.v.size(); ++i) h.v[i] += shortcut.v[i];
+  return h;
+}
+
+Map upsample_nearest_2x(const Map& x) {
+  Map y(x.c, x.h * 2, x.w * 2);
+  for (int64_t c = 0; c < x.c; ++c)
+    for (int64_t yy = 0; yy < y.h; ++yy) {
+      const float* src = x.v.data() + (c * x.h + yy / 2) * x.w;
+      float* dst = y.v.data() + (c * y.h + yy) * y.w;
+      for (int64_t xx = 0; xx < y.w; ++xx) dst[xx] = src[xx / 2];
+    }
+  return y;
+}
+
+// DupUp3D for the first frame: out(o, Y, X) = src[c' / r, Y/2, X/2] with
+// c' = ((o * ft + ft - 1) * 2 + Y % 2) * 2 + X % 2 and r = out * ft * 4 / in.
+void add_dup_up(Map& y, const Map& x, int temporal_factor) {
+  const int64_t ft = temporal_factor, repeats = y.c * ft * 4 / x.c;
+  for (int64_t o = 0; o < y.c; ++o)
+    for (int64_t yy = 0; yy < y.h; ++yy)
+      for (int64_t xx = 0; xx < y.w; ++xx) {
+        const int64_t c = ((o * ft + ft - 1) * 2 + yy % 2) * 2 + xx % 2;
+        y.v[(o * y.h + yy) * y.w + xx] += x.v[((c / repeats) * x.h + yy / 2) * x.w + xx / 2];
+      }
+}
+
+}  // namespace
+
+VaeDecoder::VaeDecoder(const WeightStore& ws, const VaeConfig& c) : config_(c) {
+  dims_.push_back(int64_t{c.decoder_base_dim} * c.dim_mult.back());
+  for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims_.push_back(int64_t{c.decoder_base_dim} * *it);
+  post_quant_ = load_conv(ws, "post_quant_conv", c.z_dim, c.z_dim, 1);
+  conv_in_ = load_conv(ws, "decoder.conv_in", dims_[0], c.z_dim, 3);
+  mid_0_ = load_resblock(ws, "decoder.mid_block.resnets.0", dims_[0], dims_[0]);
+  mid_1_ = load_resblock(ws, "decoder.mid_block.resnets.1", dims_[0], dims_[0]);
+  attn_norm_ = load_gamma(ws, "decoder.mid_block.attentions.0.norm.gamma", dims_[0]);
+  attn_qkv_ = load_conv(ws, "decoder.mid_block.attentions.0.to_qkv", 3 * dims_[0], dims_[0], 1);
+  attn_proj_ = load_conv(ws, "decoder.mid_block.attentions.0.proj", dims_[0], dims_[0], 1);
+  const std::vector<bool> temporal_up(c.temporal_downsample.rbegin(), c.temporal_downsample.rend());
+  for (size_t i = 0; i + 1 < dims_.size(); ++i) {
+    const std::string p = "decoder.up_blocks." + std::to_string(i) + ".";
+    UpBlock b;
+    int64_t in = dims_[i];
+    for (int r = 0; r <= c.num_res_blocks; ++r, in = dims_[i + 1]) {
+      b.resnets.push_back(load_resblock(ws, p + "resnets." + std::to_string(r), in, dims_[i + 1]));
+    }
+    b.upsamples = i + 1 < c.dim_mult.size();
+    if (b.upsamples) {
+      b.upsample_conv = load_conv(ws, p + "upsampler.resample.1", dims_[i + 1], dims_[i + 1], 3);
+      b.temporal_factor = temporal_up[i] ? 2 : 1;
+      if (dims_[i + 1] * b.temporal_factor * 4 % dims_[i] != 0) {
+        throw std::runtime_error(ws.directory().string() + ": up block " + std::to_string(i) +
+                                 " channels do not divide for DupUp3D");
+      }
+    }
+    up_blocks_.push_back(std::move(b));
+  }
+  norm_out_ = load_gamma(ws, "decoder.norm_out.gamma", dims_.back());
+  conv_out_ = load_conv(ws, "decoder.conv_out", c.out_channels, dims_.back(), 3);
+  if (c.out_channels != 4) throw std::runtime_error(ws.directory().string() + ": out_channels must be 4 (RGBA)");
+}
+
+Tensor VaeDecoder::decode(const Tensor& latents, int grid_height, int grid_width, ThreadPool& pool) const {
+  const int64_t h = grid_height, w = grid_width, n = h * w;
+  if (latents.shape() != Shape{n, 64}) {
+    throw std::invalid_argument("VAE: latents " + shape_string(latents.shape()) + " for a " + std::to_string(h) + "x" +
+                                std::to_string(w) + " grid");
+  }
+  // Unpack tokens to [64, h, w] and undo the latent normalisation.
+  Map x(64, h, w);
+  const float* z = latents.f32();
+  for (int64_t c = 0; c < 64; ++c)
+    for (int64_t t = 0; t < n; ++t) x.v[c * n + t] = z[t * 64 + c] * config_.latents_std[c] + config_.latents_mean[c];
+  x = conv2d(x, post_quant_, pool);
+  x = conv2d(x, conv_in_, pool);
+
+  x = res_block(x, mid_0_, pool);
+  {  // the mid attention: one head over the h*w pixels, C wide
+    const Map normed = channel_rms_norm(x, attn_norm_, false, pool);
+    const Map qkv = conv2d(normed, attn_qkv_, pool);
+    const int64_t c = x.c, pixels = x.pixels();
+    std::vector<float> tokens(static_cast<size_t>(pixels * 3 * c)), out(static_cast<size_t>(pixels * c));
+    for (int64_t ch = 0; ch < 3 * c; ++ch)
+      for (int64_t p = 0; p < pixels; ++p) tokens[p * 3 * c + ch] = qkv.v[ch * pixels + p];
+    AttentionShape s;
+    s.q_rows = s.kv_rows = pixels;
+    s.q_heads = s.kv_heads = 1;
+    s.head_dim = static_cast<int>(c);
+    s.q_stride = s.k_stride = s.v_stride = 3 * c;
+    s.out_stride = c;
+    s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c)));
+    attention(tokens.data(), tokens.data() + c, tokens.data() + 2 * c, out.data(), s, pool);
+    Map attended(c, x.h, x.w);
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < pixels; ++p) attended.v[ch * pixels + p] = out[p * c + ch];
+    const Map projected = conv2d(attended, attn_proj_, pool);
+    for (size_t i = 0; i < x.v.size(); ++i) x.v[i] += projected.v[i];
+  }
+  x = res_block(x, mid_1_, pool);
+
+  for (const UpBlock& b : up_blocks_) {
+    const Map skip = x;
+    for (const ResBlock& r : b.resnets) x = res_block(x, r, pool);
+    if (b.upsamples) {
+      x = conv2d(upsample_nearest_2x(x), b.upsample_conv, pool);
+      add_dup_up(x, skip, b.temporal_factor);
+    }
+  }
+  x = conv2d(channel_rms_norm(x, norm_out_, true, pool), conv_out_, pool);
+  Tensor image = Tensor::zeros(DType::kF32, {4, x.h, x.w});
+  float* out = image.mutable_f32();
+  for (size_t i = 0; i < x.v.size(); ++i) out[i] = std::clamp(x.v[i], -1.0f, 1.0f);
+  return image;
+}
+
+}  // namespace rgbaq::engine::cpu

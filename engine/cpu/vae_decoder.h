@@ -1,0 +1,52 @@
+#pragma once
+// AutoencoderKLQwenImage21's decoder on the CPU, for one frame: latents [N, 64] -> image [4, H, W] in
+// [-1, 1], for any h x w grid. Causal 3-D convolutions see a single frame through their last time tap
+// only, so 5-D weights [out, in, kt, kh, kw] are used as w[:, :, kt - 1]; 4-D weights as they are.
+// Activations are channel-major [C, H, W]; 3x3 convolutions run as im2col + sgemm over row strips, so
+// the scratch stays small at any size.
+#include <vector>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/model_config.h"
+#include "engine/tensor.h"
+#include "engine/weight_store.h"
+
+namespace rgbaq::engine::cpu {
+
+class VaeDecoder {
+ public:
+  VaeDecoder(const WeightStore& weights, const VaeConfig& config);
+
+  // latents [h * w, 64] (token n = y * w + x) -> [4, 16h, 16w].
+  Tensor decode(const Tensor& latents, int grid_height, int grid_width, ThreadPool& pool) const;
+
+  struct Conv {
+    int64_t out = 0, in = 0, k = 1;  // k x k spatial kernel
+    std::vector<float> weight;       // [out, in * k * k]
+    std::vector<float> bias;         // [out]
+  };
+  struct ResBlock {
+    std::vector<float> norm1, norm2;
+    Conv conv1, conv2;
+    bool has_shortcut = false;
+    Conv shortcut;
+  };
+  struct UpBlock {
+    std::vector<ResBlock> resnets;
+    bool upsamples = false;
+    Conv upsample_conv;
+    int temporal_factor = 1;  // DupUp3D's factor_t
+  };
+
+ private:
+  VaeConfig config_;
+  Conv post_quant_, conv_in_, conv_out_;
+  ResBlock mid_0_, mid_1_;
+  std::vector<float> attn_norm_;
+  Conv attn_qkv_, attn_proj_;
+  std::vector<UpBlock> up_blocks_;
+  std::vector<float> norm_out_;
+  std::vector<int64_t> dims_;
+};
+
+}  // namespace rgbaq::engine::cpu

@@ -1,0 +1,87 @@
+#include "engine/session.h"
+
+#include <chrono>
+
+#include "engine/cpu/cpu_graphs.h"
+#include "engine/model_directory.h"
+#include "host/noise.h"
+#include "host/rgba8.h"
+
+namespace rgbaq::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+std::unique_ptr<Session> Session::open(const std::filesystem::path& model_dir, const std::string& backend, int threads) {
+  if (backend != "cpu") {
+    throw std::invalid_argument("backend \"" + backend + "\" is not available in this build (available: cpu)");
+  }
+  const auto dir = ModelDirectory::open(model_dir);
+  std::unique_ptr<Session> s(new Session());
+  s->model_dir_ = model_dir;
+  s->backend_ = backend;
+  s->tokenizer_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_file(dir.tokenizer_json()));
+  s->template_ = std::make_unique<tokenizer::PromptTemplate>(*s->tokenizer_);
+  s->scheduler_ = host::load_scheduler_config(model_dir);
+  s->rope_tables_ = host::RopeTables::for_model(model_dir);
+  s->graphs_ = std::make_unique<cpu::CpuGraphs>(dir, threads);
+  return s;
+}
+
+tokenizer::TemplatedPrompt Session::tokenize(const std::string& prompt) const { return template_->apply(prompt); }
+
+Tensor Session::encode(const tokenizer::TemplatedPrompt& prompt) {
+  const Tensor hidden = graphs_->encode(prompt.ids);
+  const int64_t d = hidden.dim(1), l = prompt.text_len();
+  std::vector<float> embeds(hidden.f32() + prompt.drop_idx * d, hidden.f32() + (prompt.drop_idx + l) * d);
+  return Tensor::from_f32({l, d}, std::move(embeds));
+}
+
+RenderResult Session::render_embedded(const Tensor& embeds, const RenderRequest& request, const StepCallback& on_step) {
+  const auto start = Clock::now();
+  host::check_image_size(request.size);
+  RenderResult result;
+  result.size = request.size;
+  result.text_tokens = static_cast<int>(embeds.dim(0));
+  const host::RopeTensors rope = host::build_rope(rope_tables_, result.text_tokens, request.size);  // once per image
+  const host::Schedule schedule = host::make_schedule(scheduler_, request.size.tokens());
+  result.sigmas = schedule.sigmas;
+  const int64_t n = request.size.tokens();
+  Tensor x = Tensor::from_f32({n, 64}, host::initial_tokens(request.seed, request.size));
+  for (int i = 0; i < schedule.steps(); ++i) {
+    const auto t0 = Clock::now();
+    const Tensor vel = graphs_->velocity({&x, &embeds, schedule.dit_timestep(i), &rope});
+    host::euler_step({x.mutable_f32(), static_cast<size_t>(x.numel())}, vel.f32_span(), schedule.sigmas[i],
+                     schedule.sigmas[i + 1]);
+    result.timings.step_s.push_back(seconds_since(t0));
+    if (on_step && !on_step(i + 1, schedule.steps())) throw RenderCanceled();
+  }
+  const auto t0 = Clock::now();
+  const Tensor image = graphs_->decode(x, request.size);
+  result.rgba.resize(static_cast<size_t>(request.size.width) * request.size.height * 4);
+  host::image_to_rgba8(image.f32_span(), request.size.width, request.size.height, result.rgba);
+  result.timings.decode_s = seconds_since(t0);
+  result.timings.total_s = seconds_since(start);
+  return result;
+}
+
+RenderResult Session::render(const RenderRequest& request, const StepCallback& on_step) {
+  const auto start = Clock::now();
+  host::check_image_size(request.size);
+  const auto prompt = tokenize(request.prompt);
+  const double tokenize_s = seconds_since(start);
+  const auto t0 = Clock::now();
+  const Tensor embeds = encode(prompt);
+  const double encode_s = seconds_since(t0);
+  RenderResult result = render_embedded(embeds, request, on_step);
+  result.full_tokens = prompt.full_len();
+  result.timings.tokenize_s = tokenize_s;
+  result.timings.encode_s = encode_s;
+  result.timings.total_s = seconds_since(start);
+  return result;
+}
+
+}  // namespace rgbaq::engine

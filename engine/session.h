@@ -1,0 +1,87 @@
+#pragma once
+// A persistent render session: a model directory's tokenizer, schedule, RoPE tables and graphs, loaded
+// once. render() runs the host contract end to end: tokenize (template, drop_idx) -> encode -> RoPE
+// once -> noise -> the model's Euler steps -> decode -> RGBA8.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/graphs.h"
+#include "engine/tensor.h"
+#include "host/image_size.h"
+#include "host/rope.h"
+#include "host/schedule.h"
+#include "tokenizer/prompt_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace rgbaq::engine {
+
+struct RenderRequest {
+  std::string prompt;
+  uint64_t seed = 0;
+  host::ImageSize size{256, 256};
+};
+
+struct RenderTimings {
+  double tokenize_s = 0, encode_s = 0, decode_s = 0, total_s = 0;
+  std::vector<double> step_s;
+};
+
+struct RenderResult {
+  host::ImageSize size;
+  std::vector<uint8_t> rgba;  // height * width * 4, pixel-interleaved R, G, B, A
+  RenderTimings timings;
+  int full_tokens = 0, text_tokens = 0;  // Lfull and L
+  std::vector<float> sigmas;
+};
+
+// Called after each step with (steps done, steps in all); returning false cancels the render.
+using StepCallback = std::function<bool(int done, int total)>;
+
+class RenderCanceled : public std::runtime_error {
+ public:
+  RenderCanceled() : std::runtime_error("render canceled") {}
+};
+
+// The prompt's embeddings as the DiT takes them: hidden[drop_idx:], [L, D].
+struct PromptEmbedding {
+  std::vector<int32_t> ids;  // all Lfull template ids
+  Tensor embeds;
+};
+
+class Session {
+ public:
+  // backend: "cpu" (others are not in this build). Throws std::runtime_error naming what is missing or
+  // malformed in the model directory, std::invalid_argument for an unknown backend.
+  static std::unique_ptr<Session> open(const std::filesystem::path& model_dir, const std::string& backend = "cpu",
+                                       int threads = 0);
+
+  // Throws std::invalid_argument for a prompt that does not fit or a bad size, RenderCanceled when
+  // the callback says stop.
+  RenderResult render(const RenderRequest& request, const StepCallback& on_step = {});
+
+  // The pieces, for callers that cache embeddings.
+  tokenizer::TemplatedPrompt tokenize(const std::string& prompt) const;
+  Tensor encode(const tokenizer::TemplatedPrompt& prompt);
+  RenderResult render_embedded(const Tensor& embeds, const RenderRequest& request, const StepCallback& on_step);
+
+  const std::filesystem::path& model_dir() const { return model_dir_; }
+  const std::string& backend_name() const { return backend_; }
+
+ private:
+  Session() = default;
+
+  std::filesystem::path model_dir_;
+  std::string backend_;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+  std::unique_ptr<tokenizer::PromptTemplate> template_;
+  host::SchedulerConfig scheduler_;
+  host::RopeTables rope_tables_;
+  std::unique_ptr<Graphs> graphs_;
+};
+
+}  // namespace rgbaq::engine

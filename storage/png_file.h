@@ -1,0 +1,32 @@
+#pragma once
+// RGBA PNG files through libpng: written atomically (a temporary file in the same directory, fsynced,
+// renamed, the directory fsynced) with text chunks, and read back (tests, contact sheets, the
+// daemon's check for an already finished output).
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace rgbaq::storage {
+
+struct PngText {
+  std::string key;    // 1..79 Latin-1 characters
+  std::string value;  // UTF-8: stored as an iTXt chunk (uncompressed), readable by common tools
+};
+
+// Throws std::runtime_error naming the path and the OS or libpng error (disk full, permissions).
+void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, int width, int height,
+                      const std::vector<PngText>& texts);
+
+struct PngImage {
+  int width = 0, height = 0;
+  int channels = 0;              // as stored: 4 for RGBA
+  std::vector<uint8_t> rgba;     // converted to RGBA8, pixel-interleaved
+  std::map<std::string, std::string> texts;  // tEXt, zTXt and iTXt chunks
+};
+
+// Throws std::runtime_error naming the path for a missing, truncated or corrupt file.
+PngImage read_png(const std::filesystem::path& path);
+
+}  // namespace rgbaq::storage
