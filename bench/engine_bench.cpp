@@ -1,7 +1,9 @@
 // The CPU engine's speed against the machine's OpenBLAS sgemm, measured in the same run.
 // usage: engine_bench [--threads N]
-// Prints, for a mid-size Qwen3 text encoder (head_dim 128, hidden 2048, 3 layers, BF16 and F32 weights)
-// at Lfull = 256: tokens/s, achieved GFLOP/s, and the ratio to sgemm's GFLOP/s.
+// Prints achieved GFLOP/s next to sgemm's for: a mid-size Qwen3 text encoder (head_dim 128, hidden 2048,
+// 3 layers, BF16 and F32 weights) at Lfull = 256; one DiT step (hidden 2048 = 16 heads x 128, 2 blocks,
+// L = 64) at N = 256 and 1024; the VAE decode (decoder_base_dim 32) at N = 256 and 1024; and the peak
+// resident memory after each.
 #include <cblas.h>
 #include <sys/resource.h>
 
@@ -13,7 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/cpu/dit.h"
 #include "engine/cpu/linear.h"
+#include "engine/cpu/vae_decoder.h"
+#include "host/noise.h"
+#include "host/rope.h"
 #include "engine/cpu/text_encoder.h"
 #include "tests/test_temp_dir.h"
 #include "tools/tiny_model.h"
@@ -86,6 +92,48 @@ int main(int argc, char** argv) {
     std::printf("  %-4s weights: %7.3f s  %8.0f tokens/s  %6.1f GFLOP/s  = %3.0f%% of sgemm\n",
                 std::string(engine::dtype_name(dtype)).c_str(), s, L / s, flops / s / 1e9, 100 * flops / s / 1e9 / sgemm);
   }
-  std::printf("peak resident memory: %.0f MiB\n", peak_rss_mib());
+  std::printf("  peak resident memory so far: %.0f MiB\n\n", peak_rss_mib());
+
+  engine::DitConfig dc;
+  dc.layers = 2, dc.heads = 16, dc.head_dim = 128, dc.context_dim = 2048;
+  TempDir dit_dir;
+  tools::write_dit(dit_dir.path(), dc, 2, engine::DType::kBF16);
+  const auto dit_weights = engine::WeightStore::open(dit_dir.path());
+  const engine::cpu::Dit dit(dit_weights, dc);
+  const int64_t text_len = 64, dim = dc.dim(), mlp = dim * dc.mlp_ratio;
+  std::vector<float> feats(size_t(text_len * dc.context_dim));
+  for (size_t i = 0; i < feats.size(); ++i) feats[i] = float((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  const engine::Tensor txt = engine::Tensor::from_f32({text_len, dc.context_dim}, feats);
+  std::printf("DiT step: hidden %lld (%d heads x 128), %d blocks, mlp %lld, L %lld, BF16 weights\n",
+              static_cast<long long>(dim), dc.heads, dc.layers, static_cast<long long>(mlp), static_cast<long long>(text_len));
+  for (int side : {256, 512}) {
+    const host::ImageSize size{side, side};
+    const int64_t n = size.tokens();
+    const auto rope = host::build_rope(host::RopeTables::from_formula(), int(text_len), size);
+    const engine::Tensor img = engine::Tensor::from_f32({n, 64}, host::initial_tokens(1, size));
+    const auto prefix = dit.text_prefix(txt, rope, pool);
+    const double block_flops = 2.0 * n * (4.0 * dim * dim + 3.0 * dim * mlp) + 4.0 * n * (text_len + n) * dim;
+    const double step_flops = dc.layers * block_flops + 2.0 * n * (64.0 * dim + dim * 64.0);
+    dit.velocity(img, prefix, 0.9f, rope, pool);
+    const double s = best_of(3, [&] { dit.velocity(img, prefix, 0.9f, rope, pool); });
+    std::printf("  N %5lld: %7.3f s/step  %6.1f GFLOP/s  = %3.0f%% of sgemm   peak RSS %.0f MiB\n",
+                static_cast<long long>(n), s, step_flops / s / 1e9, 100 * step_flops / s / 1e9 / sgemm, peak_rss_mib());
+  }
+
+  engine::VaeConfig vc = tools::tiny_vae_config();
+  vc.decoder_base_dim = 32;
+  TempDir vae_dir;
+  tools::write_vae(vae_dir.path(), vc, 3, engine::DType::kBF16);
+  const auto vae_weights = engine::WeightStore::open(vae_dir.path());
+  const engine::cpu::VaeDecoder vae(vae_weights, vc);
+  std::printf("\nVAE decode: decoder_base_dim %d (channels 256 -> 32), BF16 weights widened at load\n", vc.decoder_base_dim);
+  for (int side : {256, 512}) {
+    const host::ImageSize size{side, side};
+    const engine::Tensor latents = engine::Tensor::from_f32({size.tokens(), 64}, host::initial_tokens(2, size));
+    const double f = vae.flops(size.grid_height(), size.grid_width());
+    const double s = best_of(2, [&] { vae.decode(latents, size.grid_height(), size.grid_width(), pool); });
+    std::printf("  N %5lld (%dx%d px): %7.3f s  %6.1f GFLOP/s  = %3.0f%% of sgemm   peak RSS %.0f MiB\n",
+                static_cast<long long>(size.tokens()), side, side, s, f / s / 1e9, 100 * f / s / 1e9 / sgemm, peak_rss_mib());
+  }
   return 0;
 }

@@ -40,8 +40,6 @@ void layer_norm(const float* x, int64_t rows, int64_t dim, float eps, float* out
   });
 }
 
-float silu(float v) { return v / (1.0f + std::exp(-v)); }
-
 void swiglu(float* gate, const float* up, int64_t n, ThreadPool& pool) {
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) gate[i] = silu(gate[i]) * up[i];

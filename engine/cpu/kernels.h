@@ -1,6 +1,7 @@
 #pragma once
 // Element-wise and row-wise kernels of the CPU engine, fp32 in and out. Rows are independent, so the
 // pool splits them without changing any result.
+#include <cmath>
 #include <cstdint>
 
 #include "engine/cpu/thread_pool.h"
@@ -21,7 +22,7 @@ void swiglu(float* gate, const float* up, int64_t n, ThreadPool& pool);
 // x = gelu_tanh(x).
 void gelu_tanh(float* x, int64_t n, ThreadPool& pool);
 
-float silu(float v);
+inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
 
 // Rotate-half RoPE in place (Qwen3 text stack): for each head, pairs (j, j + d/2) rotate by the angle
 // of frequency j. cos/sin are [rows, d/2]. x has rows of `heads * d` values at stride ldx.

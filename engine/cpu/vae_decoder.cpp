@@ -95,11 +95,12 @@ Map conv2d(const Map& x, const Conv& c, ThreadPool& pool) {
                 std::fill(row, row + x.w, 0.0f);
                 continue;
               }
+              // row[xx] = src[xx + dx] where that is inside the map, else 0.
               const float* src = x.v.data() + (i * x.h + sy) * x.w;
-              for (int64_t xx = 0; xx < x.w; ++xx) {
-                const int64_t sx = xx + kx - pad;
-                row[xx] = sx >= 0 && sx < x.w ? src[sx] : 0.0f;
-              }
+              const int64_t dx = kx - pad, lo = std::max<int64_t>(0, -dx), hi = std::min(x.w, x.w - dx);
+              std::fill(row, row + lo, 0.0f);
+              std::memcpy(row + lo, src + lo + dx, sizeof(float) * static_cast<size_t>(hi - lo));
+              std::fill(row + hi, row + x.w, 0.0f);
             }
           }
       b = col.data();
@@ -255,6 +256,36 @@ Tensor VaeDecoder::decode(const Tensor& latents, int grid_height, int grid_width
   float* out = image.mutable_f32();
   for (size_t i = 0; i < x.v.size(); ++i) out[i] = std::clamp(x.v[i], -1.0f, 1.0f);
   return image;
+}
+
+}  // namespace rgbaq::engine::cpu
+
+namespace rgbaq::engine::cpu {
+
+double VaeDecoder::flops(int grid_height, int grid_width) const {
+  double total = 0, pixels = double(grid_height) * grid_width;
+  auto conv = [&](const Conv& c) { total += 2.0 * c.out * c.in * c.k * c.k * pixels; };
+  auto res = [&](const ResBlock& r) {
+    conv(r.conv1);
+    conv(r.conv2);
+    if (r.has_shortcut) conv(r.shortcut);
+  };
+  conv(post_quant_);
+  conv(conv_in_);
+  res(mid_0_);
+  conv(attn_qkv_);
+  conv(attn_proj_);
+  total += 4.0 * pixels * pixels * dims_[0];  // QK^T and PV
+  res(mid_1_);
+  for (const UpBlock& b : up_blocks_) {
+    for (const ResBlock& r : b.resnets) res(r);
+    if (b.upsamples) {
+      pixels *= 4;
+      conv(b.upsample_conv);
+    }
+  }
+  conv(conv_out_);
+  return total;
 }
 
 }  // namespace rgbaq::engine::cpu

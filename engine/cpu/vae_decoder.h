@@ -20,6 +20,9 @@ class VaeDecoder {
   // latents [h * w, 64] (token n = y * w + x) -> [4, 16h, 16w].
   Tensor decode(const Tensor& latents, int grid_height, int grid_width, ThreadPool& pool) const;
 
+  // Multiply-adds x 2 of the convolutions and the mid attention for one decode (for benchmarks).
+  double flops(int grid_height, int grid_width) const;
+
   struct Conv {
     int64_t out = 0, in = 0, k = 1;  // k x k spatial kernel
     std::vector<float> weight;       // [out, in * k * k]
