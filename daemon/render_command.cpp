@@ -1,5 +1,7 @@
 #include "daemon/render_command.h"
 
+#include <unistd.h>
+
 #include <iostream>
 
 #include "cli/arguments.h"
@@ -52,14 +54,14 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
       throw cli::UsageError(std::string("--model: ") + e.what());
     }
     engine::RenderResult result;
+    const bool show_progress = isatty(STDERR_FILENO) != 0;  // progress is for people, not logs
     try {
       result = session->render(request, [&](int done, int total) {
-        err << "\rstep " << done << "/" << total << std::flush;
+        if (show_progress) err << "\rstep " << done << "/" << total << (done == total ? "\n" : "") << std::flush;
         return true;
       });
-      err << "\n";
     } catch (const std::invalid_argument& e) {
-      err << "\n";
+      if (show_progress) err << "\n";
       throw cli::UsageError(e.what());
     }
     storage::RenderMetadata m;
