@@ -1,0 +1,312 @@
+#include "jobs/job_file.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <map>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "jobs/csv_reader.h"
+
+namespace rgbaq::jobs {
+namespace {
+
+constexpr std::string_view kFields[] = {"prompt", "seed", "count", "size", "name", "priority"};
+
+bool known_field(const std::string& f) { return std::find(std::begin(kFields), std::end(kFields), f) != std::end(kFields); }
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+// A row before validation: field -> text and where it was.
+struct RawValue {
+  std::string text;
+  int column = 0;
+};
+struct RawRow {
+  int line = 0;
+  std::map<std::string, RawValue> values;
+};
+
+// The byte offset of the first invalid UTF-8 sequence, or npos.
+size_t invalid_utf8_at(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return i;
+    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
+    for (int k = 1; k < n; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    const bool overlong = (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+std::optional<int64_t> parse_int(const std::string& text) {
+  const std::string t = trim(text);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
+  return v;
+}
+
+void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector<FileError>& errors) {
+  CsvDocument doc = read_csv(text);
+  for (auto& e : doc.errors) errors.push_back({e.line, e.column, "", e.message});
+  if (doc.records.empty()) {
+    if (doc.errors.empty()) errors.push_back({0, 0, "", "the file has no header row (a CSV needs one naming its columns: prompt, seed, ...)"});
+    return;
+  }
+  const CsvRecord& header = doc.records.front();
+  std::vector<std::string> columns;
+  std::set<std::string> seen;
+  bool header_ok = true;
+  for (const auto& f : header.fields) {
+    const std::string name = lower(trim(f.value));
+    if (!known_field(name)) {
+      errors.push_back({f.line, f.column, name, "unknown column \"" + trim(f.value) +
+                                                    "\" (columns: prompt, seed, count, size, name, priority)"});
+      header_ok = false;
+    } else if (!seen.insert(name).second) {
+      errors.push_back({f.line, f.column, name, "column \"" + name + "\" appears twice"});
+      header_ok = false;
+    }
+    columns.push_back(name);
+  }
+  if (!seen.count("prompt")) {
+    errors.push_back({header.line, 0, "prompt", "the header has no \"prompt\" column"});
+    header_ok = false;
+  }
+  if (!header_ok) return;
+  for (size_t r = 1; r < doc.records.size(); ++r) {
+    const CsvRecord& rec = doc.records[r];
+    if (rec.fields.size() != columns.size()) {
+      errors.push_back({rec.line, 0, "", "has " + std::to_string(rec.fields.size()) + " fields; the header has " +
+                                             std::to_string(columns.size())});
+      continue;
+    }
+    RawRow row;
+    row.line = rec.line;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      // An empty unquoted cell is "not given", so defaults apply; "" is an empty value.
+      if (rec.fields[i].value.empty() && !rec.fields[i].quoted && columns[i] != "prompt") continue;
+      row.values[columns[i]] = {rec.fields[i].value, rec.fields[i].column};
+    }
+    rows.push_back(std::move(row));
+  }
+}
+
+void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vector<FileError>& errors) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  int line_no = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    ++line_no;
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    if (const size_t bad = invalid_utf8_at(line); bad != std::string_view::npos) {
+      errors.push_back({line_no, static_cast<int>(bad) + 1, "", "invalid UTF-8"});
+      continue;
+    }
+    const auto doc = nlohmann::json::parse(line, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+      errors.push_back({line_no, 0, "", "is not a JSON object"});
+      continue;
+    }
+    RawRow row;
+    row.line = line_no;
+    for (const auto& [key, value] : doc.items()) {
+      const std::string name = lower(key);
+      if (!known_field(name)) {
+        errors.push_back({line_no, 0, key, "unknown field \"" + key + "\" (fields: prompt, seed, count, size, name, priority)"});
+        continue;
+      }
+      if (value.is_null() && name != "prompt") continue;
+      std::string textv;
+      if ((name == "prompt" || name == "name") && !value.is_string()) {
+        errors.push_back({line_no, 0, name, "has the wrong type (" + std::string(value.type_name()) + "); it must be a string"});
+        continue;
+      }
+      if (value.is_string()) {
+        textv = value.get<std::string>();
+      } else if (value.is_number_unsigned() || value.is_number_integer()) {
+        textv = value.dump();
+      } else if (value.is_array() && name == "seed") {
+        for (const auto& s : value) textv += (textv.empty() ? "" : ",") + (s.is_string() ? s.get<std::string>() : s.dump());
+      } else {
+        errors.push_back({line_no, 0, name, "has the wrong type (" + std::string(value.type_name()) + ")"});
+        continue;
+      }
+      row.values[name] = {textv, 0};
+    }
+    if (!row.values.count("prompt")) {
+      const bool reported = std::any_of(errors.begin(), errors.end(), [&](const FileError& e) {
+        return e.line == line_no && e.field == "prompt";
+      });
+      if (!reported) errors.push_back({line_no, 0, "prompt", "is missing"});
+      continue;
+    }
+    rows.push_back(std::move(row));
+  }
+}
+
+}  // namespace
+
+std::string FileError::to_string(const std::string& file_name) const {
+  std::string where = file_name;
+  if (line > 0) where += ":" + std::to_string(line);
+  if (line > 0 && column > 0) where += ":" + std::to_string(column);
+  return where + ": " + (field.empty() ? "" : field + ": ") + message;
+}
+
+FileFormat format_for_path(const std::string& path) {
+  const std::string l = lower(path);
+  return l.ends_with(".jsonl") || l.ends_with(".ndjson") ? FileFormat::kJsonl : FileFormat::kCsv;
+}
+
+JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOptions& options) {
+  JobFile out;
+  std::vector<RawRow> rows;
+  if (format == FileFormat::kCsv) {
+    read_csv_rows(text, rows, out.errors);
+  } else {
+    read_jsonl_rows(text, rows, out.errors);
+  }
+
+  // Defaults are checked once, as options.
+  std::string default_error;
+  std::optional<SeedSpec> default_seeds;
+  if (options.defaults.seeds) {
+    default_seeds = parse_seed_spec(*options.defaults.seeds, default_error);
+    if (!default_seeds) out.errors.push_back({0, 0, "--seeds", default_error});
+  }
+
+  struct Validated {
+    const RawRow* raw;
+    std::string prompt, name;
+    std::optional<SeedSpec> seeds;
+    uint64_t count;
+    host::ImageSize size;
+    int priority;
+  };
+  std::vector<Validated> valid;
+  uint64_t total = 0;
+  for (const RawRow& row : rows) {
+    const size_t errors_before = out.errors.size();
+    auto error = [&](const std::string& field, const std::string& message) {
+      const auto it = row.values.find(field);
+      out.errors.push_back({row.line, it == row.values.end() ? 0 : it->second.column, field, message});
+    };
+    auto value = [&](const std::string& field) -> const std::string* {
+      const auto it = row.values.find(field);
+      return it == row.values.end() ? nullptr : &it->second.text;
+    };
+    Validated v{&row, "", "", default_seeds, static_cast<uint64_t>(options.defaults.count), {}, options.defaults.priority};
+    v.prompt = value("prompt") ? *value("prompt") : "";
+    if (const size_t bad = invalid_utf8_at(v.prompt); bad != std::string::npos) {
+      error("prompt", "invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the prompt");
+    } else if (v.prompt.find('\0') != std::string::npos) {
+      error("prompt", "contains a NUL character");
+    } else if (options.check_prompt) {
+      if (const std::string why = options.check_prompt(v.prompt); !why.empty()) error("prompt", why);
+    }
+    if (const auto* s = value("seed")) {
+      std::string why;
+      v.seeds = parse_seed_spec(*s, why);
+      if (!v.seeds) error("seed", why);
+    }
+    if (const auto* c = value("count")) {
+      const auto n = parse_int(*c);
+      if (!n || *n < 1) {
+        error("count", "\"" + *c + "\" is not a positive integer");
+      } else {
+        v.count = static_cast<uint64_t>(*n);
+      }
+    }
+    if (value("count") && v.seeds && !v.seeds->single()) {
+      error("count", "count goes with one starting seed; this row gives a range or list of seeds");
+    }
+    try {
+      v.size = host::parse_image_size(value("size") ? *value("size") : options.defaults.size);
+    } catch (const std::invalid_argument& e) {
+      error("size", e.what());
+    }
+    if (const auto* n = value("name")) {
+      v.name = trim(*n);
+      if (v.name.empty() || v.name.size() > 100 || v.name.find_first_of("/\\") != std::string::npos ||
+          invalid_utf8_at(v.name) != std::string::npos || v.name.find('\0') != std::string::npos || v.name[0] == '.') {
+        error("name", "\"" + *n + "\" is not a usable file name (1..100 characters, no slashes, not starting with a dot)");
+      }
+    }
+    if (const auto* p = value("priority")) {
+      const auto n = parse_int(*p);
+      if (!n || *n < -1000000 || *n > 1000000) {
+        error("priority", "\"" + *p + "\" is not an integer in -1000000..1000000");
+      } else {
+        v.priority = static_cast<int>(*n);
+      }
+    }
+    if (out.errors.size() != errors_before) continue;
+    const uint64_t images = v.seeds && !v.seeds->single() ? v.seeds->count() : v.count;
+    if (images > options.max_jobs || total > options.max_jobs - images) {
+      out.errors.push_back({row.line, 0, value("seed") ? "seed" : "count",
+                            "this row is " + std::to_string(images) + " images and the file " +
+                                (total > options.max_jobs - images ? "would hold more than " : "may hold at most ") +
+                                std::to_string(options.max_jobs) + " in one submit"});
+      continue;
+    }
+    total += images;
+    valid.push_back(std::move(v));
+  }
+  if (!out.errors.empty()) return out;
+
+  // Expansion: row order, then seed order.
+  std::random_device device;
+  auto draw = [&]() -> uint64_t {
+    if (options.random_seed) return options.random_seed();
+    return (static_cast<uint64_t>(device()) << 32) ^ device();
+  };
+  std::set<std::tuple<std::string, uint64_t, int, int, std::string>> seen;
+  out.jobs.reserve(total);
+  for (const Validated& v : valid) {
+    auto add = [&](uint64_t seed, bool random) {
+      if (!seen.emplace(v.prompt, seed, v.size.width, v.size.height, v.name).second) {
+        ++out.duplicates_skipped;
+        return;
+      }
+      out.jobs.push_back({v.prompt, seed, random, v.size, v.name, v.priority, v.raw->line});
+    };
+    if (v.seeds && !v.seeds->single()) {
+      v.seeds->for_each([&](uint64_t s) { add(s, false); });
+    } else {
+      const bool random = !v.seeds;
+      const uint64_t first = random ? draw() : v.seeds->ranges[0].first;
+      for (uint64_t i = 0; i < v.count; ++i) add(first + i, random);  // wraps past 2^64 - 1 to 0
+    }
+  }
+  return out;
+}
+
+}  // namespace rgbaq::jobs

@@ -1,0 +1,63 @@
+#include "jobs/output_name.h"
+
+#include <cstdio>
+
+namespace rgbaq::jobs {
+namespace {
+
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+std::string hex(uint64_t v, int digits) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return std::string(buf + 16 - digits);
+}
+
+// Fields joined with a separator that cannot occur in UTF-8 text.
+std::string record(const std::string& prompt, uint64_t seed, const host::ImageSize& size, const std::string& name,
+                   const std::string& out_dir) {
+  return prompt + '\xff' + std::to_string(seed) + '\xff' + size.to_string() + '\xff' + name + '\xff' + out_dir;
+}
+
+}  // namespace
+
+std::string slug(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (out.size() >= 48) break;
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+      out += static_cast<char>(c);
+    } else if (c >= 'A' && c <= 'Z') {
+      out += static_cast<char>(c - 'A' + 'a');
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "image" : out;
+}
+
+std::string output_file_name(const std::string& prompt, const std::string& name, uint64_t seed, const host::ImageSize& size) {
+  if (!name.empty()) return slug(name) + "_" + std::to_string(seed) + ".png";
+  const uint64_t h = mix(fnv1a(prompt + '\xff' + size.to_string(), 0xcbf29ce484222325ull));
+  return slug(prompt) + "-" + hex(h, 8) + "_" + std::to_string(seed) + ".png";
+}
+
+std::string content_key(const std::string& prompt, uint64_t seed, const host::ImageSize& size, const std::string& name,
+                        const std::string& out_dir) {
+  const std::string r = record(prompt, seed, size, name, out_dir);
+  return hex(mix(fnv1a(r, 0xcbf29ce484222325ull)), 16) + hex(mix(fnv1a(r, 0x84222325cbf29ce4ull) ^ 0x9e3779b97f4a7c15ull), 16);
+}
+
+}  // namespace rgbaq::jobs

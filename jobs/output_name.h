@@ -1,0 +1,21 @@
+#pragma once
+// Output file names: a function of the job, never a raw prompt. "<name>_<seed>.png" when the row
+// named it, else "<prompt-slug>-<hash>_<seed>.png", the hash (of prompt and size) keeping prompts that
+// slug alike, or differ only in size, apart.
+#include <cstdint>
+#include <string>
+
+#include "host/image_size.h"
+
+namespace rgbaq::jobs {
+
+// Lower-case ASCII letters and digits, other runs as one '-', at most 48 characters; "image" if empty.
+std::string slug(const std::string& text);
+
+std::string output_file_name(const std::string& prompt, const std::string& name, uint64_t seed, const host::ImageSize& size);
+
+// A stable 128-bit key (32 hex characters) for a job's content, for detecting resubmissions.
+std::string content_key(const std::string& prompt, uint64_t seed, const host::ImageSize& size, const std::string& name,
+                        const std::string& out_dir);
+
+}  // namespace rgbaq::jobs

@@ -1,0 +1,480 @@
+#include "storage/queue_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+namespace rgbaq::storage {
+namespace {
+
+constexpr const char* kStateNames[] = {"queued", "running", "done", "failed", "canceled"};
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Schema versions: kMigrations[v] takes the database from version v to v + 1.
+const std::vector<const char*> kMigrations = {
+    R"(
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  options TEXT NOT NULL,
+  out_dir TEXT NOT NULL,
+  created_at REAL NOT NULL
+);
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  prompt TEXT NOT NULL,
+  seed INTEGER NOT NULL,              -- the uint64 seed's bits as int64
+  width INTEGER NOT NULL,
+  height INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'canceled')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  not_before REAL NOT NULL DEFAULT 0, -- backoff after a failure
+  worker TEXT NOT NULL DEFAULT '',
+  created_at REAL NOT NULL,
+  started_at REAL NOT NULL DEFAULT 0,
+  finished_at REAL NOT NULL DEFAULT 0,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT '',
+  errors TEXT NOT NULL DEFAULT '[]',
+  output_path TEXT NOT NULL,
+  metadata TEXT NOT NULL DEFAULT '',
+  content_key TEXT NOT NULL,
+  prompt_key TEXT NOT NULL
+);
+CREATE INDEX jobs_claim ON jobs (priority DESC, id) WHERE state = 'queued';
+CREATE INDEX jobs_claim_prompt ON jobs (prompt_key, priority, id) WHERE state = 'queued';
+CREATE INDEX jobs_running ON jobs (id) WHERE state = 'running';
+CREATE INDEX jobs_run_state ON jobs (run_id, state);
+CREATE INDEX jobs_content ON jobs (content_key);
+-- Per-run counters kept by a trigger, so status never scans the jobs.
+CREATE TABLE run_counts (
+  run_id INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (run_id, state)
+) WITHOUT ROWID;
+CREATE TRIGGER jobs_state_change AFTER UPDATE OF state ON jobs WHEN OLD.state != NEW.state BEGIN
+  UPDATE run_counts SET n = n - 1 WHERE run_id = OLD.run_id AND state = OLD.state;
+  INSERT INTO run_counts (run_id, state, n) VALUES (NEW.run_id, NEW.state, 1)
+    ON CONFLICT (run_id, state) DO UPDATE SET n = n + 1;
+END;
+-- A done job never changes state again.
+CREATE TRIGGER jobs_done_is_final BEFORE UPDATE OF state ON jobs WHEN OLD.state = 'done' AND NEW.state != 'done' BEGIN
+  SELECT RAISE(ABORT, 'a done job cannot change state');
+END;
+CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+)",
+};
+
+const char* kJobColumns =
+    "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
+    "finished_at, cancel_requested, error, errors, output_path, metadata, prompt_key, content_key";
+
+Job read_job(SQLite::Statement& q) {
+  Job j;
+  j.id = q.getColumn(0).getInt64();
+  j.run_id = q.getColumn(1).getInt64();
+  j.prompt = q.getColumn(2).getString();
+  j.seed = static_cast<uint64_t>(q.getColumn(3).getInt64());
+  j.width = q.getColumn(4).getInt();
+  j.height = q.getColumn(5).getInt();
+  j.name = q.getColumn(6).getString();
+  j.priority = q.getColumn(7).getInt();
+  j.state = parse_state(q.getColumn(8).getString()).value_or(JobState::kFailed);
+  j.attempts = q.getColumn(9).getInt();
+  j.worker = q.getColumn(10).getString();
+  j.created_at = q.getColumn(11).getDouble();
+  j.started_at = q.getColumn(12).getDouble();
+  j.finished_at = q.getColumn(13).getDouble();
+  j.cancel_requested = q.getColumn(14).getInt() != 0;
+  j.error = q.getColumn(15).getString();
+  j.errors_json = q.getColumn(16).getString();
+  j.output_path = q.getColumn(17).getString();
+  j.metadata_json = q.getColumn(18).getString();
+  j.prompt_key = q.getColumn(19).getString();
+  j.content_key = q.getColumn(20).getString();
+  return j;
+}
+
+}  // namespace
+
+std::string_view state_name(JobState s) { return kStateNames[static_cast<int>(s)]; }
+
+std::optional<JobState> parse_state(std::string_view name) {
+  for (int i = 0; i < kJobStates; ++i) {
+    if (name == kStateNames[i]) return static_cast<JobState>(i);
+  }
+  return std::nullopt;
+}
+
+int64_t Run::total() const {
+  int64_t t = 0;
+  for (int64_t c : counts) t += c;
+  return t;
+}
+
+QueueStore::QueueStore(const std::filesystem::path& path, StoreOptions options) try
+    : path_(path), options_(options),
+      db_(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX, options.busy_timeout_ms) {
+  db_.exec("PRAGMA journal_mode = WAL");
+  db_.exec(options_.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+  db_.exec("PRAGMA foreign_keys = ON");
+  migrate();
+} catch (const SQLite::Exception& e) {
+  throw std::runtime_error(path.string() + ": cannot open the queue database: " + e.what());
+}
+
+void QueueStore::migrate() {
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  db_.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  SQLite::Statement q(db_, "SELECT version FROM schema_version");
+  int version = 0;
+  if (q.executeStep()) {
+    version = q.getColumn(0).getInt();
+  } else {
+    db_.exec("INSERT INTO schema_version (version) VALUES (0)");
+  }
+  if (version > static_cast<int>(kMigrations.size())) {
+    throw std::runtime_error(path_.string() + ": the queue database has schema version " + std::to_string(version) +
+                             "; this rgbaq knows versions up to " + std::to_string(kMigrations.size()));
+  }
+  for (; version < static_cast<int>(kMigrations.size()); ++version) db_.exec(kMigrations[version]);
+  SQLite::Statement set(db_, "UPDATE schema_version SET version = ?");
+  set.bind(1, version);
+  set.exec();
+  tx.commit();
+}
+
+int QueueStore::schema_version() {
+  SQLite::Statement q(db_, "SELECT version FROM schema_version");
+  return q.executeStep() ? q.getColumn(0).getInt() : 0;
+}
+
+SubmitResult QueueStore::submit(const RunOptions& run, const std::vector<NewJob>& jobs) {
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  const double now = now_seconds();
+  SQLite::Statement ins_run(db_, "INSERT INTO runs (name, options, out_dir, created_at) VALUES (?, ?, ?, ?)");
+  ins_run.bind(1, run.name);
+  ins_run.bind(2, run.options_json);
+  ins_run.bind(3, run.out_dir);
+  ins_run.bind(4, now);
+  ins_run.exec();
+  SubmitResult result;
+  result.run_id = db_.getLastInsertRowid();
+  SQLite::Statement exists(db_,
+                           "SELECT 1 FROM jobs WHERE content_key = ? AND state IN ('queued', 'running', 'done') LIMIT 1");
+  SQLite::Statement ins(db_,
+                        "INSERT INTO jobs (run_id, prompt, seed, width, height, name, priority, state, created_at, "
+                        "output_path, content_key, prompt_key) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)");
+  for (const NewJob& j : jobs) {
+    if (run.skip_duplicates) {
+      exists.bind(1, j.content_key);
+      const bool dup = exists.executeStep();
+      exists.reset();
+      if (dup) {
+        ++result.skipped;
+        continue;
+      }
+    }
+    ins.bind(1, result.run_id);
+    ins.bindNoCopy(2, j.prompt);
+    ins.bind(3, static_cast<int64_t>(j.seed));
+    ins.bind(4, j.width);
+    ins.bind(5, j.height);
+    ins.bindNoCopy(6, j.name);
+    ins.bind(7, j.priority);
+    ins.bind(8, now);
+    ins.bindNoCopy(9, j.output_path);
+    ins.bindNoCopy(10, j.content_key);
+    ins.bindNoCopy(11, j.prompt_key);
+    ins.exec();
+    ins.reset();
+    ++result.inserted;
+  }
+  SQLite::Statement counts(db_, "INSERT INTO run_counts (run_id, state, n) VALUES (?, 'queued', ?)");
+  counts.bind(1, result.run_id);
+  counts.bind(2, static_cast<int64_t>(result.inserted));
+  counts.exec();
+  tx.commit();
+  return result;
+}
+
+std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std::vector<std::string>& preferred) {
+  if (paused()) return std::nullopt;
+  const double now = now_seconds();
+  SQLite::Statement top(db_,
+                        "SELECT id, priority FROM jobs WHERE state = 'queued' AND not_before <= ? "
+                        "ORDER BY priority DESC, id LIMIT 1");
+  top.bind(1, now);
+  if (!top.executeStep()) return std::nullopt;
+  int64_t id = top.getColumn(0).getInt64();
+  const int priority = top.getColumn(1).getInt();
+  if (!preferred.empty()) {
+    SQLite::Statement pref(db_,
+                           "SELECT id FROM jobs WHERE state = 'queued' AND prompt_key = ? AND priority = ? AND "
+                           "not_before <= ? ORDER BY id LIMIT 1");
+    int64_t best = INT64_MAX;
+    for (const auto& key : preferred) {
+      pref.bind(1, key);
+      pref.bind(2, priority);
+      pref.bind(3, now);
+      if (pref.executeStep()) best = std::min(best, pref.getColumn(0).getInt64());
+      pref.reset();
+    }
+    if (best != INT64_MAX) id = best;
+  }
+  SQLite::Statement lease(db_,
+                          "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker = ?, started_at = ? "
+                          "WHERE id = ? AND state = 'queued'");
+  lease.bind(1, worker);
+  lease.bind(2, now);
+  lease.bind(3, id);
+  if (lease.exec() != 1) return std::nullopt;
+  SQLite::Statement q(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
+  q.bind(1, id);
+  q.executeStep();
+  return read_job(q);
+}
+
+std::optional<Job> QueueStore::claim(const std::string& worker, const std::vector<std::string>& preferred) {
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  auto job = claim_locked(worker, preferred);
+  tx.commit();
+  return job;
+}
+
+bool QueueStore::complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
+  SQLite::Statement q(db_,
+                      "UPDATE jobs SET state = 'done', finished_at = ?, output_path = ?, metadata = ?, error = '' "
+                      "WHERE id = ? AND state = 'running'");
+  q.bind(1, now_seconds());
+  q.bind(2, output_path);
+  q.bind(3, metadata_json);
+  q.bind(4, job_id);
+  return q.exec() == 1;
+}
+
+bool QueueStore::complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  const bool ok = complete_locked(job_id, output_path, metadata_json);
+  tx.commit();
+  return ok;
+}
+
+std::optional<Job> QueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
+                                                  const std::string& metadata_json, const std::string& worker,
+                                                  const std::vector<std::string>& preferred) {
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  complete_locked(job_id, output_path, metadata_json);
+  auto next = claim_locked(worker, preferred);
+  tx.commit();
+  return next;
+}
+
+JobState QueueStore::fail(int64_t job_id, const std::string& reason) {
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement get(db_, "SELECT attempts FROM jobs WHERE id = ? AND state = 'running'");
+  get.bind(1, job_id);
+  if (!get.executeStep()) {
+    tx.commit();
+    const auto j = job(job_id);
+    return j ? j->state : JobState::kFailed;
+  }
+  const int attempts = get.getColumn(0).getInt();
+  const bool final = attempts >= options_.max_attempts;
+  const double now = now_seconds();
+  const double backoff = std::min(300.0, options_.backoff_seconds * std::pow(2.0, attempts - 1));
+  SQLite::Statement q(db_,
+                      "UPDATE jobs SET state = ?, error = ?, not_before = ?, finished_at = ?, "
+                      "errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?, 'reason', ?)) "
+                      "WHERE id = ?");
+  q.bind(1, final ? "failed" : "queued");
+  q.bind(2, reason);
+  q.bind(3, final ? 0.0 : now + backoff);
+  q.bind(4, final ? now : 0.0);
+  q.bind(5, now);
+  q.bind(6, reason);
+  q.bind(7, job_id);
+  q.exec();
+  tx.commit();
+  return final ? JobState::kFailed : JobState::kQueued;
+}
+
+bool QueueStore::requeue(int64_t job_id) {
+  SQLite::Statement q(db_,
+                      "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0), worker = '' "
+                      "WHERE id = ? AND state = 'running'");
+  q.bind(1, job_id);
+  return q.exec() == 1;
+}
+
+bool QueueStore::finish_canceled(int64_t job_id) {
+  SQLite::Statement q(db_,
+                      "UPDATE jobs SET state = 'canceled', finished_at = ? WHERE id = ? AND state = 'running' AND "
+                      "cancel_requested = 1");
+  q.bind(1, now_seconds());
+  q.bind(2, job_id);
+  return q.exec() == 1;
+}
+
+int64_t QueueStore::cancel_run(int64_t run_id) {
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement queued(db_, "UPDATE jobs SET state = 'canceled', finished_at = ? WHERE run_id = ? AND state = 'queued'");
+  queued.bind(1, now_seconds());
+  queued.bind(2, run_id);
+  int64_t n = queued.exec();
+  SQLite::Statement running(db_, "UPDATE jobs SET cancel_requested = 1 WHERE run_id = ? AND state = 'running'");
+  running.bind(1, run_id);
+  n += running.exec();
+  tx.commit();
+  return n;
+}
+
+bool QueueStore::cancel_job(int64_t job_id) {
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement queued(db_, "UPDATE jobs SET state = 'canceled', finished_at = ? WHERE id = ? AND state = 'queued'");
+  queued.bind(1, now_seconds());
+  queued.bind(2, job_id);
+  int n = queued.exec();
+  SQLite::Statement running(db_, "UPDATE jobs SET cancel_requested = 1 WHERE id = ? AND state = 'running'");
+  running.bind(1, job_id);
+  n += running.exec();
+  tx.commit();
+  return n > 0;
+}
+
+bool QueueStore::cancel_requested(int64_t job_id) {
+  SQLite::Statement q(db_, "SELECT cancel_requested FROM jobs WHERE id = ?");
+  q.bind(1, job_id);
+  return q.executeStep() && q.getColumn(0).getInt() != 0;
+}
+
+void QueueStore::set_paused(bool paused) {
+  SQLite::Statement q(db_, "INSERT INTO settings (key, value) VALUES ('paused', ?) "
+                           "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+  q.bind(1, paused ? "1" : "0");
+  q.exec();
+}
+
+bool QueueStore::paused() {
+  SQLite::Statement q(db_, "SELECT value FROM settings WHERE key = 'paused'");
+  return q.executeStep() && q.getColumn(0).getString() == "1";
+}
+
+int64_t QueueStore::prioritize_run(int64_t run_id, int priority) {
+  SQLite::Statement q(db_, "UPDATE jobs SET priority = ? WHERE run_id = ? AND state IN ('queued', 'running')");
+  q.bind(1, priority);
+  q.bind(2, run_id);
+  return q.exec();
+}
+
+int64_t QueueStore::retry(int64_t run_id, bool include_canceled) {
+  SQLite::Statement q(db_, std::string("UPDATE jobs SET state = 'queued', attempts = 0, not_before = 0, error = '', "
+                                       "cancel_requested = 0, finished_at = 0 WHERE run_id = ? AND state IN ('failed'") +
+                               (include_canceled ? ", 'canceled')" : ")"));
+  q.bind(1, run_id);
+  return q.exec();
+}
+
+RecoverResult QueueStore::recover() {
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  RecoverResult r;
+  const double now = now_seconds();
+  SQLite::Statement fail(db_,
+                         "UPDATE jobs SET state = 'failed', finished_at = ?, error = 'interrupted ' || attempts || ' times', "
+                         "errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?, 'reason', "
+                         "'interrupted ' || attempts || ' times')) WHERE state = 'running' AND attempts >= ?");
+  fail.bind(1, now);
+  fail.bind(2, now);
+  fail.bind(3, options_.max_attempts);
+  r.failed = fail.exec();
+  SQLite::Statement requeue(db_, "UPDATE jobs SET state = 'queued', worker = '' WHERE state = 'running'");
+  r.requeued = requeue.exec();
+  tx.commit();
+  return r;
+}
+
+std::vector<Run> QueueStore::list_runs() {
+  std::vector<Run> runs;
+  SQLite::Statement q(db_, "SELECT id, name, options, out_dir, created_at FROM runs ORDER BY id");
+  while (q.executeStep()) {
+    Run r;
+    r.id = q.getColumn(0).getInt64();
+    r.name = q.getColumn(1).getString();
+    r.options_json = q.getColumn(2).getString();
+    r.out_dir = q.getColumn(3).getString();
+    r.created_at = q.getColumn(4).getDouble();
+    runs.push_back(std::move(r));
+  }
+  SQLite::Statement c(db_, "SELECT run_id, state, n FROM run_counts");
+  while (c.executeStep()) {
+    const int64_t id = c.getColumn(0).getInt64();
+    const auto state = parse_state(c.getColumn(1).getString());
+    const auto it = std::lower_bound(runs.begin(), runs.end(), id, [](const Run& r, int64_t v) { return r.id < v; });
+    if (state && it != runs.end() && it->id == id) it->counts[static_cast<int>(*state)] = c.getColumn(2).getInt64();
+  }
+  return runs;
+}
+
+std::optional<Run> QueueStore::run(int64_t run_id) {
+  for (auto& r : list_runs()) {
+    if (r.id == run_id) return r;
+  }
+  return std::nullopt;
+}
+
+std::vector<Job> QueueStore::list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit,
+                                       int64_t offset) {
+  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE 1 = 1";
+  if (run_id) sql += " AND run_id = :run";
+  if (state) sql += " AND state = :state";
+  sql += " ORDER BY id LIMIT :limit OFFSET :offset";
+  SQLite::Statement q(db_, sql);
+  if (run_id) q.bind(":run", *run_id);
+  if (state) q.bind(":state", std::string(state_name(*state)));
+  q.bind(":limit", limit);
+  q.bind(":offset", offset);
+  std::vector<Job> jobs;
+  while (q.executeStep()) jobs.push_back(read_job(q));
+  return jobs;
+}
+
+std::optional<Job> QueueStore::job(int64_t job_id) {
+  SQLite::Statement q(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
+  q.bind(1, job_id);
+  if (!q.executeStep()) return std::nullopt;
+  return read_job(q);
+}
+
+StateCounts QueueStore::counts(std::optional<int64_t> run_id) {
+  StateCounts c{};
+  SQLite::Statement q(db_, run_id ? "SELECT state, n FROM run_counts WHERE run_id = ?" : "SELECT state, sum(n) FROM run_counts GROUP BY state");
+  if (run_id) q.bind(1, *run_id);
+  while (q.executeStep()) {
+    if (const auto s = parse_state(q.getColumn(0).getString())) c[static_cast<int>(*s)] = q.getColumn(1).getInt64();
+  }
+  return c;
+}
+
+std::string QueueStore::integrity_check() {
+  std::string result;
+  SQLite::Statement q(db_, "PRAGMA integrity_check");
+  while (q.executeStep()) result += (result.empty() ? "" : "; ") + q.getColumn(0).getString();
+  if (result != "ok") return result;
+  // The counters must agree with the jobs they count.
+  SQLite::Statement cmp(db_,
+                        "SELECT count(*) FROM (SELECT run_id, state, count(*) AS n FROM jobs GROUP BY run_id, state) j "
+                        "LEFT JOIN run_counts c USING (run_id, state) WHERE c.n IS NULL OR c.n != j.n");
+  cmp.executeStep();
+  if (cmp.getColumn(0).getInt64() != 0) return "run counters disagree with the jobs";
+  return "ok";
+}
+
+}  // namespace rgbaq::storage
