@@ -1,5 +1,7 @@
 #include "jobs/csv_reader.h"
 
+#include <algorithm>
+
 namespace rgbaq::jobs {
 namespace {
 
@@ -51,14 +53,17 @@ class Reader {
           }
           while (pos_ < text_.size() && peek() != ',' && !at_line_end()) advance();
         } else {
-          while (pos_ < text_.size() && peek() != ',' && !at_line_end()) {
-            if (peek() == '"' && error.empty()) {
-              error = "a quote inside an unquoted field (quote the whole field and double the quote)";
-              error_line = line_, error_column = column_;
-            }
-            field.value += peek();
-            advance();
+          // An unquoted field holds no line ends, so it can be taken whole.
+          const size_t end = std::min(text_.find_first_of(",\r\n", pos_), text_.size());
+          const std::string_view run = text_.substr(pos_, end - pos_);
+          if (const size_t quote = run.find('"'); quote != std::string_view::npos && error.empty()) {
+            error = "a quote inside an unquoted field (quote the whole field and double the quote)";
+            error_line = line_;
+            error_column = column_ + count_chars(run.substr(0, quote));
           }
+          field.value.assign(run);
+          column_ += count_chars(run);
+          pos_ = end;
         }
         record.fields.push_back(std::move(field));
         if (pos_ < text_.size() && peek() == ',') {
@@ -88,6 +93,11 @@ class Reader {
     } else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80 && c != '\r') {
       ++column_;  // count characters, not UTF-8 continuation bytes
     }
+  }
+  static int count_chars(std::string_view s) {
+    int n = 0;
+    for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    return n;
   }
   void skip_line_end() {
     if (peek() == '\r') advance();

@@ -1,6 +1,7 @@
 #include "jobs/job_file.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <map>
@@ -16,8 +17,16 @@ namespace rgbaq::jobs {
 namespace {
 
 constexpr std::string_view kFields[] = {"prompt", "seed", "count", "size", "name", "priority"};
+constexpr int kFieldCount = 6;
 
-bool known_field(const std::string& f) { return std::find(std::begin(kFields), std::end(kFields), f) != std::end(kFields); }
+// The field's index in kFields, or -1.
+int field_index(std::string_view f) {
+  for (int i = 0; i < kFieldCount; ++i) {
+    if (kFields[i] == f) return i;
+  }
+  return -1;
+}
+bool known_field(const std::string& f) { return field_index(f) >= 0; }
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -30,14 +39,20 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t") - b + 1);
 }
 
-// A row before validation: field -> text and where it was.
+// A row before validation: each field's text (if given) and where it was.
 struct RawValue {
   std::string text;
   int column = 0;
+  bool given = false;
 };
 struct RawRow {
   int line = 0;
-  std::map<std::string, RawValue> values;
+  std::array<RawValue, kFieldCount> values;
+  const RawValue* find(const std::string& field) const {
+    const RawValue& v = values[field_index(field)];
+    return v.given ? &v : nullptr;
+  }
+  void set(const std::string& field, std::string text, int column) { values[field_index(field)] = {std::move(text), column, true}; }
 };
 
 // The byte offset of the first invalid UTF-8 sequence, or npos.
@@ -97,7 +112,7 @@ void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector
   }
   if (!header_ok) return;
   for (size_t r = 1; r < doc.records.size(); ++r) {
-    const CsvRecord& rec = doc.records[r];
+    CsvRecord& rec = doc.records[r];
     if (rec.fields.size() != columns.size()) {
       errors.push_back({rec.line, 0, "", "has " + std::to_string(rec.fields.size()) + " fields; the header has " +
                                              std::to_string(columns.size())});
@@ -108,7 +123,7 @@ void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector
     for (size_t i = 0; i < columns.size(); ++i) {
       // An empty unquoted cell is "not given", so defaults apply; "" is an empty value.
       if (rec.fields[i].value.empty() && !rec.fields[i].quoted && columns[i] != "prompt") continue;
-      row.values[columns[i]] = {rec.fields[i].value, rec.fields[i].column};
+      row.set(columns[i], std::move(rec.fields[i].value), rec.fields[i].column);
     }
     rows.push_back(std::move(row));
   }
@@ -159,9 +174,9 @@ void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vect
         errors.push_back({line_no, 0, name, "has the wrong type (" + std::string(value.type_name()) + ")"});
         continue;
       }
-      row.values[name] = {textv, 0};
+      row.set(name, std::move(textv), 0);
     }
-    if (!row.values.count("prompt")) {
+    if (!row.find("prompt")) {
       const bool reported = std::any_of(errors.begin(), errors.end(), [&](const FileError& e) {
         return e.line == line_no && e.field == "prompt";
       });
@@ -216,12 +231,12 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
   for (const RawRow& row : rows) {
     const size_t errors_before = out.errors.size();
     auto error = [&](const std::string& field, const std::string& message) {
-      const auto it = row.values.find(field);
-      out.errors.push_back({row.line, it == row.values.end() ? 0 : it->second.column, field, message});
+      const RawValue* v = row.find(field);
+      out.errors.push_back({row.line, v ? v->column : 0, field, message});
     };
     auto value = [&](const std::string& field) -> const std::string* {
-      const auto it = row.values.find(field);
-      return it == row.values.end() ? nullptr : &it->second.text;
+      const RawValue* v = row.find(field);
+      return v ? &v->text : nullptr;
     };
     Validated v{&row, "", "", default_seeds, static_cast<uint64_t>(options.defaults.count), {}, options.defaults.priority};
     v.prompt = value("prompt") ? *value("prompt") : "";

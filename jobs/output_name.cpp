@@ -54,10 +54,11 @@ std::string output_file_name(const std::string& prompt, const std::string& name,
   return slug(prompt) + "-" + hex(h, 8) + "_" + std::to_string(seed) + ".png";
 }
 
-std::string content_key(const std::string& prompt, uint64_t seed, const host::ImageSize& size, const std::string& name,
-                        const std::string& out_dir) {
-  const std::string r = record(prompt, seed, size, name, out_dir);
-  return hex(mix(fnv1a(r, 0xcbf29ce484222325ull)), 16) + hex(mix(fnv1a(r, 0x84222325cbf29ce4ull) ^ 0x9e3779b97f4a7c15ull), 16);
+uint64_t prompt_key(const std::string& prompt) { return mix(fnv1a(prompt, 0xcbf29ce484222325ull)); }
+
+uint64_t content_key(const std::string& prompt, uint64_t seed, const host::ImageSize& size, const std::string& name,
+                     const std::string& out_dir) {
+  return mix(fnv1a(record(prompt, seed, size, name, out_dir), 0x84222325cbf29ce4ull));
 }
 
 }  // namespace rgbaq::jobs

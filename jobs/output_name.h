@@ -14,8 +14,13 @@ std::string slug(const std::string& text);
 
 std::string output_file_name(const std::string& prompt, const std::string& name, uint64_t seed, const host::ImageSize& size);
 
-// A stable 128-bit key (32 hex characters) for a job's content, for detecting resubmissions.
-std::string content_key(const std::string& prompt, uint64_t seed, const host::ImageSize& size, const std::string& name,
+// A stable 64-bit key of a prompt: jobs that share it share an embedding.
+uint64_t prompt_key(const std::string& prompt);
+
+// A stable 64-bit key of a job's content (prompt, seed, size, name, output directory), for detecting
+// resubmissions. 64 bits keep the index small; a collision among even ten million jobs has a chance
+// of about 3e-6, and costs at worst one job skipped on an explicit --skip-duplicates.
+uint64_t content_key(const std::string& prompt, uint64_t seed, const host::ImageSize& size, const std::string& name,
                         const std::string& out_dir);
 
 }  // namespace rgbaq::jobs

@@ -45,13 +45,14 @@ CREATE TABLE jobs (
   errors TEXT NOT NULL DEFAULT '[]',
   output_path TEXT NOT NULL,
   metadata TEXT NOT NULL DEFAULT '',
-  content_key TEXT NOT NULL,
-  prompt_key TEXT NOT NULL
+  content_key INTEGER NOT NULL,        -- 64-bit keys as int64
+  prompt_key INTEGER NOT NULL
 );
+-- Few indexes, and those a state change touches are partial over queued jobs only: every index a
+-- claim updates costs its page in every durable commit.
 CREATE INDEX jobs_claim ON jobs (priority DESC, id) WHERE state = 'queued';
 CREATE INDEX jobs_claim_prompt ON jobs (prompt_key, priority, id) WHERE state = 'queued';
-CREATE INDEX jobs_running ON jobs (id) WHERE state = 'running';
-CREATE INDEX jobs_run_state ON jobs (run_id, state);
+CREATE INDEX jobs_run ON jobs (run_id);
 CREATE INDEX jobs_content ON jobs (content_key);
 -- Per-run counters kept by a trigger, so status never scans the jobs.
 CREATE TABLE run_counts (
@@ -98,12 +99,49 @@ Job read_job(SQLite::Statement& q) {
   j.errors_json = q.getColumn(16).getString();
   j.output_path = q.getColumn(17).getString();
   j.metadata_json = q.getColumn(18).getString();
-  j.prompt_key = q.getColumn(19).getString();
-  j.content_key = q.getColumn(20).getString();
+  j.prompt_key = static_cast<uint64_t>(q.getColumn(19).getInt64());
+  j.content_key = static_cast<uint64_t>(q.getColumn(20).getInt64());
   return j;
 }
 
 }  // namespace
+
+struct QueueStore::Statements {
+  explicit Statements(SQLite::Database& db)
+      : paused(db, "SELECT value FROM settings WHERE key = 'paused'"),
+        top(db, "SELECT id, priority FROM jobs WHERE state = 'queued' AND not_before <= ? ORDER BY priority DESC, id LIMIT 1"),
+        preferred(db, "SELECT id FROM jobs WHERE state = 'queued' AND prompt_key = ? AND priority = ? AND not_before <= ? "
+                      "ORDER BY id LIMIT 1"),
+        lease(db, "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker = ?, started_at = ? "
+                  "WHERE id = ? AND state = 'queued'"),
+        select_job(db, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?"),
+        complete(db, "UPDATE jobs SET state = 'done', finished_at = ?, output_path = ?, metadata = ?, error = '' "
+                     "WHERE id = ? AND state = 'running'"),
+        cancel_requested(db, "SELECT cancel_requested FROM jobs WHERE id = ?") {}
+
+  SQLite::Statement paused, top, preferred, lease, select_job, complete, cancel_requested;
+};
+
+namespace {
+
+// Resets a cached statement when it goes out of scope, so the next use starts clean.
+class Use {
+ public:
+  explicit Use(SQLite::Statement& s) : s_(s) {}
+  ~Use() {
+    s_.tryReset();
+    s_.clearBindings();
+  }
+  SQLite::Statement* operator->() { return &s_; }
+  SQLite::Statement& operator*() { return s_; }
+
+ private:
+  SQLite::Statement& s_;
+};
+
+}  // namespace
+
+QueueStore::~QueueStore() = default;
 
 std::string_view state_name(JobState s) { return kStateNames[static_cast<int>(s)]; }
 
@@ -126,7 +164,9 @@ QueueStore::QueueStore(const std::filesystem::path& path, StoreOptions options) 
   db_.exec("PRAGMA journal_mode = WAL");
   db_.exec(options_.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
   db_.exec("PRAGMA foreign_keys = ON");
+  db_.exec("PRAGMA cache_size = -65536");  // 64 MiB: big submits touch index pages all over
   migrate();
+  st_ = std::make_unique<Statements>(db_);
 } catch (const SQLite::Exception& e) {
   throw std::runtime_error(path.string() + ": cannot open the queue database: " + e.what());
 }
@@ -175,7 +215,7 @@ SubmitResult QueueStore::submit(const RunOptions& run, const std::vector<NewJob>
                         "output_path, content_key, prompt_key) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)");
   for (const NewJob& j : jobs) {
     if (run.skip_duplicates) {
-      exists.bind(1, j.content_key);
+      exists.bind(1, static_cast<int64_t>(j.content_key));
       const bool dup = exists.executeStep();
       exists.reset();
       if (dup) {
@@ -192,8 +232,8 @@ SubmitResult QueueStore::submit(const RunOptions& run, const std::vector<NewJob>
     ins.bind(7, j.priority);
     ins.bind(8, now);
     ins.bindNoCopy(9, j.output_path);
-    ins.bindNoCopy(10, j.content_key);
-    ins.bindNoCopy(11, j.prompt_key);
+    ins.bind(10, static_cast<int64_t>(j.content_key));
+    ins.bind(11, static_cast<int64_t>(j.prompt_key));
     ins.exec();
     ins.reset();
     ++result.inserted;
@@ -206,44 +246,38 @@ SubmitResult QueueStore::submit(const RunOptions& run, const std::vector<NewJob>
   return result;
 }
 
-std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std::vector<std::string>& preferred) {
+std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred) {
   if (paused()) return std::nullopt;
   const double now = now_seconds();
-  SQLite::Statement top(db_,
-                        "SELECT id, priority FROM jobs WHERE state = 'queued' AND not_before <= ? "
-                        "ORDER BY priority DESC, id LIMIT 1");
-  top.bind(1, now);
-  if (!top.executeStep()) return std::nullopt;
-  int64_t id = top.getColumn(0).getInt64();
-  const int priority = top.getColumn(1).getInt();
-  if (!preferred.empty()) {
-    SQLite::Statement pref(db_,
-                           "SELECT id FROM jobs WHERE state = 'queued' AND prompt_key = ? AND priority = ? AND "
-                           "not_before <= ? ORDER BY id LIMIT 1");
-    int64_t best = INT64_MAX;
-    for (const auto& key : preferred) {
-      pref.bind(1, key);
-      pref.bind(2, priority);
-      pref.bind(3, now);
-      if (pref.executeStep()) best = std::min(best, pref.getColumn(0).getInt64());
-      pref.reset();
-    }
-    if (best != INT64_MAX) id = best;
+  int64_t id = 0;
+  int priority = 0;
+  {
+    Use top(st_->top);
+    top->bind(1, now);
+    if (!top->executeStep()) return std::nullopt;
+    id = top->getColumn(0).getInt64();
+    priority = top->getColumn(1).getInt();
   }
-  SQLite::Statement lease(db_,
-                          "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker = ?, started_at = ? "
-                          "WHERE id = ? AND state = 'queued'");
-  lease.bind(1, worker);
-  lease.bind(2, now);
-  lease.bind(3, id);
-  if (lease.exec() != 1) return std::nullopt;
-  SQLite::Statement q(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
-  q.bind(1, id);
-  q.executeStep();
-  return read_job(q);
+  int64_t best = INT64_MAX;
+  for (const uint64_t key : preferred) {
+    Use pref(st_->preferred);
+    pref->bind(1, static_cast<int64_t>(key));
+    pref->bind(2, priority);
+    pref->bind(3, now);
+    if (pref->executeStep()) best = std::min(best, pref->getColumn(0).getInt64());
+  }
+  if (best != INT64_MAX) id = best;
+  {
+    Use lease(st_->lease);
+    lease->bind(1, worker);
+    lease->bind(2, now);
+    lease->bind(3, id);
+    if (lease->exec() != 1) return std::nullopt;
+  }
+  return job(id);
 }
 
-std::optional<Job> QueueStore::claim(const std::string& worker, const std::vector<std::string>& preferred) {
+std::optional<Job> QueueStore::claim(const std::string& worker, const std::vector<uint64_t>& preferred) {
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   auto job = claim_locked(worker, preferred);
   tx.commit();
@@ -251,14 +285,12 @@ std::optional<Job> QueueStore::claim(const std::string& worker, const std::vecto
 }
 
 bool QueueStore::complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
-  SQLite::Statement q(db_,
-                      "UPDATE jobs SET state = 'done', finished_at = ?, output_path = ?, metadata = ?, error = '' "
-                      "WHERE id = ? AND state = 'running'");
-  q.bind(1, now_seconds());
-  q.bind(2, output_path);
-  q.bind(3, metadata_json);
-  q.bind(4, job_id);
-  return q.exec() == 1;
+  Use q(st_->complete);
+  q->bind(1, now_seconds());
+  q->bindNoCopy(2, output_path);
+  q->bindNoCopy(3, metadata_json);
+  q->bind(4, job_id);
+  return q->exec() == 1;
 }
 
 bool QueueStore::complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
@@ -270,7 +302,7 @@ bool QueueStore::complete(int64_t job_id, const std::string& output_path, const 
 
 std::optional<Job> QueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
                                                   const std::string& metadata_json, const std::string& worker,
-                                                  const std::vector<std::string>& preferred) {
+                                                  const std::vector<uint64_t>& preferred) {
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   complete_locked(job_id, output_path, metadata_json);
   auto next = claim_locked(worker, preferred);
@@ -351,9 +383,9 @@ bool QueueStore::cancel_job(int64_t job_id) {
 }
 
 bool QueueStore::cancel_requested(int64_t job_id) {
-  SQLite::Statement q(db_, "SELECT cancel_requested FROM jobs WHERE id = ?");
-  q.bind(1, job_id);
-  return q.executeStep() && q.getColumn(0).getInt() != 0;
+  Use q(st_->cancel_requested);
+  q->bind(1, job_id);
+  return q->executeStep() && q->getColumn(0).getInt() != 0;
 }
 
 void QueueStore::set_paused(bool paused) {
@@ -364,8 +396,8 @@ void QueueStore::set_paused(bool paused) {
 }
 
 bool QueueStore::paused() {
-  SQLite::Statement q(db_, "SELECT value FROM settings WHERE key = 'paused'");
-  return q.executeStep() && q.getColumn(0).getString() == "1";
+  Use q(st_->paused);
+  return q->executeStep() && q->getColumn(0).getString() == "1";
 }
 
 int64_t QueueStore::prioritize_run(int64_t run_id, int priority) {
@@ -447,10 +479,10 @@ std::vector<Job> QueueStore::list_jobs(std::optional<int64_t> run_id, std::optio
 }
 
 std::optional<Job> QueueStore::job(int64_t job_id) {
-  SQLite::Statement q(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
-  q.bind(1, job_id);
-  if (!q.executeStep()) return std::nullopt;
-  return read_job(q);
+  Use q(st_->select_job);
+  q->bind(1, job_id);
+  if (!q->executeStep()) return std::nullopt;
+  return read_job(*q);
 }
 
 StateCounts QueueStore::counts(std::optional<int64_t> run_id) {

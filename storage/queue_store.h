@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,8 +31,8 @@ struct NewJob {
   std::string name;
   int priority = 0;
   std::string output_path;
-  std::string content_key;  // identical jobs share it (resubmission detection)
-  std::string prompt_key;   // identical prompts share it (encoder-cache-friendly claims)
+  uint64_t content_key = 0;  // identical jobs share it (resubmission detection)
+  uint64_t prompt_key = 0;   // identical prompts share it (encoder-cache-friendly claims)
 };
 
 struct RunOptions {
@@ -60,7 +61,8 @@ struct Job {
   bool cancel_requested = false;
   std::string error;        // the last failure reason
   std::string errors_json;  // every failure: [{"attempt", "at", "reason"}]
-  std::string output_path, metadata_json, prompt_key, content_key;
+  std::string output_path, metadata_json;
+  uint64_t prompt_key = 0, content_key = 0;
 };
 
 struct Run {
@@ -89,16 +91,17 @@ class QueueStore {
   // Opens or creates the database and migrates it forward. Throws std::runtime_error naming the file
   // when it cannot, or when its schema is newer than this build knows.
   explicit QueueStore(const std::filesystem::path& path, StoreOptions options = {});
+  ~QueueStore();
 
   // The run and all its jobs in one transaction.
   SubmitResult submit(const RunOptions& run, const std::vector<NewJob>& jobs);
 
   // The next job by priority, then submit order; among the jobs of the top priority, one whose prompt
   // key is in `preferred` first. Leases it to `worker`. Nothing while paused.
-  std::optional<Job> claim(const std::string& worker, const std::vector<std::string>& preferred = {});
+  std::optional<Job> claim(const std::string& worker, const std::vector<uint64_t>& preferred = {});
   // complete(job) and claim(...) in one transaction: one durable commit per finished job.
   std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path, const std::string& metadata_json,
-                                        const std::string& worker, const std::vector<std::string>& preferred = {});
+                                        const std::string& worker, const std::vector<uint64_t>& preferred = {});
   // running -> done. False (and nothing changes) when the job is not running.
   bool complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json);
   // running -> queued after a backoff, or failed once its attempts reach the limit. Returns the state.
@@ -134,13 +137,15 @@ class QueueStore {
   const std::filesystem::path& path() const { return path_; }
 
  private:
-  std::optional<Job> claim_locked(const std::string& worker, const std::vector<std::string>& preferred);
+  struct Statements;
+  std::optional<Job> claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred);
   bool complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json);
   void migrate();
 
   std::filesystem::path path_;
   StoreOptions options_;
   SQLite::Database db_;
+  std::unique_ptr<Statements> st_;  // prepared once: claims and completions run thousands of times a second
 };
 
 }  // namespace rgbaq::storage

@@ -28,8 +28,8 @@ NewJob job(const std::string& prompt, uint64_t seed, int priority = 0) {
   j.width = j.height = 256;
   j.priority = priority;
   j.output_path = "/out/" + prompt + "_" + std::to_string(seed) + ".png";
-  j.content_key = prompt + "|" + std::to_string(seed);
-  j.prompt_key = "pk:" + prompt;
+  j.content_key = std::hash<std::string>{}(prompt + "|" + std::to_string(seed));
+  j.prompt_key = std::hash<std::string>{}(prompt);
   return j;
 }
 
@@ -70,11 +70,11 @@ TEST(QueueStore, PriorityThenSubmitOrderThenCachedPrompt) {
   QueueStore s(dir.path() / "q.db");
   s.submit({"r1", "{}", "/o"}, {job("low", 1, 0), job("high", 2, 5), job("high2", 3, 5)});
   s.submit({"r2", "{}", "/o"}, {job("cached", 4, 5), job("cached", 5, 0)});
-  EXPECT_EQ(s.claim("w", {"pk:cached"})->seed, 4u) << "a cached prompt goes first within the top priority";
-  EXPECT_EQ(s.claim("w", {"pk:cached"})->seed, 2u) << "but never ahead of a higher priority";
+  EXPECT_EQ(s.claim("w", {std::hash<std::string>{}("cached")})->seed, 4u) << "a cached prompt goes first within the top priority";
+  EXPECT_EQ(s.claim("w", {std::hash<std::string>{}("cached")})->seed, 2u) << "but never ahead of a higher priority";
   EXPECT_EQ(s.claim("w")->seed, 3u);
-  EXPECT_EQ(s.claim("w", {"pk:cached"})->seed, 5u) << "among equals, the cached prompt first";
-  EXPECT_EQ(s.claim("w", {"pk:cached"})->seed, 1u);
+  EXPECT_EQ(s.claim("w", {std::hash<std::string>{}("cached")})->seed, 5u) << "among equals, the cached prompt first";
+  EXPECT_EQ(s.claim("w", {std::hash<std::string>{}("cached")})->seed, 1u);
   EXPECT_FALSE(s.claim("w"));
 }
 

@@ -32,8 +32,8 @@ std::vector<NewJob> make_jobs(int n, uint64_t tag) {
     j.seed = tag * 1000 + i;
     j.width = j.height = 256;
     j.output_path = "/out/" + std::to_string(tag) + "_" + std::to_string(i) + ".png";
-    j.content_key = std::to_string(tag) + ":" + std::to_string(i);
-    j.prompt_key = j.prompt;
+    j.content_key = tag * 1000 + static_cast<uint64_t>(i);
+    j.prompt_key = tag % 7;
     jobs.push_back(std::move(j));
   }
   return jobs;
