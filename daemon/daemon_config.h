@@ -1,0 +1,33 @@
+#pragma once
+// rgbaqd's configuration: command-line flags over an optional JSON config file over defaults. Every
+// path can be set, so isolated instances run side by side.
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace rgbaq::daemon {
+
+struct DaemonConfig {
+  std::filesystem::path model_dir;
+  std::string engine = "cpu";
+  int threads = 0;                     // 0: all hardware threads
+  std::filesystem::path socket_path;   // default: paths::default_socket_path()
+  std::filesystem::path data_dir;      // queue.db, cache/, logs/; default: paths::default_data_dir()
+  int max_attempts = 3;
+  size_t encoder_cache_mb = 1024;      // embeddings kept in memory
+  std::string log_level = "info";
+
+  std::filesystem::path queue_db() const { return data_dir / "queue.db"; }
+  std::filesystem::path cache_dir() const { return data_dir / "cache" / "embeddings"; }
+  std::filesystem::path log_file() const { return data_dir / "logs" / "rgbaqd.log"; }
+};
+
+// The help text for `rgbaqd --help`, flags and config file both.
+extern const char* const kDaemonHelp;
+
+// Throws cli::UsageError on an unknown flag, a bad value, a missing --model, or a malformed config file
+// (naming the file and field). Relative paths become absolute.
+DaemonConfig parse_daemon_config(const std::vector<std::string>& args);
+
+}  // namespace rgbaq::daemon

@@ -1,0 +1,54 @@
+#pragma once
+// What the daemon shares between its worker, its writer and its socket server: counters since start,
+// the job in hand, a wake-up for the worker, and the stop flag.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace rgbaq::daemon {
+
+struct DaemonCounters {
+  std::atomic<uint64_t> images_rendered{0};     // PNGs written
+  std::atomic<uint64_t> outputs_reused{0};      // finished PNGs found on disk, marked done without rendering
+  std::atomic<uint64_t> encoder_runs{0};
+  std::atomic<uint64_t> cache_memory_hits{0}, cache_disk_hits{0}, cache_corrupt{0};
+  std::atomic<uint64_t> jobs_failed{0}, jobs_canceled{0};
+  std::atomic<int64_t> current_job{-1};
+  std::atomic<int> current_step{0}, current_steps{0};
+};
+
+class DaemonState {
+ public:
+  DaemonCounters counters;
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  bool stopping() const { return stop_.load(); }
+  void request_stop() {
+    stop_ = true;
+    wake_worker();
+  }
+  // New work may be there (a submit, a resume, a retry): the worker stops waiting.
+  void wake_worker() {
+    {
+      std::lock_guard lock(mutex_);
+      ++wakeups_;
+    }
+    cv_.notify_all();
+  }
+  // Waits up to `timeout` for a wake-up or the stop.
+  void wait_for_work(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    const uint64_t seen = wakeups_;
+    cv_.wait_for(lock, timeout, [&] { return wakeups_ != seen || stop_.load(); });
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  uint64_t wakeups_ = 0;
+};
+
+}  // namespace rgbaq::daemon

@@ -1,0 +1,83 @@
+#include "daemon/output_writer.h"
+
+#include <spdlog/spdlog.h>
+
+#include "storage/png_file.h"
+
+namespace rgbaq::daemon {
+
+void publish_if_run_finished(storage::QueueStore& store, EventHub& events, int64_t run_id) {
+  const auto c = store.counts(run_id);
+  using storage::JobState;
+  if (c[static_cast<int>(JobState::kQueued)] + c[static_cast<int>(JobState::kRunning)] != 0) return;
+  events.publish("run_done", {{"run", run_id},
+                              {"done", c[static_cast<int>(JobState::kDone)]},
+                              {"failed", c[static_cast<int>(JobState::kFailed)]},
+                              {"canceled", c[static_cast<int>(JobState::kCanceled)]}});
+}
+
+OutputWriter::OutputWriter(const std::filesystem::path& queue_db, storage::StoreOptions options, DaemonState& state,
+                           EventHub& events)
+    : store_(queue_db, options), state_(state), events_(events), thread_([this] { loop(); }) {}
+
+OutputWriter::~OutputWriter() { finish(); }
+
+void OutputWriter::enqueue(FinishedRender render) {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return pending_.size() + (busy_ ? 1 : 0) < 2; });
+  pending_.push_back(std::move(render));
+  cv_.notify_all();
+}
+
+void OutputWriter::finish() {
+  {
+    std::lock_guard lock(mutex_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void OutputWriter::loop() {
+  for (;;) {
+    FinishedRender render;
+    {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [&] { return !pending_.empty() || done_; });
+      if (pending_.empty()) return;
+      render = std::move(pending_.front());
+      pending_.pop_front();
+      busy_ = true;
+    }
+    write(render);
+    {
+      std::lock_guard lock(mutex_);
+      busy_ = false;
+    }
+    cv_.notify_all();
+  }
+}
+
+void OutputWriter::write(FinishedRender& r) {
+  const storage::Job& job = r.job;
+  try {
+    std::filesystem::create_directories(std::filesystem::path(job.output_path).parent_path());
+    storage::write_png_atomic(job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata));
+  } catch (const std::exception& e) {
+    const auto state = store_.fail(job.id, e.what());
+    state_.counters.jobs_failed += state == storage::JobState::kFailed;
+    spdlog::error("job {}: {}", job.id, e.what());
+    events_.publish("job_failed", {{"job", job.id}, {"run", job.run_id}, {"error", e.what()},
+                                   {"will_retry", state == storage::JobState::kQueued}});
+    publish_if_run_finished(store_, events_, job.run_id);
+    return;
+  }
+  store_.complete(job.id, job.output_path, storage::metadata_json(r.metadata));
+  ++state_.counters.images_rendered;
+  spdlog::info("job {} done: {}", job.id, job.output_path);
+  events_.publish("job_done", {{"job", job.id}, {"run", job.run_id}, {"path", job.output_path},
+                               {"seconds", r.metadata.total_s}});
+  publish_if_run_finished(store_, events_, job.run_id);
+}
+
+}  // namespace rgbaq::daemon

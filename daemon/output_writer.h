@@ -1,0 +1,55 @@
+#pragma once
+// The writer thread: PNG encoding and writing run here, off the worker, so the next job's DiT work does
+// not wait. Each PNG goes to a temporary file, is fsynced and renamed into place, and only then is the
+// job marked done. A write error (disk full, permissions) fails that job with the OS error; the daemon
+// carries on.
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "daemon/daemon_state.h"
+#include "daemon/event_hub.h"
+#include "storage/queue_store.h"
+#include "storage/render_metadata.h"
+
+namespace rgbaq::daemon {
+
+struct FinishedRender {
+  storage::Job job;
+  std::vector<uint8_t> rgba;
+  int width = 0, height = 0;
+  storage::RenderMetadata metadata;
+};
+
+class OutputWriter {
+ public:
+  OutputWriter(const std::filesystem::path& queue_db, storage::StoreOptions options, DaemonState& state, EventHub& events);
+  ~OutputWriter();
+
+  // Waits while two renders are already pending (they hold whole images in memory).
+  void enqueue(FinishedRender render);
+  // Writes everything pending, then stops the thread.
+  void finish();
+
+ private:
+  void loop();
+  void write(FinishedRender& render);
+
+  storage::QueueStore store_;
+  DaemonState& state_;
+  EventHub& events_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<FinishedRender> pending_;
+  bool busy_ = false, done_ = false;
+  std::thread thread_;
+};
+
+// Publishes run_done when the job's run has nothing queued or running left.
+void publish_if_run_finished(storage::QueueStore& store, EventHub& events, int64_t run_id);
+
+}  // namespace rgbaq::daemon

@@ -1,0 +1,173 @@
+#include "daemon/render_worker.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "engine/model_identity.h"
+#include "jobs/output_name.h"
+#include "storage/png_file.h"
+#include "storage/render_metadata.h"
+
+namespace rgbaq::daemon {
+namespace {
+
+constexpr size_t kPreferredPrompts = 32;
+
+storage::StoreOptions store_options(const DaemonConfig& c) {
+  storage::StoreOptions o;
+  o.max_attempts = c.max_attempts;
+  return o;
+}
+
+}  // namespace
+
+RenderWorker::RenderWorker(const DaemonConfig& config, engine::Session& session, const std::string& model_identity,
+                           DaemonState& state, EventHub& events)
+    : config_(config),
+      session_(session),
+      model_identity_(model_identity),
+      state_(state),
+      events_(events),
+      store_options_(store_options(config)),
+      store_(config.queue_db(), store_options_),
+      writer_(config.queue_db(), store_options_, state, events),
+      cache_(engine::text_encoder_identity(config.model_dir), config.encoder_cache_mb << 20, config.cache_dir()),
+      worker_id_("rgbaqd-" + std::to_string(getpid())) {}
+
+void RenderWorker::run() {
+  while (!state_.stopping()) {
+    std::optional<storage::Job> job;
+    try {
+      job = store_.claim(worker_id_, {cached_prompts_.begin(), cached_prompts_.end()});
+    } catch (const std::exception& e) {
+      spdlog::error("claiming a job failed: {}", e.what());
+    }
+    if (!job) {
+      state_.wait_for_work(std::chrono::milliseconds(500));
+      continue;
+    }
+    handle(*job);
+  }
+  writer_.finish();
+}
+
+bool RenderWorker::reuse_finished_output(const storage::Job& job) {
+  if (!std::filesystem::exists(job.output_path)) return false;
+  storage::PngImage png;
+  try {
+    png = storage::read_png(job.output_path);
+  } catch (const std::exception&) {
+    return false;  // not a finished PNG: render and replace it
+  }
+  const auto it = png.texts.find("rgbaq");
+  const auto meta = it == png.texts.end() ? nlohmann::json() : nlohmann::json::parse(it->second, nullptr, false);
+  const bool ours = storage::job_id_of(png) == job.id;
+  // The same image from another job (a resubmission): same prompt, seed, size and model.
+  const bool same = meta.is_object() && meta.value("prompt", "") == job.prompt && meta.value("seed", uint64_t{0}) == job.seed &&
+                    png.width == job.width && png.height == job.height &&
+                    meta.contains("model") && meta["model"].value("identity", "") == model_identity_;
+  if (!ours && !same) {
+    throw std::runtime_error("output " + job.output_path + " exists and holds another image; move it or submit with another --out");
+  }
+  store_.complete(job.id, job.output_path, it->second);
+  ++state_.counters.outputs_reused;
+  spdlog::info("job {}: {} already holds its image; not rendering again", job.id, job.output_path);
+  events_.publish("job_done", {{"job", job.id}, {"run", job.run_id}, {"path", job.output_path}, {"reused", true}});
+  publish_if_run_finished(store_, events_, job.run_id);
+  return true;
+}
+
+engine::Tensor RenderWorker::embeddings(const tokenizer::TemplatedPrompt& prompt, bool& cache_hit) {
+  engine::CacheSource source{};
+  const uint64_t corrupt_before = cache_.corrupt_entries();
+  auto cached = cache_.find(prompt.ids, &source);
+  state_.counters.cache_corrupt += cache_.corrupt_entries() - corrupt_before;
+  cache_hit = cached.has_value();
+  if (cached) {
+    ++(source == engine::CacheSource::kMemory ? state_.counters.cache_memory_hits : state_.counters.cache_disk_hits);
+    return *cached;
+  }
+  ++state_.counters.encoder_runs;
+  engine::Tensor embeds = session_.encode(prompt);
+  cache_.put(prompt.ids, embeds);
+  return embeds;
+}
+
+void RenderWorker::handle(const storage::Job& job) {
+  state_.counters.current_job = job.id;
+  state_.counters.current_step = 0;
+  try {
+    if (reuse_finished_output(job)) {
+      state_.counters.current_job = -1;
+      return;
+    }
+    const engine::RenderRequest request{job.prompt, job.seed, {job.width, job.height}};
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto prompt = session_.tokenize(job.prompt);
+    const auto t1 = std::chrono::steady_clock::now();
+    bool cache_hit = false;
+    const engine::Tensor embeds = embeddings(prompt, cache_hit);
+    const auto t2 = std::chrono::steady_clock::now();
+    cached_prompts_.push_front(job.prompt_key);
+    if (cached_prompts_.size() > kPreferredPrompts) cached_prompts_.pop_back();
+    events_.publish("job_started", {{"job", job.id}, {"run", job.run_id}, {"prompt", job.prompt}, {"seed", job.seed},
+                                    {"encoder_cache_hit", cache_hit}});
+    bool canceled = false;
+    engine::RenderResult result = session_.render_embedded(embeds, request, [&](int done, int total) {
+      state_.counters.current_step = done;
+      state_.counters.current_steps = total;
+      events_.publish("progress", {{"job", job.id}, {"run", job.run_id}, {"step", done}, {"steps", total}});
+      if (state_.stopping()) return false;
+      canceled = store_.cancel_requested(job.id);
+      return !canceled;
+    });
+    FinishedRender render;
+    render.job = job;
+    render.width = result.size.width;
+    render.height = result.size.height;
+    render.rgba = std::move(result.rgba);
+    storage::RenderMetadata& m = render.metadata;
+    m.prompt = job.prompt;
+    m.seed = job.seed;
+    m.width = job.width;
+    m.height = job.height;
+    m.sigmas = result.sigmas;
+    m.model_name = config_.model_dir.filename().string();
+    m.model_path = config_.model_dir.string();
+    m.model_identity = model_identity_;
+    m.backend = session_.backend_name();
+    m.tokenize_s = std::chrono::duration<double>(t1 - t0).count();
+    m.encode_s = std::chrono::duration<double>(t2 - t1).count();
+    m.step_s = result.timings.step_s;
+    m.decode_s = result.timings.decode_s;
+    m.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.encoder_cache_hit = cache_hit;
+    m.job_id = job.id;
+    m.run_id = job.run_id;
+    writer_.enqueue(std::move(render));
+  } catch (const engine::RenderCanceled&) {
+    if (state_.stopping()) {
+      store_.requeue(job.id);
+      spdlog::info("job {} returned to the queue for shutdown", job.id);
+    } else {
+      store_.finish_canceled(job.id);
+      ++state_.counters.jobs_canceled;
+      events_.publish("job_canceled", {{"job", job.id}, {"run", job.run_id}});
+      publish_if_run_finished(store_, events_, job.run_id);
+    }
+  } catch (const std::exception& e) {
+    const auto state = store_.fail(job.id, e.what());
+    state_.counters.jobs_failed += state == storage::JobState::kFailed;
+    spdlog::error("job {} failed: {}", job.id, e.what());
+    events_.publish("job_failed", {{"job", job.id}, {"run", job.run_id}, {"error", e.what()},
+                                   {"will_retry", state == storage::JobState::kQueued}});
+    publish_if_run_finished(store_, events_, job.run_id);
+  }
+  state_.counters.current_job = -1;
+}
+
+}  // namespace rgbaq::daemon

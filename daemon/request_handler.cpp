@@ -1,0 +1,218 @@
+#include "daemon/request_handler.h"
+
+#include <unistd.h>
+
+#include "daemon/job_submission.h"
+#include "daemon/protocol.h"
+#include "jobs/job_file.h"
+#include "storage/render_metadata.h"
+
+namespace rgbaq::daemon {
+namespace {
+
+using nlohmann::json;
+using storage::JobState;
+
+template <typename T>
+T param(const json& params, const char* key, T fallback) {
+  const auto it = params.find(key);
+  if (it == params.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    throw RequestError(protocol::error_code::kBadRequest, std::string("param \"") + key + "\" has the wrong type");
+  }
+}
+
+template <typename T>
+T required(const json& params, const char* key) {
+  if (!params.contains(key) || params[key].is_null()) {
+    throw RequestError(protocol::error_code::kBadRequest, std::string("param \"") + key + "\" is required");
+  }
+  return param<T>(params, key, T{});
+}
+
+int64_t run_param(storage::QueueStore& store, const json& params) {
+  const auto id = required<int64_t>(params, "run");
+  if (!store.run(id)) throw RequestError(protocol::error_code::kNotFound, "there is no run " + std::to_string(id));
+  return id;
+}
+
+}  // namespace
+
+json counts_json(const storage::StateCounts& c) {
+  json j = json::object();
+  for (int s = 0; s < storage::kJobStates; ++s) j[std::string(storage::state_name(static_cast<JobState>(s)))] = c[s];
+  return j;
+}
+
+json job_json(const storage::Job& j, bool with_metadata) {
+  json out = {{"id", j.id},         {"run", j.run_id},           {"prompt", j.prompt},   {"seed", j.seed},
+              {"width", j.width},   {"height", j.height},        {"name", j.name},       {"priority", j.priority},
+              {"state", storage::state_name(j.state)}, {"attempts", j.attempts}, {"error", j.error},
+              {"output", j.output_path}, {"created_at", j.created_at}, {"started_at", j.started_at},
+              {"finished_at", j.finished_at}};
+  if (with_metadata) {
+    out["metadata"] = j.metadata_json.empty() ? json(nullptr) : json::parse(j.metadata_json, nullptr, false);
+    out["errors"] = json::parse(j.errors_json, nullptr, false);
+  }
+  return out;
+}
+
+RequestHandler::RequestHandler(const DaemonConfig& config, const engine::Session& session, std::string model_identity,
+                               DaemonState& state)
+    : config_(config),
+      session_(session),
+      model_identity_(std::move(model_identity)),
+      state_(state),
+      store_(config.queue_db(), {.max_attempts = config.max_attempts}) {}
+
+json RequestHandler::handle(const std::string& method, const json& params) {
+  if (!params.is_object()) throw RequestError(protocol::error_code::kBadRequest, "params must be an object");
+  if (method == "ping") return {{"pong", true}};
+  if (method == "status") return status();
+  if (method == "submit") return submit(params);
+  if (method == "export") return export_run(params);
+  if (method == "ls_runs") {
+    json runs = json::array();
+    for (const auto& r : store_.list_runs()) {
+      runs.push_back({{"id", r.id}, {"name", r.name}, {"out_dir", r.out_dir}, {"created_at", r.created_at},
+                      {"total", r.total()}, {"counts", counts_json(r.counts)}, {"options", json::parse(r.options_json, nullptr, false)}});
+    }
+    return {{"runs", runs}};
+  }
+  if (method == "ls_jobs") {
+    std::optional<int64_t> run;
+    if (params.contains("run")) run = run_param(store_, params);
+    std::optional<JobState> state;
+    if (const auto s = param<std::string>(params, "state", ""); !s.empty()) {
+      state = storage::parse_state(s);
+      if (!state) throw RequestError(protocol::error_code::kBadRequest, "state \"" + s + "\" is not one of queued, running, done, failed, canceled");
+    }
+    json jobs = json::array();
+    for (const auto& j : store_.list_jobs(run, state, param<int64_t>(params, "limit", 1000), param<int64_t>(params, "offset", 0))) {
+      jobs.push_back(job_json(j, false));
+    }
+    return {{"jobs", jobs}};
+  }
+  if (method == "cancel") {
+    if (params.contains("job")) {
+      const auto id = required<int64_t>(params, "job");
+      if (!store_.job(id)) throw RequestError(protocol::error_code::kNotFound, "there is no job " + std::to_string(id));
+      return {{"affected", store_.cancel_job(id) ? 1 : 0}};
+    }
+    return {{"affected", store_.cancel_run(run_param(store_, params))}};
+  }
+  if (method == "retry") {
+    const auto n = store_.retry(run_param(store_, params), param<bool>(params, "canceled", false));
+    state_.wake_worker();
+    return {{"requeued", n}};
+  }
+  if (method == "pause" || method == "resume") {
+    store_.set_paused(method == "pause");
+    state_.wake_worker();
+    return {{"paused", method == "pause"}};
+  }
+  if (method == "prioritize") {
+    const auto run = run_param(store_, params);
+    return {{"updated", store_.prioritize_run(run, required<int>(params, "priority"))}};
+  }
+  throw RequestError(protocol::error_code::kUnknownMethod, "unknown method \"" + method + "\"");
+}
+
+json RequestHandler::submit(const json& params) {
+  const auto text = required<std::string>(params, "file");
+  const auto file_name = param<std::string>(params, "file_name", "-");
+  const auto format = param<std::string>(params, "format", "csv");
+  const std::filesystem::path out_dir = required<std::string>(params, "out_dir");
+  if (!out_dir.is_absolute()) throw RequestError(protocol::error_code::kBadRequest, "out_dir must be an absolute path");
+  if (format != "csv" && format != "jsonl") throw RequestError(protocol::error_code::kBadRequest, "format must be csv or jsonl");
+  jobs::ParseOptions options;
+  const json defaults = param<json>(params, "defaults", json::object());
+  if (defaults.contains("seeds") && defaults["seeds"].is_string()) options.defaults.seeds = defaults["seeds"].get<std::string>();
+  options.defaults.size = param<std::string>(defaults, "size", options.defaults.size);
+  options.defaults.count = param<int>(defaults, "count", options.defaults.count);
+  options.defaults.priority = param<int>(defaults, "priority", options.defaults.priority);
+  options.check_prompt = [&](const std::string& prompt) -> std::string {
+    try {
+      session_.tokenize(prompt);
+      return "";
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  };
+  const auto file = jobs::parse_job_file(text, format == "jsonl" ? jobs::FileFormat::kJsonl : jobs::FileFormat::kCsv, options);
+  if (!file.errors.empty()) {
+    json details = json::array();
+    for (const auto& e : file.errors) {
+      details.push_back({{"line", e.line}, {"column", e.column}, {"field", e.field}, {"message", e.message},
+                         {"text", e.to_string(file_name)}});
+    }
+    throw RequestError(protocol::error_code::kInvalidFile,
+                       std::to_string(file.errors.size()) + " error" + (file.errors.size() == 1 ? "" : "s") + " in " +
+                           file_name + "; nothing was queued",
+                       details);
+  }
+  json result = {{"jobs", file.jobs.size()}, {"duplicates_in_file", file.duplicates_skipped}};
+  if (param<bool>(params, "dry_run", false)) {
+    result["dry_run"] = true;
+    return result;
+  }
+  storage::RunOptions run;
+  run.name = param<std::string>(params, "name", std::filesystem::path(file_name).stem().string());
+  run.out_dir = out_dir.string();
+  run.skip_duplicates = param<bool>(params, "skip_duplicates", false);
+  run.options_json = json({{"file", file_name}, {"defaults", defaults}, {"out_dir", out_dir.string()},
+                           {"skip_duplicates", run.skip_duplicates}})
+                         .dump();
+  const auto submitted = store_.submit(run, to_queue_rows(file.jobs, out_dir));
+  state_.wake_worker();
+  result["run"] = submitted.run_id;
+  result["jobs"] = submitted.inserted;
+  result["skipped"] = submitted.skipped;
+  return result;
+}
+
+json RequestHandler::status() {
+  const auto& c = state_.counters;
+  const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - state_.started).count();
+  json current = nullptr;
+  if (const int64_t id = c.current_job; id >= 0) current = {{"job", id}, {"step", c.current_step.load()}, {"steps", c.current_steps.load()}};
+  return {{"version", storage::kRgbaqVersion},
+          {"protocol", protocol::kVersion},
+          {"pid", getpid()},
+          {"uptime_s", uptime},
+          {"model", config_.model_dir.string()},
+          {"model_identity", model_identity_},
+          {"engine", config_.engine},
+          {"socket", config_.socket_path.string()},
+          {"data_dir", config_.data_dir.string()},
+          {"paused", store_.paused()},
+          {"stopping", state_.stopping()},
+          {"counters",
+           {{"images_rendered", c.images_rendered.load()},
+            {"outputs_reused", c.outputs_reused.load()},
+            {"encoder_runs", c.encoder_runs.load()},
+            {"cache_memory_hits", c.cache_memory_hits.load()},
+            {"cache_disk_hits", c.cache_disk_hits.load()},
+            {"cache_corrupt", c.cache_corrupt.load()},
+            {"jobs_failed", c.jobs_failed.load()},
+            {"jobs_canceled", c.jobs_canceled.load()}}},
+          {"jobs", counts_json(store_.counts())},
+          {"current", current}};
+}
+
+json RequestHandler::export_run(const json& params) {
+  const auto run = run_param(store_, params);
+  json jobs = json::array();
+  for (int64_t offset = 0;; offset += 10000) {
+    const auto page = store_.list_jobs(run, std::nullopt, 10000, offset);
+    for (const auto& j : page) jobs.push_back(job_json(j, true));
+    if (page.size() < 10000) break;
+  }
+  const auto r = store_.run(run);
+  return {{"run", {{"id", r->id}, {"name", r->name}, {"out_dir", r->out_dir}, {"counts", counts_json(r->counts)}}},
+          {"jobs", jobs}};
+}
+
+}  // namespace rgbaq::daemon

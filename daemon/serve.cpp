@@ -1,0 +1,158 @@
+#include "daemon/serve.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <thread>
+
+#include <utility>  // before Asio: Boost 1.74 uses std::exchange without including <utility>
+
+#include <boost/asio.hpp>
+#include <spdlog/sinks/rotating_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/arguments.h"
+#include "daemon/daemon_config.h"
+#include "daemon/daemon_state.h"
+#include "daemon/event_hub.h"
+#include "daemon/listen_socket.h"
+#include "daemon/render_worker.h"
+#include "daemon/request_handler.h"
+#include "daemon/socket_server.h"
+#include "engine/model_identity.h"
+#include "storage/queue_store.h"
+
+namespace rgbaq::daemon {
+namespace {
+
+namespace asio = boost::asio;
+
+void setup_logging(const DaemonConfig& c) {
+  std::filesystem::create_directories(c.log_file().parent_path());
+  auto file = std::make_shared<spdlog::sinks::rotating_file_sink_mt>(c.log_file().string(), 10u << 20, 3);
+  auto err = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>("rgbaqd", spdlog::sinks_init_list{file, err});
+  logger->set_level(spdlog::level::from_str(c.log_level));
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+}
+
+// Temporary files a killed writer left next to the outputs of unfinished runs.
+void remove_stale_temporaries(storage::QueueStore& store) {
+  for (const auto& run : store.list_runs()) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(run.out_dir, ec)) {
+      const auto name = e.path().filename().string();
+      if (name.size() > 1 && name[0] == '.' && name.find(".png.tmp") != std::string::npos) {
+        std::filesystem::remove(e.path(), ec);
+        spdlog::info("removed a stale temporary file {}", e.path().string());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int run_serve_command(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << kDaemonHelp;
+      return 0;
+    }
+  }
+  DaemonConfig config;
+  try {
+    config = parse_daemon_config(args);
+  } catch (const cli::UsageError& e) {
+    std::cerr << "rgbaqd: " << e.what() << "\n(see rgbaqd --help)\n";
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the daemon
+
+  int listen_fd = -1;
+  bool bound_here = false;
+  std::unique_ptr<engine::Session> session;
+  std::string identity;
+  try {
+    setup_logging(config);
+    spdlog::info("rgbaqd {} starting: model {}, engine {}, data {}", storage::kRgbaqVersion, config.model_dir.string(),
+                 config.engine, config.data_dir.string());
+    if (const auto fd = activated_listen_socket()) {
+      listen_fd = *fd;
+      spdlog::info("using the socket the service manager opened");
+    } else {
+      listen_fd = open_listen_socket(config.socket_path);  // first: a second daemon is refused at once
+      bound_here = true;
+      spdlog::info("listening on {}", config.socket_path.string());
+    }
+    session = engine::Session::open(config.model_dir, config.engine, config.threads);
+    identity = engine::model_identity(config.model_dir);
+    storage::QueueStore store(config.queue_db(), {.max_attempts = config.max_attempts});
+    const auto recovered = store.recover();
+    if (recovered.requeued || recovered.failed) {
+      spdlog::info("recovered after a stop: {} job(s) back in the queue, {} failed after too many interruptions",
+                   recovered.requeued, recovered.failed);
+    }
+    remove_stale_temporaries(store);
+  } catch (const std::exception& e) {
+    spdlog::error("cannot start: {}", e.what());
+    std::cerr << "rgbaqd: " << e.what() << "\n";
+    if (bound_here) unlink(config.socket_path.c_str());
+    return 1;
+  }
+
+  DaemonState state;
+  asio::io_context io;
+  EventHub events([&io](std::function<void()> f) { asio::post(io, std::move(f)); });
+  RequestHandler handler(config, *session, identity, state);
+  SocketServer server(io, listen_fd, handler, events);
+  server.start();
+  asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    spdlog::info("signal {}: stopping", signo);
+    sd_notify("STOPPING=1");
+    state.request_stop();
+    server.stop();
+  });
+  // The systemd watchdog, when the unit asks for one: pet it at half the interval.
+  asio::steady_timer watchdog(io);
+  std::function<void()> pet;
+  if (const char* usec = std::getenv("WATCHDOG_USEC"); usec && std::atoll(usec) > 0) {
+    const auto interval = std::chrono::microseconds(std::atoll(usec) / 2);
+    pet = [&, interval] {
+      sd_notify("WATCHDOG=1");
+      watchdog.expires_after(interval);
+      watchdog.async_wait([&](const boost::system::error_code& ec) {
+        if (!ec) pet();
+      });
+    };
+    pet();
+  }
+  std::thread io_thread([&] { io.run(); });
+  sd_notify("READY=1");
+  spdlog::info("ready");
+
+  int code = 0;
+  try {
+    RenderWorker(config, *session, identity, state, events).run();
+  } catch (const std::exception& e) {
+    spdlog::critical("the worker stopped: {}", e.what());
+    code = 1;
+  }
+  state.request_stop();
+  asio::post(io, [&] {
+    server.stop();
+    signals.cancel();
+    watchdog.cancel();
+    io.stop();
+  });
+  io_thread.join();
+  if (bound_here) unlink(config.socket_path.c_str());
+  spdlog::info("stopped");
+  return code;
+}
+
+}  // namespace rgbaq::daemon

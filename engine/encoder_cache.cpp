@@ -1,0 +1,170 @@
+#include "engine/encoder_cache.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace rgbaq::engine {
+namespace {
+
+constexpr char kMagic[8] = {'R', 'G', 'B', 'A', 'Q', 'E', 'M', '1'};
+
+uint64_t fnv(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+// File layout (little-endian): magic[8], identity length u32, identity, id count u32, ids i32[],
+// rows u32, cols u32, payload f32[rows * cols], checksum u64 over everything before it.
+struct Writer {
+  std::string bytes;
+  template <typename T>
+  void put(const T& v) {
+    bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void put_raw(const void* p, size_t n) { bytes.append(static_cast<const char*>(p), n); }
+};
+
+struct Reader {
+  const std::string& bytes;
+  size_t pos = 0;
+  template <typename T>
+  bool get(T& v) {
+    if (pos + sizeof v > bytes.size()) return false;
+    std::memcpy(&v, bytes.data() + pos, sizeof v);
+    pos += sizeof v;
+    return true;
+  }
+  bool get_raw(void* p, size_t n) {
+    if (n > bytes.size() - pos) return false;
+    std::memcpy(p, bytes.data() + pos, n);
+    pos += n;
+    return true;
+  }
+};
+
+}  // namespace
+
+EncoderCache::EncoderCache(std::string encoder_identity, size_t memory_budget_bytes, std::filesystem::path disk_dir)
+    : identity_(std::move(encoder_identity)), budget_(memory_budget_bytes), dir_(std::move(disk_dir)) {}
+
+uint64_t EncoderCache::key_of(const std::vector<int32_t>& ids) const {
+  return fnv(ids.data(), ids.size() * sizeof(int32_t), fnv(identity_.data(), identity_.size()));
+}
+
+std::filesystem::path EncoderCache::disk_path(const std::vector<int32_t>& ids) const {
+  char name[40];
+  std::snprintf(name, sizeof name, "%016llx.emb", static_cast<unsigned long long>(key_of(ids)));
+  return dir_ / name;
+}
+
+bool EncoderCache::in_memory(const std::vector<int32_t>& ids) const {
+  const auto it = entries_.find(key_of(ids));
+  return it != entries_.end() && it->second.ids == ids;
+}
+
+void EncoderCache::remember(uint64_t key, const std::vector<int32_t>& ids, const Tensor& embeds) {
+  if (const auto it = entries_.find(key); it != entries_.end()) {
+    memory_bytes_ -= it->second.embeds.nbytes();
+    lru_.erase(it->second.lru);
+    entries_.erase(it);
+  }
+  if (embeds.nbytes() > budget_) return;
+  lru_.push_front(key);
+  entries_[key] = {ids, embeds, lru_.begin()};
+  memory_bytes_ += embeds.nbytes();
+  while (memory_bytes_ > budget_ && !lru_.empty()) {
+    const uint64_t victim = lru_.back();
+    lru_.pop_back();
+    memory_bytes_ -= entries_.at(victim).embeds.nbytes();
+    entries_.erase(victim);
+  }
+}
+
+std::optional<Tensor> EncoderCache::read_disk(const std::vector<int32_t>& ids) {
+  const auto path = disk_path(ids);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  Reader r{bytes};
+  char magic[8];
+  uint32_t identity_len = 0, id_count = 0, rows = 0, cols = 0;
+  uint64_t checksum = 0;
+  std::string identity;
+  std::vector<int32_t> stored_ids;
+  std::vector<float> values;
+  bool ok = r.get_raw(magic, 8) && std::memcmp(magic, kMagic, 8) == 0 && r.get(identity_len) && identity_len < 4096;
+  if (ok) {
+    identity.resize(identity_len);
+    ok = r.get_raw(identity.data(), identity_len) && r.get(id_count) && id_count <= 1u << 20;
+  }
+  if (ok) {
+    stored_ids.resize(id_count);
+    ok = r.get_raw(stored_ids.data(), id_count * sizeof(int32_t)) && r.get(rows) && r.get(cols) &&
+         uint64_t{rows} * cols <= (1ull << 28);
+  }
+  if (ok) {
+    values.resize(size_t{rows} * cols);
+    const size_t body = r.pos + values.size() * sizeof(float);
+    ok = r.get_raw(values.data(), values.size() * sizeof(float)) && r.get(checksum) && r.pos == bytes.size() &&
+         checksum == fnv(bytes.data(), body);
+  }
+  if (!ok || identity != identity_ || stored_ids != ids) {
+    // Damaged, truncated, or another key's file under a colliding name: drop it and recompute.
+    ++corrupt_;
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    return std::nullopt;
+  }
+  return Tensor::from_f32({rows, cols}, std::move(values));
+}
+
+std::optional<Tensor> EncoderCache::find(const std::vector<int32_t>& ids, CacheSource* source) {
+  const uint64_t key = key_of(ids);
+  if (const auto it = entries_.find(key); it != entries_.end() && it->second.ids == ids) {
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    if (source) *source = CacheSource::kMemory;
+    return it->second.embeds;
+  }
+  if (dir_.empty()) return std::nullopt;
+  auto t = read_disk(ids);
+  if (!t) return std::nullopt;
+  remember(key, ids, *t);
+  if (source) *source = CacheSource::kDisk;
+  return t;
+}
+
+void EncoderCache::put(const std::vector<int32_t>& ids, const Tensor& embeds) {
+  const Tensor owned = Tensor::from_f32(embeds.shape(), embeds.to_f32_vector());
+  remember(key_of(ids), ids, owned);
+  if (dir_.empty()) return;
+  Writer w;
+  w.put_raw(kMagic, 8);
+  w.put(static_cast<uint32_t>(identity_.size()));
+  w.put_raw(identity_.data(), identity_.size());
+  w.put(static_cast<uint32_t>(ids.size()));
+  w.put_raw(ids.data(), ids.size() * sizeof(int32_t));
+  w.put(static_cast<uint32_t>(owned.dim(0)));
+  w.put(static_cast<uint32_t>(owned.dim(1)));
+  w.put_raw(owned.data(), owned.nbytes());
+  w.put(fnv(w.bytes.data(), w.bytes.size()));
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  const auto path = disk_path(ids);
+  const auto tmp = path.string() + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(w.bytes.data(), static_cast<std::streamsize>(w.bytes.size()));
+    if (!out.flush()) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+}  // namespace rgbaq::engine

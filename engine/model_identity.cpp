@@ -1,0 +1,71 @@
+#include "engine/model_identity.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <vector>
+
+namespace rgbaq::engine {
+namespace {
+
+constexpr size_t kSample = 64 * 1024;
+
+class Hasher {
+ public:
+  void add(const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) h_ = (h_ ^ p[i]) * 0x100000001b3ull;
+  }
+  void add(const std::string& s) { add(s.data(), s.size()); }
+  void add_file(const std::filesystem::path& path) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    add(path.filename().string() + ":" + (ec ? "missing" : std::to_string(size)));
+    if (ec) return;
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> buf(kSample);
+    in.read(buf.data(), static_cast<std::streamsize>(std::min<uintmax_t>(size, kSample)));
+    add(buf.data(), static_cast<size_t>(in.gcount()));
+    if (size > 2 * kSample) {
+      in.seekg(static_cast<std::streamoff>(size - kSample));
+      in.read(buf.data(), static_cast<std::streamsize>(kSample));
+      add(buf.data(), static_cast<size_t>(in.gcount()));
+    }
+  }
+  void add_component(const std::filesystem::path& dir) {
+    std::vector<std::filesystem::path> files;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      const auto name = e.path().filename().string();
+      if (name.ends_with(".json") || name.ends_with(".safetensors")) files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) add_file(f);
+  }
+  std::string hex() const {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
+    return buf;
+  }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ull;
+};
+
+}  // namespace
+
+std::string text_encoder_identity(const std::filesystem::path& model_dir) {
+  Hasher h;
+  h.add_component(model_dir / "text_encoder");
+  return h.hex();
+}
+
+std::string model_identity(const std::filesystem::path& model_dir) {
+  Hasher h;
+  h.add_file(model_dir / "model_index.json");
+  h.add_file(model_dir / "tokenizer" / "tokenizer.json");
+  for (const char* c : {"text_encoder", "transformer", "vae", "scheduler"}) h.add_component(model_dir / c);
+  return h.hex();
+}
+
+}  // namespace rgbaq::engine
