@@ -1,0 +1,220 @@
+#include "cli/queue_commands.h"
+
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli/arguments.h"
+#include "cli/daemon_client.h"
+
+namespace rgbaq::cli {
+namespace {
+
+using nlohmann::json;
+
+int64_t positive_id(const std::string& text, const char* what) {
+  const auto v = parse_u64(text);
+  if (!v || *v == 0) throw UsageError(std::string(what) + " \"" + text + "\" is not a positive integer");
+  return static_cast<int64_t>(*v);
+}
+
+std::string duration(double s) {
+  const int64_t t = static_cast<int64_t>(s);
+  std::ostringstream o;
+  if (t >= 3600) o << t / 3600 << "h ";
+  if (t >= 60) o << (t / 60) % 60 << "m ";
+  o << t % 60 << "s";
+  return o.str();
+}
+
+std::string counts_line(const json& c) {
+  std::ostringstream o;
+  o << c.value("queued", 0) << " queued, " << c.value("running", 0) << " running, " << c.value("done", 0) << " done, "
+    << c.value("failed", 0) << " failed, " << c.value("canceled", 0) << " canceled";
+  return o.str();
+}
+
+std::string clip(const std::string& s, size_t n) {
+  std::string one_line = s;
+  for (char& c : one_line) c = (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  if (one_line.size() <= n) return one_line;
+  size_t cut = n - 1;
+  while (cut > 0 && (static_cast<unsigned char>(one_line[cut]) & 0xC0) == 0x80) --cut;  // whole characters
+  return one_line.substr(0, cut) + "~";
+}
+
+// A simple action: one request, an acknowledgement line (or the result as JSON).
+int simple(CliContext& ctx, const Arguments& a, const std::string& method, const json& params, const std::string& said) {
+  DaemonClient client(ctx.socket);
+  const json r = client.call(method, params);
+  if (a.has("json")) {
+    ctx.out << r.dump() << "\n";
+  } else {
+    ctx.out << said << "\n";
+  }
+  return 0;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+int status_command(const std::vector<std::string>& args, CliContext& ctx) {
+  const Arguments a(args, {}, {"json"});
+  DaemonClient client(ctx.socket);
+  const json s = client.call("status");
+  if (a.has("json")) {
+    ctx.out << s.dump() << "\n";
+    return 0;
+  }
+  const json& c = s["counters"];
+  ctx.out << "rgbaqd " << s.value("version", "?") << " (pid " << s.value("pid", 0) << "), up " << duration(s.value("uptime_s", 0.0))
+          << "\nmodel:  " << s.value("model", "") << " (" << s.value("engine", "") << ")\nqueue:  " << counts_line(s["jobs"])
+          << (s.value("paused", false) ? "  [paused]" : "") << "\n";
+  if (s["current"].is_object()) {
+    ctx.out << "now:    job " << s["current"].value("job", 0) << ", step " << s["current"].value("step", 0) << "/"
+            << s["current"].value("steps", 0) << "\n";
+  }
+  ctx.out << "since start: " << c.value("images_rendered", 0) << " images rendered, " << c.value("outputs_reused", 0)
+          << " finished outputs reused, " << c.value("encoder_runs", 0) << " encoder runs, embedding cache hits "
+          << c.value("cache_memory_hits", 0) << " in memory and " << c.value("cache_disk_hits", 0) << " on disk\n";
+  return 0;
+}
+
+int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
+  const Arguments a(args, {"run", "state", "limit", "offset"}, {"json"});
+  if (a.positionals().size() != 1 || (a.positionals()[0] != "runs" && a.positionals()[0] != "jobs")) {
+    throw UsageError("say what to list: `rgbaq ls runs` or `rgbaq ls jobs [--run R] [--state S]`");
+  }
+  DaemonClient client(ctx.socket);
+  if (a.positionals()[0] == "runs") {
+    const json r = client.call("ls_runs");
+    if (a.has("json")) {
+      ctx.out << r.dump() << "\n";
+      return 0;
+    }
+    ctx.out << std::left << std::setw(6) << "RUN" << std::setw(24) << "NAME" << std::right << std::setw(8) << "TOTAL"
+            << std::setw(8) << "DONE" << std::setw(8) << "FAILED" << std::setw(8) << "QUEUED" << "  OUT\n";
+    for (const auto& run : r["runs"]) {
+      ctx.out << std::left << std::setw(6) << run.value("id", 0) << std::setw(24) << clip(run.value("name", ""), 23) << std::right
+              << std::setw(8) << run.value("total", 0) << std::setw(8) << run["counts"].value("done", 0) << std::setw(8)
+              << run["counts"].value("failed", 0) << std::setw(8) << run["counts"].value("queued", 0) << "  "
+              << run.value("out_dir", "") << "\n";
+    }
+    return 0;
+  }
+  json params = json::object();
+  if (const auto run = a.get("run")) params["run"] = positive_id(*run, "--run");
+  if (const auto state = a.get("state")) params["state"] = *state;
+  params["limit"] = a.get_int("limit", 1000);
+  params["offset"] = a.get_int("offset", 0);
+  const json r = client.call("ls_jobs", params);
+  if (a.has("json")) {
+    ctx.out << r.dump() << "\n";
+    return 0;
+  }
+  ctx.out << std::left << std::setw(8) << "JOB" << std::setw(6) << "RUN" << std::setw(10) << "STATE" << std::setw(22) << "SEED"
+          << std::setw(11) << "SIZE" << "PROMPT / OUTPUT\n";
+  for (const auto& j : r["jobs"]) {
+    const std::string size = std::to_string(j.value("width", 0)) + "x" + std::to_string(j.value("height", 0));
+    const std::string state = j.value("state", "");
+    ctx.out << std::left << std::setw(8) << j.value("id", 0) << std::setw(6) << j.value("run", 0) << std::setw(10) << state
+            << std::setw(22) << j.value("seed", uint64_t{0}) << std::setw(11) << size << clip(j.value("prompt", ""), 50)
+            << "\n" << std::string(57, ' ')
+            << (state == "failed" ? "error: " + j.value("error", "") : j.value("output", "")) << "\n";
+  }
+  return 0;
+}
+
+int cancel_command(const std::vector<std::string>& args, CliContext& ctx) {
+  const Arguments a(args, {"job"}, {"json"});
+  if (const auto job = a.get("job")) {
+    if (!a.positionals().empty()) throw UsageError("give a run or --job, not both");
+    return simple(ctx, a, "cancel", {{"job", positive_id(*job, "--job")}}, "job " + *job + " canceled");
+  }
+  if (a.positionals().size() != 1) throw UsageError("which run? `rgbaq cancel RUN` or `rgbaq cancel --job JOB`");
+  DaemonClient client(ctx.socket);
+  const json r = client.call("cancel", {{"run", positive_id(a.positionals()[0], "run")}});
+  ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + std::to_string(r.value("affected", 0)) +
+                                             " job(s) canceled (a running one stops at its next step)")
+          << "\n";
+  return 0;
+}
+
+int retry_command(const std::vector<std::string>& args, CliContext& ctx) {
+  const Arguments a(args, {}, {"failed", "canceled", "json"});
+  if (a.positionals().size() != 1) throw UsageError("which run? `rgbaq retry RUN [--failed] [--canceled]`");
+  DaemonClient client(ctx.socket);
+  const json r = client.call("retry", {{"run", positive_id(a.positionals()[0], "run")}, {"canceled", a.has("canceled")}});
+  ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + std::to_string(r.value("requeued", 0)) + " job(s) queued again")
+          << "\n";
+  return 0;
+}
+
+int pause_command(const std::vector<std::string>& args, CliContext& ctx) {
+  const Arguments a(args, {}, {"json"});
+  return simple(ctx, a, "pause", json::object(), "paused: the job in hand finishes, no new one starts");
+}
+
+int resume_command(const std::vector<std::string>& args, CliContext& ctx) {
+  const Arguments a(args, {}, {"json"});
+  return simple(ctx, a, "resume", json::object(), "resumed");
+}
+
+int prioritize_command(const std::vector<std::string>& args, CliContext& ctx) {
+  const Arguments a(args, {}, {"json"});
+  if (a.positionals().size() != 2) throw UsageError("usage: rgbaq prioritize RUN PRIORITY (higher goes first)");
+  int priority = 0;
+  try {
+    priority = std::stoi(a.positionals()[1]);
+  } catch (const std::exception&) {
+    throw UsageError("priority \"" + a.positionals()[1] + "\" is not an integer");
+  }
+  DaemonClient client(ctx.socket);
+  const json r = client.call("prioritize", {{"run", positive_id(a.positionals()[0], "run")}, {"priority", priority}});
+  ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + std::to_string(r.value("updated", 0)) +
+                                             " job(s) now at priority " + a.positionals()[1])
+          << "\n";
+  return 0;
+}
+
+int export_command(const std::vector<std::string>& args, CliContext& ctx) {
+  std::vector<std::string> words;
+  for (const auto& w : args) words.push_back(w == "-o" ? "--output" : w);
+  const Arguments a(words, {"format", "output"}, {});
+  if (a.positionals().size() != 1) throw UsageError("usage: rgbaq export RUN [--format csv|jsonl] [-o FILE]");
+  const std::string format = a.get("format").value_or("jsonl");
+  if (format != "csv" && format != "jsonl") throw UsageError("--format \"" + format + "\" is not csv or jsonl");
+  DaemonClient client(ctx.socket);
+  const json r = client.call("export", {{"run", positive_id(a.positionals()[0], "run")}});
+  std::ostringstream text;
+  if (format == "jsonl") {
+    for (const auto& j : r["jobs"]) text << j.dump() << "\n";
+  } else {
+    text << "job,run,state,prompt,seed,width,height,name,output,error,attempts,seconds\n";
+    for (const auto& j : r["jobs"]) {
+      const json& m = j["metadata"];
+      const double seconds = m.is_object() && m.contains("timings") ? m["timings"].value("total_s", 0.0) : 0.0;
+      text << j.value("id", 0) << "," << j.value("run", 0) << "," << j.value("state", "") << "," << csv_field(j.value("prompt", ""))
+           << "," << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << "," << j.value("height", 0) << ","
+           << csv_field(j.value("name", "")) << "," << csv_field(j.value("output", "")) << "," << csv_field(j.value("error", ""))
+           << "," << j.value("attempts", 0) << "," << seconds << "\n";
+    }
+  }
+  if (const auto out = a.get("output")) {
+    std::ofstream f(*out, std::ios::binary | std::ios::trunc);
+    f << text.str();
+    if (!f) throw std::runtime_error(*out + ": cannot write");
+  } else {
+    ctx.out << text.str();
+  }
+  return 0;
+}
+
+}  // namespace rgbaq::cli

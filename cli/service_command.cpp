@@ -1,0 +1,159 @@
+#include "cli/service_command.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "cli/arguments.h"
+#include "daemon/socket_paths.h"
+#include "launchd/service_templates.h"
+
+namespace rgbaq::cli {
+namespace {
+
+#ifdef __APPLE__
+constexpr bool kLaunchd = true;
+#else
+constexpr bool kLaunchd = false;
+#endif
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size()) text.replace(at, from.size(), to);
+  return text;
+}
+
+std::string xml_escape(const std::string& s) {
+  return replace_all(replace_all(replace_all(s, "&", "&amp;"), "<", "&lt;"), ">", "&gt;");
+}
+
+// The rgbaqd next to this rgbaq (an install), or in the build tree beside it, or on PATH.
+std::string find_rgbaqd() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const auto& candidate : {self.parent_path() / "rgbaqd", self.parent_path().parent_path() / "daemon" / "rgbaqd"}) {
+      if (std::filesystem::exists(candidate)) return candidate.string();
+    }
+  }
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    for (size_t start = 0; start <= p.size();) {
+      const size_t colon = std::min(p.find(':', start), p.size());
+      const auto candidate = std::filesystem::path(p.substr(start, colon - start)) / "rgbaqd";
+      if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+      start = colon + 1;
+    }
+  }
+  throw UsageError("cannot find rgbaqd; say where it is with --rgbaqd PATH");
+}
+
+// Runs a service-manager command (RGBAQ_SYSTEMCTL / RGBAQ_LAUNCHCTL replace the program, for tests and
+// packagers); its output goes straight through. Returns its exit status.
+int run_tool(CliContext& ctx, std::vector<std::string> argv) {
+  const char* override_tool = std::getenv(kLaunchd ? "RGBAQ_LAUNCHCTL" : "RGBAQ_SYSTEMCTL");
+  if (override_tool && *override_tool) argv[0] = override_tool;
+  ctx.out.flush();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    execvp(a[0], a.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (code == 127) ctx.err << argv[0] << " was not found\n";
+  return code;
+}
+
+std::filesystem::path unit_dir() {
+  if (kLaunchd) return paths::home_dir() / "Library" / "LaunchAgents";
+  const char* config = std::getenv("XDG_CONFIG_HOME");
+  return (config && *config ? std::filesystem::path(config) : paths::home_dir() / ".config") / "systemd" / "user";
+}
+
+}  // namespace
+
+std::map<std::string, std::string> service_files(bool launchd, const std::string& rgbaqd, const std::string& model,
+                                                 const std::string& data_dir, const std::string& socket, const std::string& log) {
+  auto fill = [&](std::string text, bool xml) {
+    auto v = [&](const std::string& s) { return xml ? xml_escape(s) : s; };
+    text = replace_all(text, "@RGBAQD@", v(rgbaqd));
+    text = replace_all(text, "@MODEL@", v(model));
+    text = replace_all(text, "@DATA_DIR@", v(data_dir));
+    text = replace_all(text, "@SOCKET@", v(socket));
+    return replace_all(text, "@LOG@", v(log));
+  };
+  if (launchd) return {{"com.rgbaq.rgbaqd.plist", fill(launchd::k_com_rgbaq_rgbaqd_plist, true)}};
+  return {{"rgbaqd.socket", fill(launchd::k_rgbaqd_socket, false)}, {"rgbaqd.service", fill(launchd::k_rgbaqd_service, false)}};
+}
+
+int service_command(const std::vector<std::string>& args, CliContext& ctx) {
+  const Arguments a(args, {"model", "data-dir", "rgbaqd"}, {"print"});
+  if (a.positionals().size() != 1) throw UsageError("usage: rgbaq service install|uninstall|status [--print] [--model DIR]");
+  const std::string action = a.positionals()[0];
+  const auto dir = unit_dir();
+  const std::string label = "gui/" + std::to_string(getuid());
+
+  if (action == "status") {
+    return kLaunchd ? run_tool(ctx, {"launchctl", "print", label + "/com.rgbaq.rgbaqd"})
+                    : run_tool(ctx, {"systemctl", "--user", "status", "--no-pager", "rgbaqd.socket", "rgbaqd.service"});
+  }
+  if (action == "uninstall") {
+    const auto names = kLaunchd ? std::vector<std::string>{"com.rgbaq.rgbaqd.plist"} : std::vector<std::string>{"rgbaqd.socket", "rgbaqd.service"};
+    if (a.has("print")) {
+      for (const auto& n : names) ctx.out << "would remove " << (dir / n).string() << "\n";
+      return 0;
+    }
+    const int code = kLaunchd ? run_tool(ctx, {"launchctl", "bootout", label + "/com.rgbaq.rgbaqd"})
+                              : run_tool(ctx, {"systemctl", "--user", "disable", "--now", "rgbaqd.socket", "rgbaqd.service"});
+    for (const auto& n : names) std::filesystem::remove(dir / n);
+    if (!kLaunchd) run_tool(ctx, {"systemctl", "--user", "daemon-reload"});
+    ctx.out << "removed the rgbaqd service\n";
+    return code == 0 ? 0 : 1;
+  }
+  if (action != "install") throw UsageError("unknown service action \"" + action + "\" (install, uninstall, status)");
+
+  const auto model = a.get("model");
+  if (!model) throw UsageError("--model DIR is required: the service runs rgbaqd with it");
+  const auto model_dir = std::filesystem::absolute(*model).lexically_normal();
+  if (!a.has("print") && !std::filesystem::exists(model_dir / "model_index.json")) {
+    throw UsageError("--model " + model_dir.string() + " has no model_index.json");
+  }
+  const auto data_dir = std::filesystem::absolute(a.get("data-dir").value_or(paths::default_data_dir().string())).lexically_normal();
+  const std::string rgbaqd = a.get("rgbaqd").value_or(a.has("print") ? "rgbaqd" : find_rgbaqd());
+  const std::string socket = kLaunchd || std::getenv("RGBAQ_SOCKET") ? paths::default_socket_path().string() : "%t/rgbaq/rgbaqd.sock";
+  const auto files = service_files(kLaunchd, std::filesystem::absolute(rgbaqd).string(), model_dir.string(), data_dir.string(),
+                                   socket, (data_dir / "logs" / "rgbaqd.out").string());
+  if (a.has("print")) {
+    for (const auto& [name, text] : files) ctx.out << "# " << (dir / name).string() << "\n" << text << "\n";
+    return 0;
+  }
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_directories(data_dir / "logs");
+  for (const auto& [name, text] : files) {
+    std::ofstream f(dir / name, std::ios::trunc);
+    f << text;
+    if (!f) throw std::runtime_error((dir / name).string() + ": cannot write");
+    ctx.out << "wrote " << (dir / name).string() << "\n";
+  }
+  int code = 0;
+  if (kLaunchd) {
+    code = run_tool(ctx, {"launchctl", "bootstrap", label, (dir / "com.rgbaq.rgbaqd.plist").string()});
+  } else {
+    code = run_tool(ctx, {"systemctl", "--user", "daemon-reload"});
+    if (code == 0) code = run_tool(ctx, {"systemctl", "--user", "enable", "--now", "rgbaqd.socket"});
+  }
+  if (code != 0) {
+    ctx.err << "the unit files are written, but the service manager did not take them (exit " << code << ")\n";
+    return 1;
+  }
+  ctx.out << "rgbaqd will start on the first `rgbaq` command\n";
+  return 0;
+}
+
+}  // namespace rgbaq::cli
