@@ -1,0 +1,485 @@
+// rgbaqd and rgbaq as real processes on the tiny model: submit and wait, the encoder cache in memory
+// and on disk, SIGKILL at random moments, SIGTERM, bad input through the CLI and on the socket, the
+// service manager's side (socket activation, sd_notify, unit files), and the errors a user can cause.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/listen_socket.h"
+#include "storage/png_file.h"
+#include "storage/render_metadata.h"
+#include "tests/daemon/daemon_process.h"
+#include "tests/engine/tiny_model_fixture.h"
+#include "tests/run_process.h"
+
+namespace rgbaq {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::string kRgbaqd = RGBAQD_PATH;
+const std::string kRgbaq = RGBAQ_CLI_PATH;
+
+const TinyModel& model() {
+  static const TinyModel m;
+  return m;
+}
+
+ProcessResult rgbaq(const DaemonProcess& d, std::vector<std::string> args, const std::string& input = {}) {
+  args.insert(args.begin(), {kRgbaq, "--socket", d.socket().string()});
+  return run_process(args, input);
+}
+
+json status(const DaemonProcess& d) {
+  const auto r = rgbaq(d, {"status", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+std::vector<fs::path> pngs_in(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".png" && e.path().filename().string().rfind("sheet", 0) != 0) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary | std::ios::trunc) << text; }
+
+TEST(Daemon, SubmitThreePromptsFourSeedsEncodesEachPromptOnce) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  write_file(dir.path() / "prompts.csv", "prompt,seed\n\"a red fox, game asset\",1-4\n\"an owl\",1-4\n\"a \"\"quoted\"\" cat\",1-4\n");
+  const auto out_dir = dir.path() / "renders";
+  const auto r = rgbaq(d, {"submit", (dir.path() / "prompts.csv").string(), "--size", "128", "--out", out_dir.string(), "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("run 1: 12 jobs queued"), std::string::npos) << r.out;
+  const auto files = pngs_in(out_dir);
+  ASSERT_EQ(files.size(), 12u);
+  std::set<int64_t> job_ids;
+  for (const auto& f : files) {
+    const auto png = storage::read_png(f);
+    EXPECT_EQ(png.width, 128);
+    EXPECT_EQ(png.channels, 4);
+    const auto id = storage::job_id_of(png);
+    ASSERT_TRUE(id) << f;
+    job_ids.insert(*id);
+    EXPECT_NE(png.texts.at("parameters").find("Steps: 8"), std::string::npos);
+    EXPECT_EQ(json::parse(png.texts.at("rgbaq"))["run_id"], 1);
+  }
+  EXPECT_EQ(job_ids.size(), 12u);
+  const json s = status(d);
+  EXPECT_EQ(s["counters"]["encoder_runs"], 3) << s.dump();
+  EXPECT_EQ(s["counters"]["images_rendered"], 12);
+  EXPECT_EQ(s["counters"]["cache_memory_hits"], 9);
+  EXPECT_EQ(s["jobs"]["done"], 12);
+  const auto exported = rgbaq(d, {"export", "1", "--format", "jsonl"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  std::istringstream lines(exported.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    const json j = json::parse(line);
+    EXPECT_EQ(j["state"], "done");
+    EXPECT_TRUE(fs::exists(j["output"].get<std::string>()));
+    EXPECT_EQ(j["metadata"]["job_id"], j["id"]);
+    ++n;
+  }
+  EXPECT_EQ(n, 12);
+  const auto csv = rgbaq(d, {"export", "1", "--format", "csv"});
+  EXPECT_NE(csv.out.find("\"a \"\"quoted\"\" cat\""), std::string::npos) << csv.out;
+  const auto sheet = rgbaq(d, {"sheet", "1", "-o", (dir.path() / "sheet.png").string()});
+  ASSERT_EQ(sheet.exit_code, 0) << sheet.err;
+  const auto sheet_png = storage::read_png(dir.path() / "sheet.png");
+  EXPECT_EQ(sheet_png.width, 4 + 4 * (128 + 4));
+  EXPECT_EQ(sheet_png.height, 4 + 3 * (128 + 4));
+
+  // A restart: the same prompts with new seeds need no encoder run (the disk cache).
+  d.signal(SIGTERM);
+  ASSERT_EQ(d.wait_exit(), 0);
+  DaemonProcess again(kRgbaqd, model().dir(), dir.path(), {});
+  const auto r2 = rgbaq(again, {"submit", (dir.path() / "prompts.csv").string(), "--seeds", "5-6", "--size", "128", "--out",
+                                out_dir.string(), "--wait"});
+  // The file's own seeds win over --seeds; give a file without seeds for the defaults to apply.
+  write_file(dir.path() / "noseeds.csv", "prompt\n\"a red fox, game asset\"\n\"an owl\"\n\"a \"\"quoted\"\" cat\"\n");
+  const auto r3 = rgbaq(again, {"submit", (dir.path() / "noseeds.csv").string(), "--seeds", "5-6", "--size", "128", "--out",
+                                out_dir.string(), "--wait"});
+  ASSERT_EQ(r3.exit_code, 0) << r3.out << r3.err;
+  const json s2 = status(again);
+  EXPECT_EQ(s2["counters"]["encoder_runs"], 0) << s2.dump();
+  EXPECT_EQ(s2["counters"]["cache_disk_hits"], 3) << s2.dump();
+  EXPECT_EQ(s2["counters"]["outputs_reused"], 12) << "the first resubmission found its images finished: " << r2.out;
+  EXPECT_EQ(pngs_in(out_dir).size(), 18u);
+}
+
+TEST(Daemon, SigkillAtRandomMomentsRendersEveryImageOnceAndLeavesNoTemporaries) {
+  TempDir dir;
+  const auto out_dir = dir.path() / "renders";
+  write_file(dir.path() / "p.csv", "prompt,seed\nfox,1-10\nowl,1-10\ncat,1-10\nbee,1-10\n");
+  std::mt19937 rng(7);
+  std::map<fs::path, std::pair<ino_t, int64_t>> seen;  // every finished PNG's inode and mtime, first seen
+  int kills = 0;
+  bool submitted = false;
+  for (int round = 0; round < 80; ++round) {
+    // Attempts are not what this test is about: a job killed three times must not fail here.
+    DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--max-attempts", "1000"}});
+    if (!submitted) {
+      const auto r = rgbaq(d, {"submit", (dir.path() / "p.csv").string(), "--size", "192", "--out", out_dir.string()});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      submitted = true;
+    }
+    if (status(d)["jobs"]["done"] == 40) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 400));
+    d.signal(SIGKILL);
+    ASSERT_EQ(d.wait_exit(), 128 + SIGKILL);
+    ++kills;
+    for (const auto& f : pngs_in(out_dir)) {
+      struct stat st {};
+      ASSERT_EQ(stat(f.c_str(), &st), 0);
+      const auto [it, fresh] = seen.emplace(f, std::pair{st.st_ino, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+      ASSERT_EQ(it->second.first, st.st_ino) << f << " was written again";
+      ASSERT_EQ(it->second.second, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec) << f << " was written again";
+    }
+  }
+  EXPECT_GE(kills, 10);
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  const auto w = rgbaq(d, {"watch", "1"});
+  EXPECT_EQ(w.exit_code, 0) << w.out << w.err;
+  const json s = status(d);
+  EXPECT_EQ(s["jobs"]["done"], 40) << s.dump();
+  EXPECT_EQ(s["jobs"]["failed"], 0);
+  const auto files = pngs_in(out_dir);
+  ASSERT_EQ(files.size(), 40u);
+  std::set<int64_t> ids;
+  for (const auto& f : files) {
+    const auto png = storage::read_png(f);  // every one valid
+    ids.insert(storage::job_id_of(png).value_or(-1));
+    if (seen.count(f)) {
+      struct stat st {};
+      stat(f.c_str(), &st);
+      EXPECT_EQ(seen[f].first, st.st_ino) << f << " was rendered twice";
+    }
+  }
+  EXPECT_EQ(ids.size(), 40u);
+  for (const auto& e : fs::directory_iterator(out_dir)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << "left behind: " << e.path();
+  }
+  std::cout << "kills: " << kills << ", images finished before the last start: " << seen.size() << "\n";
+}
+
+TEST(Daemon, SigtermReturnsTheJobInHandAndExitsZero) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  const auto r = rgbaq(d, {"submit", "-", "--size", "1024", "--out", (dir.path() / "o").string()}, "prompt,seed\nslow,1\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int i = 0; i < 200 && status(d)["current"].is_null(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+  EXPECT_FALSE(fs::exists(d.socket())) << "the socket is removed on a clean stop";
+  DaemonProcess again(kRgbaqd, model().dir(), dir.path(), {});
+  rgbaq(again, {"pause"});
+  const auto jobs = json::parse(rgbaq(again, {"ls", "jobs", "--json"}).out)["jobs"];
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["state"], "queued");
+  EXPECT_EQ(jobs[0]["attempts"], 0) << "a clean stop does not spend an attempt";
+}
+
+TEST(Daemon, BadCsvThroughTheCliQueuesNothing) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  write_file(dir.path() / "bad.csv", "prompt,seed,size\nfine,1,256\nbad seed,x,256\nbad size,2,100\n,3,256\n");
+  const auto r = rgbaq(d, {"submit", (dir.path() / "bad.csv").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad.csv:3:10: seed:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.csv:4:12: size:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2 errors; nothing was queued"), std::string::npos) << r.err;
+  // A prompt only the daemon can judge: too many tokens for the encoder.
+  std::string long_prompt;
+  for (int i = 0; i < 600; ++i) long_prompt += " word";
+  const auto t = rgbaq(d, {"submit", "-", "--out", (dir.path() / "o").string()}, "prompt\nok\n" + long_prompt + "\n");
+  EXPECT_EQ(t.exit_code, 2);
+  EXPECT_NE(t.err.find("<stdin>:3:1: prompt: the prompt is"), std::string::npos) << t.err;
+  EXPECT_EQ(json::parse(rgbaq(d, {"ls", "runs", "--json"}).out)["runs"].size(), 0u);
+  EXPECT_EQ(rgbaq(d, {"cancel", "99"}).exit_code, 2);
+  EXPECT_EQ(rgbaq(d, {"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(rgbaq(d, {"submit"}).exit_code, 2);
+}
+
+// A raw protocol connection.
+struct Raw {
+  int fd = -1;
+  explicit Raw(const fs::path& socket) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
+    fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  }
+  ~Raw() { close(fd); }
+  void send_all(const std::string& s) {
+    for (size_t sent = 0; sent < s.size();) {
+      const ssize_t n = ::send(fd, s.data() + sent, s.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return;  // the daemon may close first
+      sent += static_cast<size_t>(n);
+    }
+  }
+  std::string read_until_close() {
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+    return out;
+  }
+};
+
+TEST(Daemon, GarbageOversizedAndAbandonedFramesCostOnlyTheirConnection) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  {
+    Raw c(d.socket());
+    c.send_all("this is not json\n{\"v\":1,\"id\":2,\"method\":\"ping\"}\n");
+    const std::string reply = c.read_until_close();
+    EXPECT_NE(reply.find("\"code\":\"bad_request\""), std::string::npos) << reply;
+    EXPECT_EQ(reply.find("pong"), std::string::npos) << "the connection closed after the bad frame";
+  }
+  {
+    Raw c(d.socket());
+    c.send_all("{\"v\":1,\"id\":1,\"method\":\"ping\"}\n{\"v\":9,\"id\":2,\"method\":\"ping\"}\n");
+    const std::string reply = c.read_until_close();
+    EXPECT_NE(reply.find("pong"), std::string::npos);
+    EXPECT_NE(reply.find("unsupported_version"), std::string::npos) << reply;
+  }
+  {
+    Raw c(d.socket());
+    std::string big(65u << 20, 'x');  // past the 64 MiB frame limit, no newline
+    std::thread sender([&] { c.send_all(big); });
+    const std::string reply = c.read_until_close();
+    sender.join();
+    EXPECT_NE(reply.find("frame_too_large"), std::string::npos) << reply.substr(0, 200);
+  }
+  {
+    Raw c(d.socket());
+    c.send_all("{\"v\":1,\"id\":1,\"meth");  // and hang up mid-frame
+  }
+  {
+    Raw c(d.socket());
+    c.send_all("{\"v\":1,\"id\":1,\"method\":\"nope\"}\n{\"v\":1,\"id\":2,\"method\":\"ls_jobs\",\"params\":{\"state\":\"weird\"}}\n");
+    shutdown(c.fd, SHUT_WR);
+    const std::string reply = c.read_until_close();
+    EXPECT_NE(reply.find("unknown_method"), std::string::npos) << reply;
+    EXPECT_NE(reply.find("is not one of queued"), std::string::npos) << reply;
+  }
+  EXPECT_EQ(status(d)["protocol"], 1) << "still serving";
+}
+
+TEST(Daemon, PeerUidIsCheckedOnTheSocket) {
+  // The daemon's socket sits in a 0700 directory and is 0600, so another user cannot even connect; the
+  // peer check behind that is tested here on a socket any user may reach.
+  TempDir dir;
+  fs::permissions(dir.path(), fs::perms::all);
+  const auto path = dir.path() / "open.sock";
+  const int listener = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  chmod(path.c_str(), 0777);
+  listen(listener, 4);
+  const bool root = geteuid() == 0;
+  const pid_t child = fork();
+  if (child == 0) {
+    if (root && setuid(65534) != 0) _exit(3);
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    _exit(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 ? 0 : 4);
+  }
+  const int conn = accept(listener, nullptr, nullptr);
+  ASSERT_GE(conn, 0);
+  const auto uid = daemon::peer_uid(conn);
+  ASSERT_TRUE(uid);
+  EXPECT_EQ(*uid, root ? 65534u : geteuid());
+  int status_code = 0;
+  waitpid(child, &status_code, 0);
+  EXPECT_EQ(WEXITSTATUS(status_code), 0);
+  close(conn);
+  close(listener);
+}
+
+TEST(Daemon, SecondDaemonAndInsecureDirectoryAreRefused) {
+  TempDir dir;
+  DaemonProcess first(kRgbaqd, model().dir(), dir.path(), {});
+  DaemonProcess second(kRgbaqd, model().dir(), dir.path(), {.wait_until_ready = false});
+  EXPECT_EQ(second.wait_exit(), 1);
+  std::ifstream log(second.log());
+  const std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(text.find("another rgbaqd is already listening here"), std::string::npos) << text;
+  EXPECT_TRUE(first.connectable());
+
+  TempDir open_dir;
+  fs::create_directories(open_dir.path() / "run");
+  fs::permissions(open_dir.path() / "run", fs::perms::all);
+  DaemonProcess insecure(kRgbaqd, model().dir(), open_dir.path(), {.wait_until_ready = false});
+  EXPECT_EQ(insecure.wait_exit(), 1);
+  std::ifstream log2(insecure.log());
+  const std::string text2((std::istreambuf_iterator<char>(log2)), {});
+  EXPECT_NE(text2.find("open to other users (mode 777); it must be 0700"), std::string::npos) << text2;
+}
+
+TEST(Daemon, UnwritableOutputFailsThatJobAndTheDaemonCarriesOn) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--max-attempts", "1"}});
+  const auto blocked = dir.path() / "blocked";
+  write_file(blocked, "a file where a directory should be");
+  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", (blocked / "sub").string()}, "prompt,seed\nx,1\n").exit_code, 0);
+  const auto good = dir.path() / "good";
+  const auto r = rgbaq(d, {"submit", "-", "--size", "128", "--out", good.string(), "--wait"}, "prompt,seed\ny,2\n");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  rgbaq(d, {"watch", "1"});
+  const auto jobs = json::parse(rgbaq(d, {"ls", "jobs", "--run", "1", "--json"}).out)["jobs"];
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["state"], "failed");
+  EXPECT_NE(jobs[0]["error"].get<std::string>().find("blocked"), std::string::npos) << jobs[0].dump();
+  EXPECT_EQ(pngs_in(good).size(), 1u);
+}
+
+TEST(Daemon, CancelPauseResumeRetryPrioritize) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  ASSERT_EQ(rgbaq(d, {"pause"}).exit_code, 0);
+  const auto out = (dir.path() / "o").string();
+  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", out, "--name", "first"}, "prompt,seed\na,1-3\n").exit_code, 0);
+  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", out}, "prompt,seed\nb,1-2\n").exit_code, 0);
+  EXPECT_EQ(rgbaq(d, {"prioritize", "2", "5"}).exit_code, 0);
+  EXPECT_EQ(rgbaq(d, {"cancel", "1"}).exit_code, 0);
+  EXPECT_TRUE(status(d)["paused"].get<bool>());
+  ASSERT_EQ(rgbaq(d, {"resume"}).exit_code, 0);
+  EXPECT_EQ(rgbaq(d, {"watch", "2"}).exit_code, 0);
+  const auto runs = json::parse(rgbaq(d, {"ls", "runs", "--json"}).out)["runs"];
+  EXPECT_EQ(runs[0]["name"], "first");
+  EXPECT_EQ(runs[0]["counts"]["canceled"], 3);
+  EXPECT_EQ(runs[1]["counts"]["done"], 2);
+  EXPECT_EQ(rgbaq(d, {"retry", "1", "--canceled"}).exit_code, 0);
+  EXPECT_EQ(rgbaq(d, {"watch", "1"}).exit_code, 0);
+  EXPECT_EQ(json::parse(rgbaq(d, {"ls", "runs", "--json"}).out)["runs"][0]["counts"]["done"], 3);
+}
+
+TEST(Daemon, CorruptCacheEntryIsDetectedAndRecomputed) {
+  TempDir dir;
+  const auto out = (dir.path() / "o").string();
+  {
+    DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+    ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", out, "--wait"}, "prompt,seed\nfox,1\n").exit_code, 0);
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.wait_exit(), 0);
+  }
+  int damaged = 0;
+  for (const auto& e : fs::directory_iterator(dir.path() / "data" / "cache" / "embeddings")) {
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.write("garbage!", 8);
+    ++damaged;
+  }
+  ASSERT_EQ(damaged, 1);
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", out, "--wait"}, "prompt,seed\nfox,2\n").exit_code, 0);
+  const json s = status(d);
+  EXPECT_EQ(s["counters"]["cache_corrupt"], 1) << s.dump();
+  EXPECT_EQ(s["counters"]["encoder_runs"], 1);
+}
+
+TEST(Daemon, SocketActivationAndSdNotify) {
+  TempDir dir;
+  // systemd's side: a listening socket passed as fd 3, and a datagram socket for notifications.
+  const auto sock = dir.path() / "run" / "rgbaqd.sock";
+  const int listener = daemon::open_listen_socket(sock);
+  const auto notify_path = dir.path() / "notify";
+  const int notify = socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, notify_path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(bind(notify, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(),
+                  {.env = {{"NOTIFY_SOCKET", notify_path.string()}, {"WATCHDOG_USEC", "400000"}}, .inherit_fd = listener});
+  close(listener);
+  auto receive = [&] {
+    char buf[256];
+    timeval tv{5, 0};
+    setsockopt(notify, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const ssize_t n = recv(notify, buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  };
+  std::set<std::string> got;
+  for (int i = 0; i < 3; ++i) got.insert(receive());
+  EXPECT_TRUE(got.count("READY=1"));
+  EXPECT_TRUE(got.count("WATCHDOG=1"));
+  EXPECT_EQ(status(d)["protocol"], 1) << "served on the adopted socket";
+  d.signal(SIGTERM);
+  std::string last;
+  for (int i = 0; i < 10 && last != "STOPPING=1"; ++i) last = receive();
+  EXPECT_EQ(last, "STOPPING=1");
+  EXPECT_EQ(d.wait_exit(), 0);
+  close(notify);
+}
+
+TEST(Daemon, ConfigFileAndHelp) {
+  TempDir dir;
+  const auto help = run_process({kRgbaqd, "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--config FILE"), std::string::npos);
+  EXPECT_NE(help.out.find("SIGTERM"), std::string::npos);
+  write_file(dir.path() / "rgbaqd.json", "{\"max_attempts\": 5, \"log_level\": \"debug\", \"threads\": 1}");
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--config", (dir.path() / "rgbaqd.json").string()}});
+  EXPECT_EQ(status(d)["protocol"], 1);
+  write_file(dir.path() / "bad.json", "{\"colour\": 1}");
+  const auto bad = run_process({kRgbaqd, "--model", model().dir().string(), "--config", (dir.path() / "bad.json").string()});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("unknown setting \"colour\""), std::string::npos) << bad.err;
+  const auto no_model = run_process({kRgbaqd, "--socket", "/tmp/x.sock"});
+  EXPECT_EQ(no_model.exit_code, 2);
+  EXPECT_NE(no_model.err.find("--model DIR is required"), std::string::npos);
+}
+
+TEST(Cli, UnreachableDaemonSaysHowToStartIt) {
+  const auto r = run_process({kRgbaq, "--socket", "/nonexistent/rgbaqd.sock", "status"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("Start it with `rgbaqd --model DIR`"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ServiceFilesPrintAndInstall) {
+  TempDir dir;
+  const auto printed = run_process({kRgbaq, "service", "install", "--model", model().dir().string(), "--print"});
+  ASSERT_EQ(printed.exit_code, 0) << printed.err;
+  EXPECT_NE(printed.out.find("ListenStream=%t/rgbaq/rgbaqd.sock"), std::string::npos) << printed.out;
+  EXPECT_NE(printed.out.find("Type=notify"), std::string::npos);
+  EXPECT_NE(printed.out.find("--model \"" + model().dir().string() + "\""), std::string::npos);
+  // Installing writes the units and asks systemctl; a stand-in records what it was asked.
+  const auto log = dir.path() / "systemctl.log";
+  write_file(dir.path() / "systemctl", "#!/bin/sh\necho \"$@\" >> " + log.string() + "\n");
+  fs::permissions(dir.path() / "systemctl", fs::perms::owner_all);
+  const auto r = run_process({"/usr/bin/env", "XDG_CONFIG_HOME=" + dir.path().string(), "RGBAQ_SYSTEMCTL=" + (dir.path() / "systemctl").string(),
+                              kRgbaq, "service", "install", "--model", model().dir().string(), "--rgbaqd", kRgbaqd});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(fs::exists(dir.path() / "systemd" / "user" / "rgbaqd.socket"));
+  std::ifstream calls(log);
+  const std::string text((std::istreambuf_iterator<char>(calls)), {});
+  EXPECT_NE(text.find("--user enable --now rgbaqd.socket"), std::string::npos) << text;
+  std::ifstream unit(dir.path() / "systemd" / "user" / "rgbaqd.service");
+  const std::string service((std::istreambuf_iterator<char>(unit)), {});
+  EXPECT_NE(service.find("ExecStart=\"" + kRgbaqd + "\" serve"), std::string::npos) << service;
+  EXPECT_EQ(run_process({"/usr/bin/env", "XDG_CONFIG_HOME=" + dir.path().string(), "RGBAQ_SYSTEMCTL=" + (dir.path() / "systemctl").string(),
+                         kRgbaq, "service", "uninstall"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(dir.path() / "systemd" / "user" / "rgbaqd.socket"));
+}
+
+}  // namespace
+}  // namespace rgbaq
