@@ -16,6 +16,16 @@ void publish_if_run_finished(storage::QueueStore& store, EventHub& events, int64
                               {"canceled", c[static_cast<int>(JobState::kCanceled)]}});
 }
 
+void report_failure(storage::QueueStore& store, DaemonState& state, EventHub& events, const storage::Job& job,
+                    const std::string& reason) {
+  const auto now = store.fail(job.id, reason);
+  state.counters.jobs_failed += now == storage::JobState::kFailed;
+  spdlog::error("job {} failed{}: {}", job.id, now == storage::JobState::kQueued ? " (it will be tried again)" : "", reason);
+  events.publish("job_failed", {{"job", job.id}, {"run", job.run_id}, {"error", reason},
+                                {"will_retry", now == storage::JobState::kQueued}});
+  publish_if_run_finished(store, events, job.run_id);
+}
+
 OutputWriter::OutputWriter(const std::filesystem::path& queue_db, storage::StoreOptions options, DaemonState& state,
                            EventHub& events)
     : store_(queue_db, options), state_(state), events_(events), thread_([this] { loop(); }) {}
@@ -64,12 +74,7 @@ void OutputWriter::write(FinishedRender& r) {
     std::filesystem::create_directories(std::filesystem::path(job.output_path).parent_path());
     storage::write_png_atomic(job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata));
   } catch (const std::exception& e) {
-    const auto state = store_.fail(job.id, e.what());
-    state_.counters.jobs_failed += state == storage::JobState::kFailed;
-    spdlog::error("job {}: {}", job.id, e.what());
-    events_.publish("job_failed", {{"job", job.id}, {"run", job.run_id}, {"error", e.what()},
-                                   {"will_retry", state == storage::JobState::kQueued}});
-    publish_if_run_finished(store_, events_, job.run_id);
+    report_failure(store_, state_, events_, job, e.what());
     return;
   }
   store_.complete(job.id, job.output_path, storage::metadata_json(r.metadata));

@@ -52,4 +52,9 @@ class OutputWriter {
 // Publishes run_done when the job's run has nothing queued or running left.
 void publish_if_run_finished(storage::QueueStore& store, EventHub& events, int64_t run_id);
 
+// Records a failed attempt (queued again after a backoff, or failed at the limit), logs it and tells
+// the watchers.
+void report_failure(storage::QueueStore& store, DaemonState& state, EventHub& events, const storage::Job& job,
+                    const std::string& reason);
+
 }  // namespace rgbaq::daemon

@@ -5,6 +5,8 @@
 #include <iostream>
 
 #include "cli/arguments.h"
+#include "daemon/render_record.h"
+#include "engine/model_identity.h"
 #include "engine/session.h"
 #include "host/image_size.h"
 #include "storage/png_file.h"
@@ -64,20 +66,8 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
       if (show_progress) err << "\n";
       throw cli::UsageError(e.what());
     }
-    storage::RenderMetadata m;
-    m.prompt = request.prompt;
-    m.seed = request.seed;
-    m.width = result.size.width;
-    m.height = result.size.height;
-    m.sigmas = result.sigmas;
-    m.model_name = std::filesystem::absolute(model).lexically_normal().filename().string();
-    m.model_path = std::filesystem::absolute(model).lexically_normal().string();
-    m.backend = session->backend_name();
-    m.tokenize_s = result.timings.tokenize_s;
-    m.encode_s = result.timings.encode_s;
-    m.decode_s = result.timings.decode_s;
-    m.total_s = result.timings.total_s;
-    m.step_s = result.timings.step_s;
+    const storage::RenderMetadata m =
+        describe_render(request, result, model, engine::model_identity(model), session->backend_name());
     storage::write_png_atomic(output, result.rgba.data(), result.size.width, result.size.height, storage::png_texts(m));
     out << output << " (" << result.size.to_string() << ", seed " << request.seed << ", " << result.timings.total_s
         << " s)\n";

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "daemon/render_record.h"
 #include "engine/model_identity.h"
-#include "jobs/output_name.h"
 #include "storage/png_file.h"
 #include "storage/render_metadata.h"
 
@@ -129,21 +129,12 @@ void RenderWorker::handle(const storage::Job& job) {
     render.job = job;
     render.width = result.size.width;
     render.height = result.size.height;
+    render.metadata = describe_render(request, result, config_.model_dir, model_identity_, session_.backend_name());
     render.rgba = std::move(result.rgba);
+    // The worker tokenized and encoded (or found the embeddings) itself: its own clock for those.
     storage::RenderMetadata& m = render.metadata;
-    m.prompt = job.prompt;
-    m.seed = job.seed;
-    m.width = job.width;
-    m.height = job.height;
-    m.sigmas = result.sigmas;
-    m.model_name = config_.model_dir.filename().string();
-    m.model_path = config_.model_dir.string();
-    m.model_identity = model_identity_;
-    m.backend = session_.backend_name();
     m.tokenize_s = std::chrono::duration<double>(t1 - t0).count();
     m.encode_s = std::chrono::duration<double>(t2 - t1).count();
-    m.step_s = result.timings.step_s;
-    m.decode_s = result.timings.decode_s;
     m.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     m.encoder_cache_hit = cache_hit;
     m.job_id = job.id;
@@ -160,12 +151,7 @@ void RenderWorker::handle(const storage::Job& job) {
       publish_if_run_finished(store_, events_, job.run_id);
     }
   } catch (const std::exception& e) {
-    const auto state = store_.fail(job.id, e.what());
-    state_.counters.jobs_failed += state == storage::JobState::kFailed;
-    spdlog::error("job {} failed: {}", job.id, e.what());
-    events_.publish("job_failed", {{"job", job.id}, {"run", job.run_id}, {"error", e.what()},
-                                   {"will_retry", state == storage::JobState::kQueued}});
-    publish_if_run_finished(store_, events_, job.run_id);
+    report_failure(store_, state_, events_, job, e.what());
   }
   state_.counters.current_job = -1;
 }

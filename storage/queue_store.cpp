@@ -356,31 +356,23 @@ bool QueueStore::finish_canceled(int64_t job_id) {
   return q.exec() == 1;
 }
 
-int64_t QueueStore::cancel_run(int64_t run_id) {
+int64_t QueueStore::cancel_where(const char* column, int64_t id) {
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  SQLite::Statement queued(db_, "UPDATE jobs SET state = 'canceled', finished_at = ? WHERE run_id = ? AND state = 'queued'");
+  SQLite::Statement queued(db_, std::string("UPDATE jobs SET state = 'canceled', finished_at = ? WHERE ") + column +
+                                    " = ? AND state = 'queued'");
   queued.bind(1, now_seconds());
-  queued.bind(2, run_id);
+  queued.bind(2, id);
   int64_t n = queued.exec();
-  SQLite::Statement running(db_, "UPDATE jobs SET cancel_requested = 1 WHERE run_id = ? AND state = 'running'");
-  running.bind(1, run_id);
+  SQLite::Statement running(db_, std::string("UPDATE jobs SET cancel_requested = 1 WHERE ") + column + " = ? AND state = 'running'");
+  running.bind(1, id);
   n += running.exec();
   tx.commit();
   return n;
 }
 
-bool QueueStore::cancel_job(int64_t job_id) {
-  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  SQLite::Statement queued(db_, "UPDATE jobs SET state = 'canceled', finished_at = ? WHERE id = ? AND state = 'queued'");
-  queued.bind(1, now_seconds());
-  queued.bind(2, job_id);
-  int n = queued.exec();
-  SQLite::Statement running(db_, "UPDATE jobs SET cancel_requested = 1 WHERE id = ? AND state = 'running'");
-  running.bind(1, job_id);
-  n += running.exec();
-  tx.commit();
-  return n > 0;
-}
+int64_t QueueStore::cancel_run(int64_t run_id) { return cancel_where("run_id", run_id); }
+
+bool QueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id) > 0; }
 
 bool QueueStore::cancel_requested(int64_t job_id) {
   Use q(st_->cancel_requested);

@@ -140,6 +140,8 @@ class QueueStore {
   struct Statements;
   std::optional<Job> claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred);
   bool complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json);
+  // Queued jobs where `column` (id or run_id) = id -> canceled; running ones get a cancel request.
+  int64_t cancel_where(const char* column, int64_t id);
   void migrate();
 
   std::filesystem::path path_;

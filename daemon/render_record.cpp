@@ -1,0 +1,27 @@
+#include "daemon/render_record.h"
+
+namespace rgbaq::daemon {
+
+storage::RenderMetadata describe_render(const engine::RenderRequest& request, const engine::RenderResult& result,
+                                        const std::filesystem::path& model_dir, const std::string& model_identity,
+                                        const std::string& backend) {
+  const auto model = std::filesystem::absolute(model_dir).lexically_normal();
+  storage::RenderMetadata m;
+  m.prompt = request.prompt;
+  m.seed = request.seed;
+  m.width = result.size.width;
+  m.height = result.size.height;
+  m.sigmas = result.sigmas;
+  m.model_name = model.filename().string();
+  m.model_path = model.string();
+  m.model_identity = model_identity;
+  m.backend = backend;
+  m.tokenize_s = result.timings.tokenize_s;
+  m.encode_s = result.timings.encode_s;
+  m.step_s = result.timings.step_s;
+  m.decode_s = result.timings.decode_s;
+  m.total_s = result.timings.total_s;
+  return m;
+}
+
+}  // namespace rgbaq::daemon
