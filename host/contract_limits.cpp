@@ -1,6 +1,7 @@
 #include "host/contract_limits.h"
 
 #include <stdexcept>
+#include <string>
 
 namespace rgbaq::host {
 namespace {

@@ -1,7 +1,5 @@
 #pragma once
 // The axis limits of the host contract (§1, §2, §4) and the checks that enforce them at every boundary.
-#include <span>
-#include <string>
 
 namespace rgbaq::host {
 
