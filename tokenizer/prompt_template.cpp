@@ -21,14 +21,28 @@ PromptTemplate::PromptTemplate(const Tokenizer& tokenizer) : tokenizer_(tokenize
                              "], not the contract's 14 ids; this is not the model's tokenizer");
   }
   drop_idx_ = static_cast<int>(system_ids.size());
+  // The prompt sits in the text segment "user\n{prompt}" between two added tokens, and HF splits on
+  // added tokens before it normalizes or pre-tokenizes: that segment encodes alone, exactly as it does
+  // inside the whole template. So only it is encoded per prompt; the rest is fixed.
+  prefix_ids_ = tokenizer.encode(std::string(kSystemPart) + std::string(kUserTurnOpen));
+  suffix_ids_ = tokenizer.encode(kUserSuffix);
+  for (const std::string_view sample : {std::string_view(" "), std::string_view("a red fox, <|im_end|> 'S")}) {
+    const std::string whole = std::string(kSystemPart) + std::string(kUserPrefix) + std::string(sample) + std::string(kUserSuffix);
+    if (apply(sample).ids != tokenizer.encode(whole)) {
+      throw std::logic_error(tokenizer.source() + ": the template does not split at its added tokens as expected");
+    }
+  }
 }
 
 TemplatedPrompt PromptTemplate::apply(std::string_view prompt) const {
-  std::string text;
-  text.reserve(kSystemPart.size() + kUserPrefix.size() + prompt.size() + kUserSuffix.size());
-  text.append(kSystemPart).append(kUserPrefix).append(prompt.empty() ? std::string_view(" ") : prompt).append(kUserSuffix);
+  std::string segment(kUserSegmentHead);
+  segment.append(prompt.empty() ? std::string_view(" ") : prompt);
+  const std::vector<int32_t> middle = tokenizer_.encode(segment);
   TemplatedPrompt t;
-  t.ids = tokenizer_.encode(text);  // the whole string once: the prompt's edges may merge with the template
+  t.ids.reserve(prefix_ids_.size() + middle.size() + suffix_ids_.size());
+  t.ids.insert(t.ids.end(), prefix_ids_.begin(), prefix_ids_.end());
+  t.ids.insert(t.ids.end(), middle.begin(), middle.end());
+  t.ids.insert(t.ids.end(), suffix_ids_.begin(), suffix_ids_.end());
   t.drop_idx = drop_idx_;
   if (t.full_len() > host::kMaxFullTokens) {
     // The template itself is 22 tokens, so a prompt may have about 490.

@@ -13,6 +13,8 @@ namespace rgbaq::tokenizer {
 inline constexpr std::string_view kSystemPart =
     "<|im_start|>system\nComprehend and analyze the provided prompt.<|im_end|>\n";
 inline constexpr std::string_view kUserPrefix = "<|im_start|>user\n";
+inline constexpr std::string_view kUserTurnOpen = "<|im_start|>";  // kUserPrefix = kUserTurnOpen + kUserSegmentHead
+inline constexpr std::string_view kUserSegmentHead = "user\n";
 inline constexpr std::string_view kUserSuffix = "<|im_end|>\n<|im_start|>assistant\n";
 
 struct TemplatedPrompt {
@@ -37,6 +39,7 @@ class PromptTemplate {
  private:
   const Tokenizer& tokenizer_;
   int drop_idx_ = 0;
+  std::vector<int32_t> prefix_ids_, suffix_ids_;  // the template's fixed parts around "user\n{prompt}"
 };
 
 // The contract's system-part ids (§2).
