@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "host/rope.h"
 #include "tests/engine/reference_math.h"
 #include "tests/engine/tiny_model_fixture.h"
@@ -121,7 +123,9 @@ TEST(Dit, MatchesFloat64ReferenceNonSquareAndSmallestGrid) {
     const Tensor vel = dit.velocity(in.img, prefix, t, in.rope, pool);
     ASSERT_EQ(vel.shape(), (Shape{size.tokens(), 64}));
     const Vec want = ref.velocity(in.img.to_f32_vector(), in.txt.to_f32_vector(), l, size.tokens(), t, in.rope);
-    EXPECT_LT(testing::relative_error(vel.to_f32_vector(), want), 1e-4) << size.to_string();
+    const double err = testing::relative_error(vel.to_f32_vector(), want);
+    EXPECT_LT(err, 1e-4) << size.to_string();
+    std::cout << "DiT at " << size.to_string() << ", L " << l << ": relative error " << err << "\n";
   }
 }
 
@@ -136,7 +140,9 @@ TEST(Dit, TextPrefixCacheEqualsTheFullRecompute) {
   for (float t : {1.0f, 0.845148f, 0.414568f}) {  // one prefix serves every step
     const auto cached = dit.velocity(in.img, prefix, t, in.rope, pool).to_f32_vector();
     const auto full = dit.velocity_full(in.img, in.txt, t, in.rope, pool).to_f32_vector();
-    EXPECT_LT(testing::relative_error(cached, testing::widen(full)), 1e-6) << "t " << t;
+    const double err = testing::relative_error(cached, testing::widen(full));
+    EXPECT_LT(err, 1e-6) << "t " << t;
+    std::cout << "prefix cache vs full recompute at t " << t << ": relative error " << err << (cached == full ? " (bit-identical)" : "") << "\n";
   }
 }
 

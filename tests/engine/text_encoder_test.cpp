@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "engine/model_directory.h"
 #include "tests/engine/reference_math.h"
 #include "tests/engine/tiny_model_fixture.h"
@@ -77,6 +79,7 @@ TEST(TextEncoder, MatchesFloat64ReferenceOnTheTinyModel) {
     ASSERT_EQ(hidden.shape(), (Shape{static_cast<int64_t>(ids.size()), config.hidden}));
     const double err = testing::relative_error(hidden.to_f32_vector(), reference_encode(weights, config, ids));
     EXPECT_LT(err, 1e-4) << dtype_name(dtype);
+    std::cout << "text encoder, " << dtype_name(dtype) << " weights: relative error " << err << "\n";
   }
 }
 

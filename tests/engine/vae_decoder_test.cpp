@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "engine/safetensors.h"
 #include "tests/engine/reference_math.h"
 #include "tests/engine/tiny_model_fixture.h"
@@ -153,7 +155,9 @@ void expect_matches(const std::filesystem::path& vae_dir, int h, int w) {
   const Tensor image = vae.decode(Tensor::from_f32({h * w, 64}, latents), h, w, pool);
   ASSERT_EQ(image.shape(), (Shape{4, 16 * h, 16 * w}));
   const Vec want = Reference{weights}.decode(latents, h, w, config);
-  EXPECT_LT(testing::relative_error(image.to_f32_vector(), want), 1e-4) << h << "x" << w;
+  const double err = testing::relative_error(image.to_f32_vector(), want);
+  EXPECT_LT(err, 1e-4) << h << "x" << w;
+  std::cout << "VAE at a " << h << "x" << w << " grid: relative error " << err << "\n";
   // The image is not trivially clipped: some values inside (-1, 1).
   int inside = 0;
   for (double v : want) inside += std::abs(v) < 0.99;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +38,7 @@ TEST(Rope, FormulaTablesWithinOneMillionthOfFloat64) {
     }
   }
   EXPECT_LE(worst, 1e-6);
+  std::cout << "RoPE tables from the formula: max |error| " << worst << " against float64\n";
 }
 
 TEST(Rope, FormulaKnownValues) {
