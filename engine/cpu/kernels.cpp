@@ -56,8 +56,13 @@ void gelu_tanh(float* x, int64_t n, ThreadPool& pool) {
   });
 }
 
-void rope_rotate_half(float* x, int64_t rows, int64_t ldx, int heads, int head_dim, const float* cos, const float* sin,
-                      ThreadPool& pool) {
+namespace {
+
+// RoPE in place: each head's value pairs (first, second) rotate by their frequency's angle. The
+// layouts differ only in which values pair up.
+template <bool kInterleaved>
+void rope(float* x, int64_t rows, int64_t ldx, int heads, int head_dim, const float* cos, const float* sin,
+          ThreadPool& pool) {
   const int half = head_dim / 2;
   pool.parallel_for(rows, kRowGrain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -66,32 +71,26 @@ void rope_rotate_half(float* x, int64_t rows, int64_t ldx, int heads, int head_d
       for (int h = 0; h < heads; ++h) {
         float* v = x + r * ldx + static_cast<int64_t>(h) * head_dim;
         for (int j = 0; j < half; ++j) {
-          const float a = v[j], b = v[j + half];
-          v[j] = a * c[j] - b * s[j];
-          v[j + half] = b * c[j] + a * s[j];
+          const int first = kInterleaved ? 2 * j : j, second = kInterleaved ? 2 * j + 1 : j + half;
+          const float a = v[first], b = v[second];
+          v[first] = a * c[j] - b * s[j];
+          v[second] = b * c[j] + a * s[j];
         }
       }
     }
   });
 }
 
+}  // namespace
+
+void rope_rotate_half(float* x, int64_t rows, int64_t ldx, int heads, int head_dim, const float* cos, const float* sin,
+                      ThreadPool& pool) {
+  rope<false>(x, rows, ldx, heads, head_dim, cos, sin, pool);
+}
+
 void rope_interleaved(float* x, int64_t rows, int64_t ldx, int heads, int head_dim, const float* cos, const float* sin,
                       ThreadPool& pool) {
-  const int half = head_dim / 2;
-  pool.parallel_for(rows, kRowGrain, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* c = cos + r * half;
-      const float* s = sin + r * half;
-      for (int h = 0; h < heads; ++h) {
-        float* v = x + r * ldx + static_cast<int64_t>(h) * head_dim;
-        for (int j = 0; j < half; ++j) {
-          const float a = v[2 * j], b = v[2 * j + 1];
-          v[2 * j] = a * c[j] - b * s[j];
-          v[2 * j + 1] = a * s[j] + b * c[j];
-        }
-      }
-    }
-  });
+  rope<true>(x, rows, ldx, heads, head_dim, cos, sin, pool);
 }
 
 }  // namespace rgbaq::engine::cpu
