@@ -43,7 +43,7 @@ TEST(Daemon, SigkillAtRandomMomentsRendersEveryImageOnceAndLeavesNoTemporaries) 
     }
   }
   EXPECT_GE(kills, 10);
-  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--max-attempts", "1000"}});
   const auto w = rgbaq(d, {"watch", "1"});
   EXPECT_EQ(w.exit_code, 0) << w.out << w.err;
   const json s = status(d);
