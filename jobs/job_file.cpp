@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "jobs/csv_reader.h"
+#include "jobs/output_name.h"
 
 namespace rgbaq::jobs {
 namespace {
@@ -304,12 +305,23 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     return (static_cast<uint64_t>(device()) << 32) ^ device();
   };
   std::set<std::tuple<std::string, uint64_t, int, int, std::string>> seen;
+  std::map<std::pair<std::string, uint64_t>, size_t> named;  // (name's slug, seed) -> its job: one file each
   out.jobs.reserve(total);
   for (const Validated& v : valid) {
     auto add = [&](uint64_t seed, bool random) {
       if (!seen.emplace(v.prompt, seed, v.size.width, v.size.height, v.name).second) {
         ++out.duplicates_skipped;
         return;
+      }
+      if (!v.name.empty()) {
+        const auto [it, fresh] = named.emplace(std::pair{slug(v.name), seed}, out.jobs.size());
+        if (!fresh) {
+          const JobSpec& other = out.jobs[it->second];
+          out.errors.push_back({v.raw->line, v.raw->find("name") ? v.raw->find("name")->column : 0, "name",
+                                "\"" + v.name + "\" with seed " + std::to_string(seed) + " names the image of line " +
+                                    std::to_string(other.line) + " too (another prompt or size); give each its own name"});
+          return;
+        }
       }
       out.jobs.push_back({v.prompt, seed, random, v.size, v.name, v.priority, v.raw->line});
     };
@@ -321,6 +333,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
       for (uint64_t i = 0; i < v.count; ++i) add(first + i, random);  // wraps past 2^64 - 1 to 0
     }
   }
+  if (!out.errors.empty()) out.jobs.clear();
   return out;
 }
 

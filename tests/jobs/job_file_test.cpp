@@ -130,6 +130,16 @@ TEST(JobFile, PromptCheckAndDuplicates) {
   EXPECT_EQ(d.duplicates_skipped, 1u);
 }
 
+TEST(JobFile, OneNameOneImagePerSeed) {
+  const auto f = parse_csv("prompt,seed,name\nfox,1-2,hero\ncat,2,Hero\n");  // "Hero" slugs to "hero" too
+  ASSERT_EQ(f.errors.size(), 1u);
+  EXPECT_EQ(f.errors[0].line, 3);
+  EXPECT_EQ(f.errors[0].field, "name");
+  EXPECT_NE(f.errors[0].message.find("names the image of line 2 too"), std::string::npos) << f.errors[0].message;
+  EXPECT_TRUE(f.jobs.empty());
+  EXPECT_TRUE(parse_csv("prompt,seed,name\nfox,1,hero\ncat,2,hero\n").errors.empty()) << "other seeds, other files";
+}
+
 TEST(JobFile, Jsonl) {
   const auto f = parse_job_file("{\"prompt\": \"fox\", \"seed\": 7, \"size\": 512}\n"
                                 "\n"
