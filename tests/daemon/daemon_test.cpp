@@ -17,6 +17,7 @@
 #include "daemon/listen_socket.h"
 #include "tests/daemon/daemon_test_helpers.h"
 #include "storage/png_file.h"
+#include "storage/queue_store.h"
 #include "storage/render_metadata.h"
 #include "tests/daemon/daemon_process.h"
 #include "tests/engine/tiny_model_fixture.h"
@@ -100,12 +101,12 @@ TEST(Daemon, SigtermReturnsTheJobInHandAndExitsZero) {
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(), 0);
   EXPECT_FALSE(fs::exists(d.socket())) << "the socket is removed on a clean stop";
-  DaemonProcess again(kRgbaqd, model().dir(), dir.path(), {});
-  rgbaq(again, {"pause"});
-  const auto jobs = json::parse(rgbaq(again, {"ls", "jobs", "--json"}).out)["jobs"];
+  // Read the queue the daemon left, with no daemon running to claim the job again.
+  storage::QueueStore store(d.data_dir() / "queue.db");
+  const auto jobs = store.list_jobs(std::nullopt, std::nullopt);
   ASSERT_EQ(jobs.size(), 1u);
-  EXPECT_EQ(jobs[0]["state"], "queued");
-  EXPECT_EQ(jobs[0]["attempts"], 0) << "a clean stop does not spend an attempt";
+  EXPECT_EQ(jobs[0].state, storage::JobState::kQueued);
+  EXPECT_EQ(jobs[0].attempts, 0) << "a clean stop does not spend an attempt";
 }
 
 TEST(Daemon, BadCsvThroughTheCliQueuesNothing) {
