@@ -19,6 +19,14 @@
 
 namespace rgbaq {
 
+// The address of a Unix socket at `path`, for the tests' own sockets.
+inline sockaddr_un unix_address(const std::filesystem::path& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  return addr;
+}
+
 class DaemonProcess {
  public:
   struct Options {
@@ -80,9 +88,7 @@ class DaemonProcess {
   }
 
   bool connectable() const {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, socket_.c_str(), sizeof(addr.sun_path) - 1);
+    sockaddr_un addr = unix_address(socket_);
     const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
     const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
     close(fd);

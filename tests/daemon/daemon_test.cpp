@@ -134,9 +134,7 @@ TEST(Daemon, BadCsvThroughTheCliQueuesNothing) {
 struct Raw {
   int fd = -1;
   explicit Raw(const fs::path& socket) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
+    sockaddr_un addr = unix_address(socket);
     fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
     EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   }
@@ -203,9 +201,7 @@ TEST(Daemon, PeerUidIsCheckedOnTheSocket) {
   fs::permissions(dir.path(), fs::perms::all);
   const auto path = dir.path() / "open.sock";
   const int listener = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  sockaddr_un addr = unix_address(path);
   ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   chmod(path.c_str(), 0777);
   listen(listener, 4);
@@ -317,9 +313,7 @@ TEST(Daemon, SocketActivationAndSdNotify) {
   const int listener = daemon::open_listen_socket(sock);
   const auto notify_path = dir.path() / "notify";
   const int notify = socket(AF_UNIX, SOCK_DGRAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, notify_path.c_str(), sizeof(addr.sun_path) - 1);
+  sockaddr_un addr = unix_address(notify_path);
   ASSERT_EQ(bind(notify, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(),
                   {.env = {{"NOTIFY_SOCKET", notify_path.string()}, {"WATCHDOG_USEC", "400000"}}, .inherit_fd = listener});
