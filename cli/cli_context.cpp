@@ -2,11 +2,13 @@
 
 #include <ostream>
 
-#include "cli/arguments.h"
+#include "common/arguments.h"
 #include "cli/daemon_client.h"
 #include "daemon/protocol.h"
 
 namespace rgbaq::cli {
+
+using common::UsageError;
 
 int guarded(const std::string& command, CliContext& ctx, const std::function<int()>& body) {
   const std::string prefix = "rgbaq " + command + ": ";

@@ -5,11 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/arguments.h"
+#include "common/arguments.h"
 #include "cli/daemon_client.h"
 #include "storage/png_file.h"
 
 namespace rgbaq::cli {
+
+using common::Arguments;
+using common::UsageError;
+using common::parse_u64;
 namespace {
 
 constexpr int kGutter = 4;

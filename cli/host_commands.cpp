@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/arguments.h"
+#include "common/arguments.h"
 #include "host/image_size.h"
 #include "host/noise.h"
 #include "host/rope.h"
@@ -20,6 +20,9 @@
 #include "tokenizer/tokenizer.h"
 
 namespace rgbaq::cli {
+
+using common::Arguments;
+using common::UsageError;
 namespace {
 
 constexpr const char* kHostHelp = R"(usage: rgbaq host COMMAND [options]

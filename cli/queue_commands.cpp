@@ -5,10 +5,14 @@
 #include <iostream>
 #include <sstream>
 
-#include "cli/arguments.h"
+#include "common/arguments.h"
 #include "cli/daemon_client.h"
 
 namespace rgbaq::cli {
+
+using common::Arguments;
+using common::UsageError;
+using common::parse_u64;
 namespace {
 
 using nlohmann::json;

@@ -6,11 +6,14 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "cli/arguments.h"
+#include "common/arguments.h"
 #include "daemon/socket_paths.h"
 #include "launchd/service_templates.h"
 
 namespace rgbaq::cli {
+
+using common::Arguments;
+using common::UsageError;
 namespace {
 
 #ifdef __APPLE__

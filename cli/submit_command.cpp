@@ -4,12 +4,15 @@
 #include <iostream>
 #include <sstream>
 
-#include "cli/arguments.h"
+#include "common/arguments.h"
 #include "cli/daemon_client.h"
 #include "cli/watch_command.h"
 #include "jobs/job_file.h"
 
 namespace rgbaq::cli {
+
+using common::Arguments;
+using common::UsageError;
 
 int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   const Arguments a(args, {"seeds", "size", "count", "priority", "out", "name", "format"},

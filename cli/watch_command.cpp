@@ -5,9 +5,13 @@
 #include <iostream>
 #include <sstream>
 
-#include "cli/arguments.h"
+#include "common/arguments.h"
 
 namespace rgbaq::cli {
+
+using common::Arguments;
+using common::UsageError;
+using common::parse_u64;
 namespace {
 
 using nlohmann::json;

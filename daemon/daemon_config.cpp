@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/arguments.h"
+#include "common/arguments.h"
 #include "daemon/socket_paths.h"
 
 namespace rgbaq::daemon {
@@ -40,23 +40,23 @@ std::filesystem::path made_absolute(const std::filesystem::path& p) {
 
 void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
   std::ifstream in(file);
-  if (!in) throw cli::UsageError("--config " + file.string() + ": cannot open");
+  if (!in) throw common::UsageError("--config " + file.string() + ": cannot open");
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw cli::UsageError(file.string() + ": not valid JSON: " + e.what());
+    throw common::UsageError(file.string() + ": not valid JSON: " + e.what());
   }
-  if (!doc.is_object()) throw cli::UsageError(file.string() + ": expected a JSON object");
+  if (!doc.is_object()) throw common::UsageError(file.string() + ": expected a JSON object");
   const auto base = file.parent_path();
   for (const auto& [key, value] : doc.items()) {
     auto text = [&] {
-      if (!value.is_string()) throw cli::UsageError(file.string() + ": \"" + key + "\" must be a string");
+      if (!value.is_string()) throw common::UsageError(file.string() + ": \"" + key + "\" must be a string");
       return value.get<std::string>();
     };
     auto number = [&] {
       if (!value.is_number_integer() || value.get<int64_t>() < 0) {
-        throw cli::UsageError(file.string() + ": \"" + key + "\" must be a non-negative integer");
+        throw common::UsageError(file.string() + ": \"" + key + "\" must be a non-negative integer");
       }
       return value.get<int64_t>();
     };
@@ -69,18 +69,18 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "max_attempts") c.max_attempts = static_cast<int>(number());
     else if (key == "encoder_cache_mb") c.encoder_cache_mb = static_cast<size_t>(number());
     else if (key == "log_level") c.log_level = text();
-    else throw cli::UsageError(file.string() + ": unknown setting \"" + key + "\"");
+    else throw common::UsageError(file.string() + ": unknown setting \"" + key + "\"");
   }
 }
 
 }  // namespace
 
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
-  const cli::Arguments a(args,
+  const common::Arguments a(args,
                          {"model", "engine", "threads", "socket", "data-dir", "max-attempts", "encoder-cache-mb",
                           "log-level", "config"},
                          {});
-  if (!a.positionals().empty()) throw cli::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
+  if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
   if (const auto file = a.get("config")) apply_file(c, made_absolute(*file));
   if (const auto v = a.get("model")) c.model_dir = made_absolute(*v);
@@ -91,15 +91,15 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   c.max_attempts = a.get_int("max-attempts", c.max_attempts);
   c.encoder_cache_mb = static_cast<size_t>(a.get_int("encoder-cache-mb", static_cast<int>(c.encoder_cache_mb)));
   if (const auto v = a.get("log-level")) c.log_level = *v;
-  if (c.model_dir.empty()) throw cli::UsageError("--model DIR is required (a diffusers-layout model directory)");
+  if (c.model_dir.empty()) throw common::UsageError("--model DIR is required (a diffusers-layout model directory)");
   if (c.socket_path.empty()) c.socket_path = paths::default_socket_path();
   if (c.data_dir.empty()) c.data_dir = paths::default_data_dir();
-  if (c.threads < 0) throw cli::UsageError("--threads must be 0 or more");
-  if (c.max_attempts < 1) throw cli::UsageError("--max-attempts must be at least 1");
+  if (c.threads < 0) throw common::UsageError("--threads must be 0 or more");
+  if (c.max_attempts < 1) throw common::UsageError("--max-attempts must be at least 1");
   for (const char* level : {"trace", "debug", "info", "warn", "error"}) {
     if (c.log_level == level) return c;
   }
-  throw cli::UsageError("--log-level \"" + c.log_level + "\" is not one of trace, debug, info, warn, error");
+  throw common::UsageError("--log-level \"" + c.log_level + "\" is not one of trace, debug, info, warn, error");
 }
 
 }  // namespace rgbaq::daemon

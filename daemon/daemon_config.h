@@ -26,7 +26,7 @@ struct DaemonConfig {
 // The help text for `rgbaqd --help`, flags and config file both.
 extern const char* const kDaemonHelp;
 
-// Throws cli::UsageError on an unknown flag, a bad value, a missing --model, or a malformed config file
+// Throws common::UsageError on an unknown flag, a bad value, a missing --model, or a malformed config file
 // (naming the file and field). Relative paths become absolute.
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args);
 

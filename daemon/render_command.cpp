@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "cli/arguments.h"
+#include "common/arguments.h"
 #include "daemon/render_record.h"
 #include "engine/model_identity.h"
 #include "engine/session.h"
@@ -33,19 +33,19 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
   std::vector<std::string> args;
   for (const auto& a : raw_args) args.push_back(a == "-o" ? "--output" : a);
   try {
-    const cli::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads"}, {"help"});
+    const common::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads"}, {"help"});
     if (a.has("help")) {
       out << kHelp;
       return 0;
     }
-    if (!a.positionals().empty()) throw cli::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
+    if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
     engine::RenderRequest request;
     request.prompt = a.require("prompt");
     request.seed = a.get_u64("seed", 0);
     try {
       request.size = host::parse_image_size(a.get("size").value_or("256"));
     } catch (const std::invalid_argument& e) {
-      throw cli::UsageError(std::string("--size: ") + e.what());
+      throw common::UsageError(std::string("--size: ") + e.what());
     }
     const std::string output = a.require("output");
     const std::string model = a.require("model");
@@ -53,7 +53,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     try {
       session = engine::Session::open(model, a.get("engine").value_or("cpu"), a.get_int("threads", 0));
     } catch (const std::exception& e) {
-      throw cli::UsageError(std::string("--model: ") + e.what());
+      throw common::UsageError(std::string("--model: ") + e.what());
     }
     engine::RenderResult result;
     const bool show_progress = isatty(STDERR_FILENO) != 0;  // progress is for people, not logs
@@ -64,7 +64,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
       });
     } catch (const std::invalid_argument& e) {
       if (show_progress) err << "\n";
-      throw cli::UsageError(e.what());
+      throw common::UsageError(e.what());
     }
     const storage::RenderMetadata m =
         describe_render(request, result, model, engine::model_identity(model), session->backend_name());
@@ -72,7 +72,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     out << output << " (" << result.size.to_string() << ", seed " << request.seed << ", " << result.timings.total_s
         << " s)\n";
     return 0;
-  } catch (const cli::UsageError& e) {
+  } catch (const common::UsageError& e) {
     err << "rgbaqd render: " << e.what() << "\n(see rgbaqd render --help)\n";
     return 2;
   } catch (const std::exception& e) {

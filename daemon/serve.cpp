@@ -13,7 +13,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "cli/arguments.h"
+#include "common/arguments.h"
 #include "daemon/daemon_config.h"
 #include "daemon/daemon_state.h"
 #include "daemon/event_hub.h"
@@ -65,7 +65,7 @@ int run_serve_command(const std::vector<std::string>& args) {
   DaemonConfig config;
   try {
     config = parse_daemon_config(args);
-  } catch (const cli::UsageError& e) {
+  } catch (const common::UsageError& e) {
     std::cerr << "rgbaqd: " << e.what() << "\n(see rgbaqd --help)\n";
     return 2;
   }

@@ -6,16 +6,12 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/hash.h"
+
 namespace rgbaq::engine {
 namespace {
 
 constexpr char kMagic[8] = {'R', 'G', 'B', 'A', 'Q', 'E', 'M', '1'};
-
-uint64_t fnv(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
 
 // File layout (little-endian): magic[8], identity length u32, identity, id count u32, ids i32[],
 // rows u32, cols u32, payload f32[rows * cols], checksum u64 over everything before it.
@@ -52,7 +48,7 @@ EncoderCache::EncoderCache(std::string encoder_identity, size_t memory_budget_by
     : identity_(std::move(encoder_identity)), budget_(memory_budget_bytes), dir_(std::move(disk_dir)) {}
 
 uint64_t EncoderCache::key_of(const std::vector<int32_t>& ids) const {
-  return fnv(ids.data(), ids.size() * sizeof(int32_t), fnv(identity_.data(), identity_.size()));
+  return common::fnv1a(ids.data(), ids.size() * sizeof(int32_t), common::fnv1a(identity_.data(), identity_.size()));
 }
 
 std::filesystem::path EncoderCache::disk_path(const std::vector<int32_t>& ids) const {
@@ -110,7 +106,7 @@ std::optional<Tensor> EncoderCache::read_disk(const std::vector<int32_t>& ids) {
     values.resize(size_t{rows} * cols);
     const size_t body = r.pos + values.size() * sizeof(float);
     ok = r.get_raw(values.data(), values.size() * sizeof(float)) && r.get(checksum) && r.pos == bytes.size() &&
-         checksum == fnv(bytes.data(), body);
+         checksum == common::fnv1a(bytes.data(), body);
   }
   if (!ok || identity != identity_ || stored_ids != ids) {
     // Damaged, truncated, or another key's file under a colliding name: drop it and recompute.
@@ -150,7 +146,7 @@ void EncoderCache::put(const std::vector<int32_t>& ids, const Tensor& embeds) {
   w.put(static_cast<uint32_t>(owned.dim(0)));
   w.put(static_cast<uint32_t>(owned.dim(1)));
   w.put_raw(owned.data(), owned.nbytes());
-  w.put(fnv(w.bytes.data(), w.bytes.size()));
+  w.put(common::fnv1a(w.bytes.data(), w.bytes.size()));
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   const auto path = disk_path(ids);

@@ -2,21 +2,13 @@
 
 #include <cstdio>
 
+#include "common/hash.h"
+
 namespace rgbaq::jobs {
 namespace {
 
-uint64_t fnv1a(const std::string& s, uint64_t h) {
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
-uint64_t mix(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 33);
-}
+using common::fnv1a;
+using common::mix;
 
 std::string hex(uint64_t v, int digits) {
   char buf[17];
@@ -50,11 +42,11 @@ std::string slug(const std::string& text) {
 
 std::string output_file_name(const std::string& prompt, const std::string& name, uint64_t seed, const host::ImageSize& size) {
   if (!name.empty()) return slug(name) + "_" + std::to_string(seed) + ".png";
-  const uint64_t h = mix(fnv1a(prompt + '\xff' + size.to_string(), 0xcbf29ce484222325ull));
+  const uint64_t h = mix(fnv1a(prompt + '\xff' + size.to_string()));
   return slug(prompt) + "-" + hex(h, 8) + "_" + std::to_string(seed) + ".png";
 }
 
-uint64_t prompt_key(const std::string& prompt) { return mix(fnv1a(prompt, 0xcbf29ce484222325ull)); }
+uint64_t prompt_key(const std::string& prompt) { return mix(fnv1a(prompt)); }
 
 uint64_t content_key(const std::string& prompt, uint64_t seed, const host::ImageSize& size, const std::string& name,
                      const std::string& out_dir) {

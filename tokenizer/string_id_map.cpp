@@ -2,24 +2,11 @@
 
 #include <cstring>
 
+#include "common/hash.h"
+
 namespace rgbaq::tokenizer {
 
-uint64_t StringIdMap::hash_of(std::string_view key) {
-  // FNV-1a over 8-byte words, then a splitmix finaliser: fast for short keys, well mixed.
-  uint64_t h = 0xcbf29ce484222325ull ^ key.size();
-  size_t i = 0;
-  for (; i + 8 <= key.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, key.data() + i, 8);
-    h = (h ^ w) * 0x100000001b3ull;
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, key.data() + i, key.size() - i);
-  h = (h ^ tail) * 0x100000001b3ull;
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ull;
-  return h ^ (h >> 29);
-}
+uint64_t StringIdMap::hash_of(std::string_view key) { return common::mix(common::fnv1a(key)); }
 
 void StringIdMap::reserve(size_t entries) {
   size_t capacity = 16;

@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "cli/arguments.h"
+#include "common/arguments.h"
 #include "tools/tiny_model.h"
 
 int main(int argc, char** argv) {
   try {
-    const rgbaq::cli::Arguments args({argv + 1, argv + argc}, {"seed", "tokenizer"}, {"f32", "help"});
+    const rgbaq::common::Arguments args({argv + 1, argv + argc}, {"seed", "tokenizer"}, {"f32", "help"});
     if (args.has("help") || args.positionals().size() != 1) {
       (args.has("help") ? std::cout : std::cerr)
           << "usage: make_tiny_model DIR [--seed N] [--f32] [--tokenizer FILE]\n"
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     rgbaq::tools::write_tiny_model(args.positionals()[0], options);
     std::cout << "wrote the tiny model to " << args.positionals()[0] << "\n";
     return 0;
-  } catch (const rgbaq::cli::UsageError& e) {
+  } catch (const rgbaq::common::UsageError& e) {
     std::cerr << "make_tiny_model: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -1,8 +1,8 @@
-#include "cli/arguments.h"
+#include "common/arguments.h"
 
 #include <charconv>
 
-namespace rgbaq::cli {
+namespace rgbaq::common {
 
 Arguments::Arguments(const std::vector<std::string>& args, const std::set<std::string>& valued,
                      const std::set<std::string>& flags) {
@@ -80,4 +80,4 @@ int Arguments::get_int(const std::string& name, int fallback) const {
   return v ? get_int_checked(name, *v) : fallback;
 }
 
-}  // namespace rgbaq::cli
+}  // namespace rgbaq::common

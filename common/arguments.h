@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace rgbaq::cli {
+namespace rgbaq::common {
 
 // A mistake in how the command was called: exit code 2, the message says what to type instead.
 class UsageError : public std::runtime_error {
@@ -38,4 +38,4 @@ class Arguments {
 // Parses an unsigned 64-bit decimal integer; nullopt unless the whole text is one.
 std::optional<uint64_t> parse_u64(const std::string& text);
 
-}  // namespace rgbaq::cli
+}  // namespace rgbaq::common
