@@ -1,4 +1,4 @@
-// torch.randn reproduction against the outputs torch itself published (shared/reference/torch-randn.md):
+// torch.randn reproduction against the outputs torch itself published (docs/reference/torch-randn.md):
 // every value compared to the last bit.
 #include "host/torch_randn.h"
 
