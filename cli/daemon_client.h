@@ -16,6 +16,13 @@ class DaemonUnreachable : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What listens at the socket cannot be trusted with our requests: the socket's directory belongs to
+// another user or is open to others, or the listening process runs as another user. Exit code 1.
+class UntrustedDaemon : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // The daemon answered with an error.
 class DaemonError : public std::runtime_error {
  public:
@@ -27,7 +34,9 @@ class DaemonError : public std::runtime_error {
 
 class DaemonClient {
  public:
-  // Throws DaemonUnreachable when nothing listens at `socket`.
+  // Throws DaemonUnreachable when nothing listens at `socket`, and UntrustedDaemon, before anything is
+  // sent, when the socket's directory is not ours alone (owner our uid, no group or other access) or the
+  // process listening runs as another uid (a fake daemon another user placed at the path first).
   explicit DaemonClient(const std::filesystem::path& socket);
   ~DaemonClient();
   DaemonClient(const DaemonClient&) = delete;

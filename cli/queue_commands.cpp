@@ -73,14 +73,21 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
   const Arguments a(args, {}, {"json"});
   DaemonClient client(ctx.socket);
   const json s = client.call("status");
+  // An unhealthy daemon (its queue database failing) exits 1, so scripts and monitors notice.
+  const json health = s.value("health", json::object());
+  const int code = health.value("ok", true) ? 0 : 1;
   if (a.has("json")) {
     ctx.out << s.dump() << "\n";
-    return 0;
+    return code;
   }
   const json& c = s["counters"];
   ctx.out << "rgbaqd " << s.value("version", "?") << " (pid " << s.value("pid", 0) << "), up " << duration(s.value("uptime_s", 0.0))
-          << "\nmodel:  " << s.value("model", "") << " (" << s.value("engine", "") << ")\nqueue:  " << counts_line(s["jobs"])
-          << (s.value("paused", false) ? "  [paused]" : "") << "\n";
+          << "\nmodel:  " << s.value("model", "") << " (" << s.value("engine", "") << ")\nqueue:  "
+          << (s["jobs"].is_object() ? counts_line(s["jobs"]) : std::string("unknown")) << (s["paused"] == true ? "  [paused]" : "")
+          << "\n";
+  if (code != 0) {
+    ctx.out << "health: UNHEALTHY for " << duration(health.value("for_s", 0.0)) << ": " << health.value("problem", "") << "\n";
+  }
   if (s["current"].is_object()) {
     ctx.out << "now:    job " << s["current"].value("job", 0) << ", step " << s["current"].value("step", 0) << "/"
             << s["current"].value("steps", 0) << "\n";
@@ -88,7 +95,7 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
   ctx.out << "since start: " << c.value("images_rendered", 0) << " images rendered, " << c.value("outputs_reused", 0)
           << " finished outputs reused, " << c.value("encoder_runs", 0) << " encoder runs, embedding cache hits "
           << c.value("cache_memory_hits", 0) << " in memory and " << c.value("cache_disk_hits", 0) << " on disk\n";
-  return 0;
+  return code;
 }
 
 int ls_command(const std::vector<std::string>& args, CliContext& ctx) {

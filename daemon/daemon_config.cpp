@@ -25,11 +25,20 @@ options (each may also be set in the config file; flags win):
   --max-attempts N        tries per job before it fails (default 3)
   --encoder-cache-mb N    prompt embeddings kept in memory (default 1024); they are also kept on disk
   --log-level LEVEL       trace, debug, info, warn, error (default info)
+  --max-frame-mb N        longest request line, so largest submitted file (default 16)
+  --max-connections N     clients served at once (default 64; kept under the descriptor limit)
+  --frame-timeout-s N     a partial request line must complete within N seconds (default 30)
+  --client-queue-kb N     unsent events a watch client may have queued before it is dropped (default 1024)
+  --busy-timeout-ms N     how long a queue database access waits for a lock (default 10000)
+  --unhealthy-exit-s N    exit 1 when the queue database keeps failing for N seconds (default 300)
   --config FILE           a JSON file with any of: {"model", "engine", "threads", "socket", "data_dir",
-                          "max_attempts", "encoder_cache_mb", "log_level"}
+                          "max_attempts", "encoder_cache_mb", "log_level", "max_frame_mb", "max_connections",
+                          "frame_timeout_s", "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s"}
 
-signals: SIGTERM or SIGINT stop claiming, return the current job to the queue at its next step, finish
-the PNGs already rendered, and exit 0. SIGKILL loses nothing: the next start resumes.
+signals: SIGTERM, SIGINT or SIGHUP (a closed terminal, a service manager's reload) stop claiming, return
+the current job to the queue at its next step without spending an attempt, finish the PNGs already
+rendered, and exit 0 (the log file needs no reopening: it rotates itself). SIGKILL loses nothing: the
+next start resumes.
 )";
 
 namespace {
@@ -69,6 +78,12 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "max_attempts") c.max_attempts = static_cast<int>(number());
     else if (key == "encoder_cache_mb") c.encoder_cache_mb = static_cast<size_t>(number());
     else if (key == "log_level") c.log_level = text();
+    else if (key == "max_frame_mb") c.max_frame_mb = static_cast<size_t>(number());
+    else if (key == "max_connections") c.max_connections = static_cast<int>(number());
+    else if (key == "frame_timeout_s") c.frame_timeout_s = static_cast<int>(number());
+    else if (key == "client_queue_kb") c.client_queue_kb = static_cast<size_t>(number());
+    else if (key == "busy_timeout_ms") c.busy_timeout_ms = static_cast<int>(number());
+    else if (key == "unhealthy_exit_s") c.unhealthy_exit_s = static_cast<int>(number());
     else throw common::UsageError(file.string() + ": unknown setting \"" + key + "\"");
   }
 }
@@ -78,7 +93,8 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
                          {"model", "engine", "threads", "socket", "data-dir", "max-attempts", "encoder-cache-mb",
-                          "log-level", "config"},
+                          "log-level", "config", "max-frame-mb", "max-connections", "frame-timeout-s", "client-queue-kb",
+                          "busy-timeout-ms", "unhealthy-exit-s"},
                          {});
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
@@ -91,11 +107,23 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   c.max_attempts = a.get_int("max-attempts", c.max_attempts);
   c.encoder_cache_mb = static_cast<size_t>(a.get_int("encoder-cache-mb", static_cast<int>(c.encoder_cache_mb)));
   if (const auto v = a.get("log-level")) c.log_level = *v;
+  c.max_frame_mb = static_cast<size_t>(a.get_int("max-frame-mb", static_cast<int>(c.max_frame_mb)));
+  c.max_connections = a.get_int("max-connections", c.max_connections);
+  c.frame_timeout_s = a.get_int("frame-timeout-s", c.frame_timeout_s);
+  c.client_queue_kb = static_cast<size_t>(a.get_int("client-queue-kb", static_cast<int>(c.client_queue_kb)));
+  c.busy_timeout_ms = a.get_int("busy-timeout-ms", c.busy_timeout_ms);
+  c.unhealthy_exit_s = a.get_int("unhealthy-exit-s", c.unhealthy_exit_s);
   if (c.model_dir.empty()) throw common::UsageError("--model DIR is required (a diffusers-layout model directory)");
   if (c.socket_path.empty()) c.socket_path = paths::default_socket_path();
   if (c.data_dir.empty()) c.data_dir = paths::default_data_dir();
   if (c.threads < 0) throw common::UsageError("--threads must be 0 or more");
   if (c.max_attempts < 1) throw common::UsageError("--max-attempts must be at least 1");
+  if (c.max_frame_mb < 1 || c.max_frame_mb > 1024) throw common::UsageError("--max-frame-mb must be from 1 to 1024");
+  if (c.max_connections < 1) throw common::UsageError("--max-connections must be at least 1");
+  if (c.frame_timeout_s < 1) throw common::UsageError("--frame-timeout-s must be at least 1");
+  if (c.client_queue_kb < 1) throw common::UsageError("--client-queue-kb must be at least 1");
+  if (c.busy_timeout_ms < 0) throw common::UsageError("--busy-timeout-ms must be 0 or more");
+  if (c.unhealthy_exit_s < 1) throw common::UsageError("--unhealthy-exit-s must be at least 1");
   for (const char* level : {"trace", "debug", "info", "warn", "error"}) {
     if (c.log_level == level) return c;
   }

@@ -6,6 +6,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
+#include <string>
 
 namespace rgbaq::daemon {
 
@@ -37,6 +39,29 @@ class DaemonState {
     }
     cv_.notify_all();
   }
+  // Whether the queue store works for the worker: a problem is shown by `status` and sd_notify STATUS=.
+  struct Health {
+    std::string problem;  // empty: healthy
+    std::chrono::steady_clock::time_point since;
+  };
+  void set_problem(const std::string& problem) {
+    std::lock_guard lock(mutex_);
+    if (health_.problem.empty()) health_.since = std::chrono::steady_clock::now();
+    health_.problem = problem;
+  }
+  void clear_problem() {
+    std::lock_guard lock(mutex_);
+    health_.problem.clear();
+  }
+  Health health() const {
+    std::lock_guard lock(mutex_);
+    return health_;
+  }
+  // Waits up to `timeout` or until the stop, whatever wakes the worker meanwhile.
+  void wait_for_stop(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    cv_.wait_for(lock, timeout, [&] { return stop_.load(); });
+  }
   // Waits up to `timeout` for a wake-up or the stop.
   void wait_for_work(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
@@ -46,9 +71,10 @@ class DaemonState {
 
  private:
   std::atomic<bool> stop_{false};
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable cv_;
   uint64_t wakeups_ = 0;
+  Health health_;
 };
 
 }  // namespace rgbaq::daemon

@@ -18,15 +18,11 @@ void EventHub::unsubscribe(int id) {
 void EventHub::publish(const std::string& event, nlohmann::json fields) {
   fields["v"] = protocol::kVersion;
   fields["event"] = event;
-  auto line = std::make_shared<std::string>(fields.dump() + "\n");
-  post_([this, line] {
-    std::map<int, Sink> sinks;
-    {
-      std::lock_guard lock(mutex_);
-      sinks = sinks_;
-    }
-    for (auto& [id, sink] : sinks) sink(*line);
-  });
+  const auto run_field = fields.find("run");
+  const int64_t run = run_field != fields.end() && run_field->is_number_integer() ? run_field->get<int64_t>() : 0;
+  const auto line = std::make_shared<const std::string>(fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  std::lock_guard lock(mutex_);
+  for (auto& [id, sink] : sinks_) sink(line, run);
 }
 
 }  // namespace rgbaq::daemon

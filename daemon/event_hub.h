@@ -1,8 +1,12 @@
 #pragma once
-// Events for `rgbaq watch`: the worker publishes from its thread, connections that asked to watch
-// receive them on the server's thread.
+// Events for `rgbaq watch`: the worker and the writer publish from their threads; each subscriber's
+// sink is called on the publishing thread and hands the line to its own connection's thread. The hub
+// knows no io_context, so it can be declared before the one its subscribers live on and outlive them
+// (a watch connection unsubscribes in its destructor, also at shutdown).
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -12,17 +16,15 @@ namespace rgbaq::daemon {
 
 class EventHub {
  public:
-  using Sink = std::function<void(const std::string& line)>;
-  // `post` runs a function on the server's thread (asio::post); sinks are called there.
-  explicit EventHub(std::function<void(std::function<void()>)> post) : post_(std::move(post)) {}
+  // Called with the hub's lock held: it must not block nor call back into the hub.
+  using Sink = std::function<void(const std::shared_ptr<const std::string>& line, int64_t run)>;
 
   int subscribe(Sink sink);
   void unsubscribe(int id);
-  // Any thread. The event gets "v" and "event" fields.
+  // Any thread. The event gets "v" and "event" fields; `run` is fields["run"] (0 when absent).
   void publish(const std::string& event, nlohmann::json fields);
 
  private:
-  std::function<void(std::function<void()>)> post_;
   std::mutex mutex_;
   std::map<int, Sink> sinks_;
   int next_id_ = 1;

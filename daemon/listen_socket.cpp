@@ -15,7 +15,6 @@
 
 #ifdef __APPLE__
 #include <launch.h>
-#include <sys/ucred.h>
 #endif
 
 namespace rgbaq::daemon {
@@ -128,20 +127,6 @@ bool sd_notify(const std::string& state) {
                     static_cast<ssize_t>(state.size());
   close(fd);
   return sent;
-}
-
-std::optional<uid_t> peer_uid(int fd) {
-#ifdef __APPLE__
-  xucred cred{};
-  socklen_t len = sizeof cred;
-  if (getsockopt(fd, SOL_LOCAL, LOCAL_PEERCRED, &cred, &len) != 0) return std::nullopt;
-  return cred.cr_uid;
-#else
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return std::nullopt;
-  return cred.uid;
-#endif
 }
 
 }  // namespace rgbaq::daemon

@@ -23,7 +23,4 @@ std::optional<int> activated_listen_socket();
 // when it is not set. Returns whether a message was sent.
 bool sd_notify(const std::string& state);
 
-// The uid of the process at the other end of a connected Unix socket, or nullopt.
-std::optional<uid_t> peer_uid(int fd);
-
 }  // namespace rgbaq::daemon

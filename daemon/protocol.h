@@ -15,7 +15,10 @@
 namespace rgbaq::protocol {
 
 inline constexpr int kVersion = 1;
-inline constexpr size_t kMaxFrameBytes = 64u << 20;  // a submit carries the whole file
+inline constexpr size_t kMaxFrameBytes = 16u << 20;  // default; a submit carries the whole file (rgbaqd --max-frame-mb)
+// JSON nested deeper than this is refused before it is parsed: nlohmann's dump and destructor recurse,
+// so a 100,000-deep array would overflow the stack. Real frames nest 4 deep.
+inline constexpr int kMaxJsonDepth = 64;
 
 namespace error_code {
 inline constexpr std::string_view kBadRequest = "bad_request";      // not JSON, no method, wrong params
@@ -25,6 +28,28 @@ inline constexpr std::string_view kInvalidFile = "invalid_file";    // details: 
 inline constexpr std::string_view kNotFound = "not_found";
 inline constexpr std::string_view kFrameTooLarge = "frame_too_large";
 inline constexpr std::string_view kInternal = "internal";
+inline constexpr std::string_view kTooManyConnections = "too_many_connections";
 }  // namespace error_code
+
+// Whether no array or object in `text` nests deeper than `max_depth` (brackets inside strings do not
+// count). A linear scan, so it is safe on any input; malformed JSON is left for the parser to refuse.
+inline bool nesting_within(std::string_view text, int max_depth = kMaxJsonDepth) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
 
 }  // namespace rgbaq::protocol

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "daemon/listen_socket.h"
 #include "daemon/render_record.h"
 #include "engine/model_identity.h"
 #include "storage/png_file.h"
@@ -20,6 +21,7 @@ constexpr size_t kPreferredPrompts = 32;
 storage::StoreOptions store_options(const DaemonConfig& c) {
   storage::StoreOptions o;
   o.max_attempts = c.max_attempts;
+  o.busy_timeout_ms = c.busy_timeout_ms;
   return o;
 }
 
@@ -39,12 +41,38 @@ RenderWorker::RenderWorker(const DaemonConfig& config, engine::Session& session,
       worker_id_("rgbaqd-" + std::to_string(getpid())) {}
 
 void RenderWorker::run() {
+  // A claim that fails (the database locked by another process, unreadable, its disk gone) makes the
+  // daemon visibly unhealthy and is retried with backoff; one that keeps failing ends the daemon, so a
+  // service manager restarts it or a person sees why, instead of a daemon that says "ready" and does nothing.
+  bool failing = false;
+  std::chrono::steady_clock::time_point failing_since;
+  std::chrono::milliseconds backoff{250};
   while (!state_.stopping()) {
     std::optional<storage::Job> job;
     try {
       job = store_.claim(worker_id_, {cached_prompts_.begin(), cached_prompts_.end()});
+      if (failing) {
+        spdlog::info("the queue database {} works again", config_.queue_db().string());
+        state_.clear_problem();
+        sd_notify("STATUS=ready");
+        failing = false;
+        backoff = std::chrono::milliseconds(250);
+      }
     } catch (const std::exception& e) {
-      spdlog::error("claiming a job failed: {}", e.what());
+      const auto now = std::chrono::steady_clock::now();
+      if (!failing) failing_since = now;
+      failing = true;
+      const std::string problem = "claiming a job from the queue database " + config_.queue_db().string() + " fails: " + e.what();
+      state_.set_problem(problem);
+      sd_notify("STATUS=unhealthy: " + problem);
+      const auto failing_for = std::chrono::duration_cast<std::chrono::seconds>(now - failing_since);
+      spdlog::error("{} (for {} s; retrying in {} ms)", problem, failing_for.count(), backoff.count());
+      if (failing_for.count() >= config_.unhealthy_exit_s) {
+        throw std::runtime_error(problem + "; it has not recovered in " + std::to_string(failing_for.count()) + " s");
+      }
+      state_.wait_for_stop(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(8000));
+      continue;
     }
     if (!job) {
       state_.wait_for_work(std::chrono::milliseconds(500));

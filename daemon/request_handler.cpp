@@ -65,7 +65,7 @@ RequestHandler::RequestHandler(const DaemonConfig& config, const engine::Session
       session_(session),
       model_identity_(std::move(model_identity)),
       state_(state),
-      store_(config.queue_db(), {.max_attempts = config.max_attempts}) {}
+      store_(config.queue_db(), {.max_attempts = config.max_attempts, .busy_timeout_ms = config.busy_timeout_ms}) {}
 
 json RequestHandler::handle(const std::string& method, const json& params) {
   if (!params.is_object()) throw RequestError(protocol::error_code::kBadRequest, "params must be an object");
@@ -175,9 +175,27 @@ json RequestHandler::submit(const json& params) {
 
 json RequestHandler::status() {
   const auto& c = state_.counters;
-  const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - state_.started).count();
+  const auto now = std::chrono::steady_clock::now();
+  const double uptime = std::chrono::duration<double>(now - state_.started).count();
   json current = nullptr;
   if (const int64_t id = c.current_job; id >= 0) current = {{"job", id}, {"step", c.current_step.load()}, {"steps", c.current_steps.load()}};
+  auto health = state_.health();
+  // Status answers even when the store does not: that is when a person needs it most.
+  json paused = nullptr, jobs = nullptr;
+  try {
+    paused = store_.paused();
+    jobs = counts_json(store_.counts());
+  } catch (const std::exception& e) {
+    if (health.problem.empty()) {
+      health.problem = std::string("reading the queue database ") + config_.queue_db().string() + " fails: " + e.what();
+      health.since = now;
+    }
+  }
+  json health_json = {{"ok", health.problem.empty()}};
+  if (!health.problem.empty()) {
+    health_json["problem"] = health.problem;
+    health_json["for_s"] = std::chrono::duration<double>(now - health.since).count();
+  }
   return {{"version", storage::kRgbaqVersion},
           {"protocol", protocol::kVersion},
           {"pid", getpid()},
@@ -187,7 +205,8 @@ json RequestHandler::status() {
           {"engine", config_.engine},
           {"socket", config_.socket_path.string()},
           {"data_dir", config_.data_dir.string()},
-          {"paused", store_.paused()},
+          {"health", health_json},
+          {"paused", paused},
           {"stopping", state_.stopping()},
           {"counters",
            {{"images_rendered", c.images_rendered.load()},
@@ -198,7 +217,7 @@ json RequestHandler::status() {
             {"cache_corrupt", c.cache_corrupt.load()},
             {"jobs_failed", c.jobs_failed.load()},
             {"jobs_canceled", c.jobs_canceled.load()}}},
-          {"jobs", counts_json(store_.counts())},
+          {"jobs", jobs},
           {"current", current}};
 }
 

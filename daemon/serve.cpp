@@ -1,9 +1,13 @@
 #include "daemon/serve.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
+#ifdef __linux__
+#include <malloc.h>
+#endif
 #include <thread>
 
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without including <utility>
@@ -70,6 +74,11 @@ int run_serve_command(const std::vector<std::string>& args) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the daemon
+#ifdef __GLIBC__
+  // A fixed threshold (glibc raises it after each large free otherwise): a client's big request line
+  // lives in its own mapping, and its memory goes back to the system when the line is done with.
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+#endif
 
   int listen_fd = -1;
   bool bound_here = false;
@@ -103,13 +112,25 @@ int run_serve_command(const std::vector<std::string>& args) {
     return 1;
   }
 
+  // Declared in the order they depend on each other, so they are destroyed the other way round: the
+  // connections (destroyed with the io_context or a request lane) still find the hub and the handlers.
   DaemonState state;
+  EventHub events;
+  RequestHandler quick_handler(config, *session, identity, state);
+  RequestHandler bulk_handler(config, *session, identity, state);
   asio::io_context io;
-  EventHub events([&io](std::function<void()> f) { asio::post(io, std::move(f)); });
-  RequestHandler handler(config, *session, identity, state);
-  SocketServer server(io, listen_fd, handler, events);
+  asio::thread_pool quick_lane(1), bulk_lane(1);
+  const ServerLimits limits{.max_frame_bytes = config.max_frame_mb << 20,
+                            .max_output_bytes = config.client_queue_kb << 10,
+                            .frame_timeout = std::chrono::seconds(config.frame_timeout_s),
+                            .max_connections = config.max_connections};
+  SocketServer server(io, listen_fd, {quick_handler, quick_lane.get_executor()}, {bulk_handler, bulk_lane.get_executor()},
+                      events, limits);
+  spdlog::info("serving at most {} connections, request lines up to {} MiB", server.connection_limit(), config.max_frame_mb);
   server.start();
-  asio::signal_set signals(io, SIGTERM, SIGINT);
+  // SIGHUP too: a daemon started from a terminal that closes, or a reload by a service manager, stops
+  // cleanly (the job in hand goes back to the queue unpunished) rather than dying mid-step.
+  asio::signal_set signals(io, SIGTERM, SIGINT, SIGHUP);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     spdlog::info("signal {}: stopping", signo);
@@ -131,7 +152,10 @@ int run_serve_command(const std::vector<std::string>& args) {
     };
     pet();
   }
-  std::thread io_thread([&] { io.run(); });
+  std::thread io_thread([&] {
+    pthread_setname_np(pthread_self(), "rgbaqd-io");  // tests measure this thread's CPU time by name
+    io.run();
+  });
   sd_notify("READY=1");
   spdlog::info("ready");
 
@@ -140,6 +164,7 @@ int run_serve_command(const std::vector<std::string>& args) {
     RenderWorker(config, *session, identity, state, events).run();
   } catch (const std::exception& e) {
     spdlog::critical("the worker stopped: {}", e.what());
+    std::cerr << "rgbaqd: stopping: " << e.what() << "\n";
     code = 1;
   }
   state.request_stop();

@@ -1,13 +1,21 @@
 #include "daemon/socket_server.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <deque>
+#include <map>
+#include <mutex>
 
 #include <spdlog/spdlog.h>
 
+#include "common/peer_credentials.h"
 #include "daemon/listen_socket.h"
-#include "daemon/protocol.h"
+#include "daemon/request_frame.h"
 
 namespace rgbaq::daemon {
 namespace {
@@ -16,115 +24,212 @@ namespace asio = boost::asio;
 using nlohmann::json;
 using stream = asio::local::stream_protocol;
 
+// Descriptors kept free for the queue database, the log, PNG writes and the embedding cache: clients
+// never get these, so a flood of connections cannot fail a job with "Too many open files".
+constexpr int kReservedDescriptors = 32;
+
+std::string to_line(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
+
+bool is_quick(const std::string& method) {
+  return method == "ping" || method == "status" || method == "ls_runs" || method == "pause" || method == "resume";
+}
+
+class Connection;
+
+}  // namespace
+
+struct SocketServer::Shared {
+  Shared(ServerLimits l, RequestLane q, RequestLane b, EventHub& e)
+      : limits(l), quick(std::move(q)), bulk(std::move(b)), events(e), cap(l.max_connections) {}
+  ServerLimits limits;
+  RequestLane quick, bulk;
+  EventHub& events;
+  int cap = 0;
+  std::mutex mutex;                                    // guards open (connections die on any thread)
+  std::map<const void*, std::weak_ptr<Connection>> open;
+};
+
+namespace {
+
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(stream::socket socket, RequestHandler& handler, EventHub& events)
-      : socket_(std::move(socket)), buffer_(protocol::kMaxFrameBytes), handler_(handler), events_(events) {}
+  Connection(stream::socket socket, std::shared_ptr<SocketServer::Shared> shared)
+      : socket_(std::move(socket)), timer_(socket_.get_executor()), shared_(std::move(shared)) {}
 
   ~Connection() {
-    if (watch_id_) events_.unsubscribe(watch_id_);
+    if (watch_id_) shared_->events.unsubscribe(watch_id_);
+    std::lock_guard lock(shared_->mutex);
+    shared_->open.erase(this);
   }
 
   void start() {
-    const auto uid = peer_uid(socket_.native_handle());
+    const auto uid = common::peer_uid(socket_.native_handle());
     if (!uid || *uid != geteuid()) {
       spdlog::warn("refused a connection from uid {}", uid ? std::to_string(*uid) : "unknown");
-      send_error(json(nullptr), protocol::error_code::kBadRequest, "this daemon serves its own user only");
-      closing_ = true;
+      fail(json(nullptr), protocol::error_code::kBadRequest, "this daemon serves its own user only");
       return;
     }
-    read();
+    process();
+  }
+
+  // Closes now, unsent output and all (shutdown, or a client that does not read).
+  void close() {
+    closed_ = true;
+    outbox_.clear();
+    outbox_bytes_ = 0;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.shutdown(stream::socket::shutdown_both, ignored);
+    socket_.close(ignored);
   }
 
  private:
-  void read() {
-    auto self = shared_from_this();
-    asio::async_read_until(socket_, buffer_, '\n', [this, self](const boost::system::error_code& ec, size_t n) {
-      if (ec == asio::error::not_found) {  // the line outgrew the buffer
-        send_error(json(nullptr), protocol::error_code::kFrameTooLarge,
-                   "a request line is longer than " + std::to_string(protocol::kMaxFrameBytes) + " bytes");
-        closing_ = true;
-        return;
+  const ServerLimits& limits() const { return shared_->limits; }
+
+  // Dispatches the complete lines already buffered, one request at a time, then reads more.
+  void process() {
+    while (!closed_ && !closing_ && !busy_ && outbox_bytes_ <= limits().max_output_bytes) {
+      const auto nl = pending_.find('\n', scanned_);
+      if (nl == std::string::npos) {
+        scanned_ = pending_.size();
+        if (pending_.size() > limits().max_frame_bytes) return frame_too_large();
+        return read();
       }
-      if (ec) return;  // disconnect: the connection goes with its last reference
-      std::string line(asio::buffers_begin(buffer_.data()), asio::buffers_begin(buffer_.data()) + static_cast<std::ptrdiff_t>(n));
-      buffer_.consume(n);
-      if (!line.empty() && line.back() == '\n') line.pop_back();
+      if (nl > limits().max_frame_bytes) return frame_too_large();
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      scanned_ = 0;
+      ++frames_;
+      if (pending_.capacity() > (1u << 20) && pending_.size() < (1u << 16)) pending_.shrink_to_fit();  // a big frame's memory comes back
       if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (!line.empty() && !dispatch(line)) {
-        closing_ = true;
-        return;
-      }
-      read();
+      if (!line.empty()) dispatch(std::move(line));
+    }
+  }
+
+  void read() {
+    if (reading_) return;
+    reading_ = true;
+    if (!pending_.empty()) watch_frame_deadline();
+    auto self = shared_from_this();
+    socket_.async_read_some(asio::buffer(chunk_), [this, self](const boost::system::error_code& ec, size_t n) {
+      reading_ = false;
+      if (ec || closed_) return;  // disconnect: the connection goes with its last reference
+      pending_.append(chunk_.data(), n);
+      process();
     });
   }
 
-  // false: the frame was malformed and the connection should close after the error goes out.
-  bool dispatch(const std::string& line) {
-    const json request = json::parse(line, nullptr, false);
-    if (request.is_discarded() || !request.is_object()) {
-      send_error(json(nullptr), protocol::error_code::kBadRequest, "a request must be one JSON object per line");
-      return false;
-    }
-    const json id = request.value("id", json(nullptr));
-    if (request.value("v", 0) != protocol::kVersion) {
-      send_error(id, protocol::error_code::kUnsupportedVersion,
-                 "this daemon speaks protocol version " + std::to_string(protocol::kVersion));
-      return false;
-    }
-    if (!request.contains("method") || !request["method"].is_string()) {
-      send_error(id, protocol::error_code::kBadRequest, "a request needs a \"method\" string");
-      return false;
-    }
-    const std::string method = request["method"];
-    const json params = request.value("params", json::object());
-    try {
-      if (method == "watch") {
-        watch(params);
-        send({{"v", protocol::kVersion}, {"id", id}, {"ok", true}, {"result", {{"watching", true}}}});
-        return true;
+  // A partial request line must complete within frame_timeout of its first wait for more bytes.
+  void watch_frame_deadline() {
+    if (deadline_armed_) return;
+    deadline_armed_ = true;
+    const uint64_t frame = frames_;
+    timer_.expires_after(limits().frame_timeout);
+    auto self = shared_from_this();
+    timer_.async_wait([this, self, frame](const boost::system::error_code& ec) {
+      deadline_armed_ = false;
+      if (ec || closed_ || closing_) return;
+      if (frames_ == frame && reading_ && !pending_.empty()) {
+        spdlog::warn("closed a connection whose request line stayed incomplete for {} ms", limits().frame_timeout.count());
+        boost::system::error_code ignored;
+        socket_.cancel(ignored);
+        fail(json(nullptr), protocol::error_code::kBadRequest,
+             "a request line stayed incomplete for " + std::to_string(limits().frame_timeout.count()) + " ms");
+      } else if (reading_ && !pending_.empty()) {
+        watch_frame_deadline();
       }
-      const json result = handler_.handle(method, params);
-      send({{"v", protocol::kVersion}, {"id", id}, {"ok", true}, {"result", result}});
-    } catch (const RequestError& e) {
-      send_error(id, e.code(), e.what(), e.details());
-    } catch (const std::exception& e) {
-      spdlog::error("{} failed: {}", method, e.what());
-      send_error(id, protocol::error_code::kInternal, e.what());
+    });
+  }
+
+  void frame_too_large() {
+    pending_.clear();
+    pending_.shrink_to_fit();
+    fail(json(nullptr), protocol::error_code::kFrameTooLarge,
+         "a request line is longer than " + std::to_string(limits().max_frame_bytes) + " bytes");
+  }
+
+  void dispatch(std::string line) {
+    ParsedFrame frame = parse_request_frame(line);
+    line.clear();
+    line.shrink_to_fit();
+    if (!frame.request) {
+      closing_ = true;  // a malformed frame costs its connection, after the error goes out
+      return queue(to_line(frame.error_response));
     }
-    return true;
+    RequestFrame& request = *frame.request;
+    if (request.method == "watch") {
+      try {
+        watch(request.params);
+        queue(to_line(ok_response(request.id, {{"watching", true}})));
+      } catch (const RequestError& e) {
+        queue(to_line(error_response(request.id, e.code(), e.what(), e.details())));
+      }
+      return;
+    }
+    busy_ = true;
+    RequestLane& lane = is_quick(request.method) ? shared_->quick : shared_->bulk;
+    asio::post(lane.executor, [self = shared_from_this(), &lane, request = std::move(request)]() mutable {
+      std::string reply;
+      try {
+        reply = to_line(ok_response(request.id, lane.handler.handle(request.method, request.params)));
+      } catch (const RequestError& e) {
+        reply = to_line(error_response(request.id, e.code(), e.what(), e.details()));
+      } catch (const std::exception& e) {
+        spdlog::error("{} failed: {}", request.method, e.what());
+        reply = to_line(error_response(request.id, protocol::error_code::kInternal, e.what()));
+      }
+      request = {};  // a submit's file is freed here, on the lane
+      auto& conn = *self;
+      asio::post(conn.socket_.get_executor(), [self = std::move(self), reply = std::move(reply)]() mutable {
+        self->busy_ = false;
+        if (self->closed_) return;
+        self->queue(std::move(reply));
+        self->process();
+      });
+    });
   }
 
   void watch(const json& params) {
-    if (!params.is_object()) throw RequestError(protocol::error_code::kBadRequest, "params must be an object");
-    const int64_t run = params.value("run", int64_t{0});
+    const auto run_field = params.find("run");
+    int64_t run = 0;
+    if (run_field != params.end() && !run_field->is_null()) {
+      if (!run_field->is_number_integer()) throw RequestError(protocol::error_code::kBadRequest, "param \"run\" must be an integer");
+      run = run_field->get<int64_t>();
+    }
+    // Events are small and few: a watcher's kernel buffer need not be the default ~200 KiB, so one that
+    // stops reading reaches its queue bound (and is dropped) after kilobytes, not megabytes.
+    const int sndbuf = 16 << 10;
+    setsockopt(socket_.native_handle(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     std::weak_ptr<Connection> weak = shared_from_this();
-    if (watch_id_) events_.unsubscribe(watch_id_);
-    watch_id_ = events_.subscribe([weak, run](const std::string& line) {
-      auto self = weak.lock();
-      if (!self || self->closing_) return;
-      if (run != 0) {
-        const json event = json::parse(line, nullptr, false);
-        if (event.value("run", int64_t{0}) != run) return;
-      }
-      self->queue(line);
-    });
+    if (watch_id_) shared_->events.unsubscribe(watch_id_);
+    // Runs on the publishing thread with the hub's lock held: only hand the line over.
+    watch_id_ = shared_->events.subscribe(
+        [weak, run, executor = socket_.get_executor()](const std::shared_ptr<const std::string>& line, int64_t event_run) {
+          if (run != 0 && event_run != run) return;
+          asio::post(executor, [weak, line] {
+            if (auto self = weak.lock()) self->queue_event(*line);
+          });
+        });
   }
 
-  void send(const json& response) { queue(response.dump() + "\n"); }
+  void queue_event(const std::string& line) {
+    if (closed_ || closing_) return;
+    if (outbox_bytes_ + line.size() > limits().max_output_bytes) {
+      spdlog::warn("disconnected a watch client that stopped reading ({} bytes of events unsent)", outbox_bytes_);
+      return close();
+    }
+    queue(line);
+  }
 
-  void send_error(const json& id, std::string_view code, const std::string& message, const json& details = json::array()) {
-    send({{"v", protocol::kVersion}, {"id", id}, {"ok", false},
-          {"error", {{"code", code}, {"message", message}, {"details", details}}}});
+  void fail(const json& id, std::string_view code, const std::string& message) {
+    closing_ = true;
+    queue(to_line(error_response(id, code, message)));
   }
 
   void queue(std::string line) {
+    if (closed_) return;
+    outbox_bytes_ += line.size();
     outbox_.push_back(std::move(line));
-    if (outbox_.size() > 10000) {  // a watcher that never reads: drop it rather than grow without bound
-      boost::system::error_code ignored;
-      socket_.close(ignored);
-      return;
-    }
     if (!writing_) write();
   }
 
@@ -132,47 +237,115 @@ class Connection : public std::enable_shared_from_this<Connection> {
     writing_ = true;
     auto self = shared_from_this();
     asio::async_write(socket_, asio::buffer(outbox_.front()), [this, self](const boost::system::error_code& ec, size_t) {
-      outbox_.pop_front();
-      if (ec) {
-        writing_ = false;
-        outbox_.clear();
-        return;
-      }
-      if (!outbox_.empty()) return write();
       writing_ = false;
-      if (closing_) {
-        boost::system::error_code ignored;
-        socket_.shutdown(stream::socket::shutdown_both, ignored);
-        socket_.close(ignored);
-      }
+      if (ec || closed_) return close();
+      outbox_bytes_ -= outbox_.front().size();
+      outbox_.pop_front();
+      if (!outbox_.empty()) return write();
+      if (closing_) return close();
+      process();  // a client that pipelines requests waits for its replies to drain before more are read
     });
   }
 
   stream::socket socket_;
-  asio::streambuf buffer_;
-  RequestHandler& handler_;
-  EventHub& events_;
+  asio::steady_timer timer_;
+  std::shared_ptr<SocketServer::Shared> shared_;
+  std::array<char, 65536> chunk_;
+  std::string pending_;   // bytes read, not yet dispatched
+  size_t scanned_ = 0;    // pending_ holds no newline before this
+  uint64_t frames_ = 0;
   std::deque<std::string> outbox_;
-  bool writing_ = false, closing_ = false;
+  size_t outbox_bytes_ = 0;
+  bool reading_ = false, writing_ = false, busy_ = false, closing_ = false, closed_ = false, deadline_armed_ = false;
   int watch_id_ = 0;
 };
 
+int open_reserve() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
 }  // namespace
 
-SocketServer::SocketServer(asio::io_context& io, int listen_fd, RequestHandler& handler, EventHub& events)
-    : io_(io), acceptor_(io, stream(), listen_fd), handler_(handler), events_(events) {}
+SocketServer::SocketServer(asio::io_context& io, int listen_fd, RequestLane quick, RequestLane bulk, EventHub& events,
+                           ServerLimits limits)
+    : acceptor_(io, stream(), listen_fd),
+      backoff_(io),
+      shared_(std::make_shared<Shared>(limits, std::move(quick), std::move(bulk), events)),
+      reserve_fd_(open_reserve()) {
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+    const int room = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 20)) - kReservedDescriptors;
+    shared_->cap = std::max(1, std::min(shared_->cap, room));
+  }
+}
+
+SocketServer::~SocketServer() {
+  if (reserve_fd_ >= 0) ::close(reserve_fd_);
+}
+
+int SocketServer::connection_limit() const { return shared_->cap; }
 
 void SocketServer::start() { accept(); }
 
 void SocketServer::stop() {
   boost::system::error_code ignored;
   acceptor_.close(ignored);
+  backoff_.cancel();
+  std::vector<std::shared_ptr<Connection>> open;
+  {
+    std::lock_guard lock(shared_->mutex);
+    for (auto& [key, weak] : shared_->open) {
+      if (auto c = weak.lock()) open.push_back(std::move(c));
+    }
+  }
+  for (auto& c : open) c->close();
+}
+
+// Out of descriptors: the reserve one makes room to accept the waiting connection and close it at once,
+// so the listening socket stops being readable and the loop does not spin; then a pause before retrying.
+void SocketServer::shed_excess_connection() {
+  if (reserve_fd_ >= 0) {
+    ::close(reserve_fd_);
+    const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) ::close(fd);
+    reserve_fd_ = open_reserve();
+  }
+  backoff_.expires_after(std::chrono::milliseconds(100));
+  backoff_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) accept();
+  });
 }
 
 void SocketServer::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& ec, stream::socket socket) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!ec) std::make_shared<Connection>(std::move(socket), handler_, events_)->start();
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_memory ||
+        ec == asio::error::no_buffer_space) {
+      spdlog::warn("accepting a connection failed ({}); shedding it and pausing", ec.message());
+      return shed_excess_connection();
+    }
+    if (!ec) {
+      bool admitted = false;
+      {
+        std::lock_guard lock(shared_->mutex);
+        admitted = static_cast<int>(shared_->open.size()) < shared_->cap;
+      }
+      if (admitted) {
+        auto connection = std::make_shared<Connection>(std::move(socket), shared_);
+        {
+          std::lock_guard lock(shared_->mutex);
+          shared_->open[connection.get()] = connection;
+        }
+        connection->start();
+      } else {
+        // Best effort, never blocking: say why, then close.
+        const std::string line = to_line(error_response(nullptr, protocol::error_code::kTooManyConnections,
+                                                        "rgbaqd serves at most " + std::to_string(shared_->cap) +
+                                                            " connections at once; try again later"));
+        ::send(socket.native_handle(), line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        spdlog::warn("refused a connection: {} are open", shared_->cap);
+      }
+    } else {
+      spdlog::warn("accepting a connection failed: {}", ec.message());
+    }
     accept();
   });
 }

@@ -18,21 +18,29 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::drain() {
-  for (int64_t task; (task = next_.fetch_add(1)) < tasks_;) (*job_)(task);
+void ThreadPool::drain(const std::function<void(int64_t)>& job, int64_t tasks) {
+  for (int64_t task; (task = next_.fetch_add(1)) < tasks;) job(task);
 }
 
 void ThreadPool::work() {
   uint64_t seen = 0;
   for (;;) {
+    // The job and its size are read under the lock, with busy_ raised in the same breath: run() cannot
+    // return (and the next run() cannot replace them) until this worker is done with them. A worker that
+    // wakes after its run() already finished finds job_ cleared and takes no task from the next one.
+    const std::function<void(int64_t)>* job = nullptr;
+    int64_t tasks = 0;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
+      if (!job_) continue;
+      job = job_;
+      tasks = tasks_;
       ++busy_;
     }
-    drain();
+    drain(*job, tasks);
     {
       std::lock_guard lock(mutex_);
       if (--busy_ == 0) done_.notify_all();
@@ -54,7 +62,7 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
     ++generation_;
   }
   wake_.notify_all();
-  drain();
+  drain(fn, tasks);
   std::unique_lock lock(mutex_);
   done_.wait(lock, [&] { return busy_ == 0 && next_ >= tasks_; });
   job_ = nullptr;

@@ -29,7 +29,7 @@ class ThreadPool {
 
  private:
   void work();
-  void drain();
+  void drain(const std::function<void(int64_t)>& job, int64_t tasks);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;

@@ -3,6 +3,7 @@
 // tiny model, waited for until it answers, stopped with any signal.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -34,6 +35,7 @@ class DaemonProcess {
     std::map<std::string, std::string> env;
     int inherit_fd = -1;          // passed as fd 3 (socket activation), with LISTEN_PID set to the child
     bool wait_until_ready = true;
+    rlim_t max_files = 0;         // RLIMIT_NOFILE (soft and hard) of the daemon; 0: inherited
   };
 
   DaemonProcess(const std::string& rgbaqd, const std::filesystem::path& model, const std::filesystem::path& dir, Options o)
@@ -47,6 +49,10 @@ class DaemonProcess {
       dup2(log, 1);
       dup2(log, 2);
       for (const auto& [k, v] : o.env) setenv(k.c_str(), v.c_str(), 1);
+      if (o.max_files > 0) {
+        const rlimit limit{o.max_files, o.max_files};
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+      }
       if (o.inherit_fd >= 0) {
         if (o.inherit_fd == 3) {
           fcntl(3, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec

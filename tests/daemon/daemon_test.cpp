@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/peer_credentials.h"
 #include "daemon/listen_socket.h"
 #include "tests/daemon/daemon_test_helpers.h"
 #include "storage/png_file.h"
@@ -130,30 +131,6 @@ TEST(Daemon, BadCsvThroughTheCliQueuesNothing) {
   EXPECT_EQ(rgbaq(d, {"submit"}).exit_code, 2);
 }
 
-// A raw protocol connection.
-struct Raw {
-  int fd = -1;
-  explicit Raw(const fs::path& socket) {
-    sockaddr_un addr = unix_address(socket);
-    fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  }
-  ~Raw() { close(fd); }
-  void send_all(const std::string& s) {
-    for (size_t sent = 0; sent < s.size();) {
-      const ssize_t n = ::send(fd, s.data() + sent, s.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) return;  // the daemon may close first
-      sent += static_cast<size_t>(n);
-    }
-  }
-  std::string read_until_close() {
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
-    return out;
-  }
-};
-
 TEST(Daemon, GarbageOversizedAndAbandonedFramesCostOnlyTheirConnection) {
   TempDir dir;
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
@@ -214,7 +191,7 @@ TEST(Daemon, PeerUidIsCheckedOnTheSocket) {
   }
   const int conn = accept(listener, nullptr, nullptr);
   ASSERT_GE(conn, 0);
-  const auto uid = daemon::peer_uid(conn);
+  const auto uid = common::peer_uid(conn);
   ASSERT_TRUE(uid);
   EXPECT_EQ(*uid, root ? 65534u : geteuid());
   int status_code = 0;

@@ -2,8 +2,13 @@
 // Helpers shared by the daemon's integration tests: the tiny model (made once per binary), rgbaq
 // calls against a running daemon, and output listings.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -20,8 +25,14 @@ namespace rgbaq {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-inline const std::string kRgbaqd = RGBAQD_PATH;
-inline const std::string kRgbaq = RGBAQ_CLI_PATH;
+// RGBAQ_TEST_RGBAQD / RGBAQ_TEST_RGBAQ run the same tests against other binaries (an older build, to
+// see a test fail before its fix).
+inline std::string binary(const char* env, const char* built) {
+  const char* other = std::getenv(env);
+  return other && *other ? other : built;
+}
+inline const std::string kRgbaqd = binary("RGBAQ_TEST_RGBAQD", RGBAQD_PATH);
+inline const std::string kRgbaq = binary("RGBAQ_TEST_RGBAQ", RGBAQ_CLI_PATH);
 
 inline const TinyModel& model() {
   static const TinyModel m;
@@ -48,6 +59,53 @@ inline std::vector<fs::path> pngs_in(const fs::path& dir) {
   std::sort(out.begin(), out.end());
   return out;
 }
+
+// A raw protocol connection.
+struct Raw {
+  int fd = -1;
+  explicit Raw(const fs::path& socket) {
+    sockaddr_un addr = unix_address(socket);
+    fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  }
+  ~Raw() { close(fd); }
+  Raw(const Raw&) = delete;
+  Raw& operator=(const Raw&) = delete;
+  // Whether all of `s` went out (the daemon may close first).
+  bool send_all(const std::string& s) {
+    for (size_t sent = 0; sent < s.size();) {
+      const ssize_t n = ::send(fd, s.data() + sent, s.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  std::string read_until_close() {
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+    return out;
+  }
+  // The next line (without its newline), or "" after timeout_ms or at the end of the stream.
+  std::string read_line(int timeout_ms = 30000) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      if (const auto nl = buffer.find('\n'); nl != std::string::npos) {
+        std::string line = buffer.substr(0, nl);
+        buffer.erase(0, nl + 1);
+        return line;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+      pollfd p{fd, POLLIN, 0};
+      if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0) return "";
+      char buf[65536];
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return "";
+      buffer.append(buf, static_cast<size_t>(n));
+    }
+  }
+  std::string buffer;
+};
 
 inline void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary | std::ios::trunc) << text; }
 

@@ -1,0 +1,418 @@
+// rgbaqd against hostile and careless clients, as real processes: frames that used to kill it, one
+// client's long request beside another's status, what a flood of connections, oversized lines and
+// watchers that never read cost in memory (VmRSS from /proc, printed) and descriptors, an impostor
+// daemon at the client's socket path (a second uid), SIGHUP, SIGTERM with a watcher connected, and a
+// queue database that stops working under the daemon.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <atomic>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "storage/queue_store.h"
+#include "tests/daemon/daemon_test_helpers.h"
+
+namespace rgbaq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// VmRSS of `pid` in KiB, from /proc/PID/status.
+long vm_rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// The CPU seconds (user + system) of the thread of `pid` named `name`, or -1.
+double thread_cpu_seconds(pid_t pid, const std::string& name) {
+  const fs::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator(tasks, ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string got;
+    std::getline(comm, got);
+    if (got != name) continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
+    std::string field;
+    long ticks = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i == 14 || i == 15) ticks += std::stol(field);  // utime, stime
+    }
+    return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  return -1;
+}
+
+// Samples the peak VmRSS of a process while it lives.
+class PeakRss {
+ public:
+  explicit PeakRss(pid_t pid) : thread_([this, pid] {
+    while (!stop_) {
+      peak_ = std::max(peak_.load(), vm_rss_kib(pid));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }) {}
+  ~PeakRss() { stop(); }
+  long stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return peak_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<long> peak_{0};
+  std::thread thread_;
+};
+
+std::string frame(const json& request) { return request.dump() + "\n"; }
+
+TEST(DaemonHostile, FramesThatUsedToKillTheDaemonGetAnErrorReply) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  {
+    Raw c(d.socket());
+    c.send_all(R"({"v":"1","id":1,"method":"ping"})" "\n");
+    const std::string reply = c.read_until_close();
+    EXPECT_NE(reply.find(R"("code":"unsupported_version")"), std::string::npos) << reply;
+  }
+  {
+    Raw c(d.socket());
+    c.send_all(R"({"v":1,"method":"ping","id":)" + std::string(100000, '[') + std::string(100000, ']') + "}\n");
+    const std::string reply = c.read_until_close();
+    EXPECT_NE(reply.find("deeper than 64 levels"), std::string::npos) << reply.substr(0, 300);
+  }
+  {
+    Raw c(d.socket());
+    c.send_all(R"({"v":1,"id":1,"method":"submit","params":{"file":"prompt\nx\n","out_dir":"/tmp","defaults":)" +
+               std::string(100000, '{') + "\n");
+    EXPECT_NE(c.read_until_close().find("bad_request"), std::string::npos);
+  }
+  {
+    // A bad watch parameter is an error reply; the connection stays usable.
+    Raw c(d.socket());
+    c.send_all(R"({"v":1,"id":1,"method":"watch","params":{"run":"x"}})" "\n" R"({"v":1,"id":2,"method":"ping"})" "\n");
+    EXPECT_NE(c.read_line().find("bad_request"), std::string::npos);
+    EXPECT_NE(c.read_line().find("pong"), std::string::npos);
+  }
+  EXPECT_EQ(d.wait_exit(std::chrono::seconds(0)), -1) << "still running";
+  EXPECT_EQ(status(d)["protocol"], 1);
+}
+
+TEST(DaemonHostile, ALongSubmitDoesNotDelayAnotherClientsStatus) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  // ~9 MB of distinct prompts of ~500 characters (~400 tokens): the daemon tokenizes every one (a dry
+  // run, so the measurement is the socket thread's freedom, not the database).
+  std::string csv = "prompt\n";
+  for (int row = 0; row < 18000; ++row) {
+    std::string prompt = "row " + std::to_string(row);
+    for (int w = 0; prompt.size() < 500; ++w) prompt += " w" + std::to_string((row * 31 + w) % 9973);
+    csv += prompt + "\n";
+  }
+  Raw submitter(d.socket());
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(submitter.send_all(frame({{"v", 1}, {"id", 1}, {"method", "submit"},
+                                        {"params", {{"file", csv}, {"out_dir", (dir.path() / "o").string()}, {"dry_run", true}}}})));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the submit is being worked on
+  Raw other(d.socket());
+  const auto t1 = Clock::now();
+  other.send_all(frame({{"v", 1}, {"id", 7}, {"method", "status"}}));
+  const std::string status_reply = other.read_line();
+  const double status_s = seconds_since(t1);
+  const std::string submit_reply = submitter.read_line(120000);
+  const double submit_s = seconds_since(t0);
+  std::cout << "[ figures  ] submit of " << csv.size() << " bytes took " << submit_s << " s; status during it " << status_s
+            << " s\n";
+  ASSERT_NE(status_reply.find("\"ok\":true"), std::string::npos) << status_reply;
+  ASSERT_NE(submit_reply.find("\"dry_run\":true"), std::string::npos) << submit_reply.substr(0, 300);
+  EXPECT_LT(status_s, 0.5);
+  EXPECT_GT(submit_s, 0.3 + status_s) << "status answered while the submit was still in flight";
+}
+
+TEST(DaemonHostile, OversizedLinesCostBoundedMemoryThatComesBack) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  EXPECT_EQ(status(d)["protocol"], 1);
+  const long before = vm_rss_kib(d.pid());
+  PeakRss peak(d.pid());
+  // 30 connections each sending 60 MiB without a newline (the frame limit is 16 MiB).
+  const std::string chunk(1u << 20, 'x');
+  std::atomic<int> refused{0};
+  std::vector<std::thread> senders;
+  for (int i = 0; i < 30; ++i) {
+    senders.emplace_back([&] {
+      Raw c(d.socket());
+      for (int mib = 0; mib < 60 && c.send_all(chunk); ++mib) {
+      }
+      if (c.read_until_close().find("frame_too_large") != std::string::npos) ++refused;
+    });
+  }
+  for (auto& t : senders) t.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long during = peak.stop();
+  const long after = vm_rss_kib(d.pid());
+  std::cout << "[ figures  ] 30 x 60 MiB unterminated lines: VmRSS before " << before / 1024 << " MiB, peak " << during / 1024
+            << " MiB, after " << after / 1024 << " MiB\n";
+  EXPECT_EQ(refused.load(), 30);
+  EXPECT_LT(during - before, (30 * 16 + 96) * 1024) << "at most one 16 MiB line per connection is buffered";
+  EXPECT_LT(after - before, 32 * 1024) << "the lines' memory goes back";
+  EXPECT_EQ(status(d)["protocol"], 1);
+}
+
+TEST(DaemonHostile, WatchersThatNeverReadAreDroppedAndTheirMemoryComesBack) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(),
+                  {.extra_args = {"--max-connections", "200", "--client-queue-kb", "8"}});
+  EXPECT_EQ(status(d)["protocol"], 1);
+  const long before = vm_rss_kib(d.pid());
+  std::vector<std::unique_ptr<Raw>> watchers;
+  for (int i = 0; i < 100; ++i) {
+    watchers.push_back(std::make_unique<Raw>(d.socket()));
+    watchers.back()->send_all(R"({"v":1,"id":1,"method":"watch"})" "\n");
+  }
+  PeakRss peak(d.pid());
+  // ~250 events of ~100 bytes: more than a watcher's socket buffer and 8 KiB queue hold.
+  const auto r = rgbaq(d, {"submit", "-", "--size", "128", "--seeds", "1-24", "--out", (dir.path() / "o").string(), "--wait"},
+                       "prompt\na small fox\n");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const long during = peak.stop();
+  const long after = vm_rss_kib(d.pid());
+  int dropped = 0;
+  for (auto& w : watchers) {
+    // Whatever was sent before the drop is still readable; then the stream ends.
+    pollfd p{w->fd, POLLIN, 0};
+    std::string ignored;
+    char buf[65536];
+    bool ended = false;
+    while (poll(&p, 1, 2000) > 0) {
+      const ssize_t n = recv(w->fd, buf, sizeof buf, 0);
+      if (n <= 0) {
+        ended = true;
+        break;
+      }
+    }
+    dropped += ended ? 1 : 0;
+  }
+  std::cout << "[ figures  ] 100 watchers that never read, 24 images: VmRSS before " << before / 1024 << " MiB, peak "
+            << during / 1024 << " MiB, after " << after / 1024 << " MiB; " << dropped << " dropped\n";
+  EXPECT_EQ(dropped, 100);
+  EXPECT_LT(during - before, 100 * 2 * 8 + 32 * 1024) << "each watcher's queue is bounded";
+  EXPECT_LT(after - before, 32 * 1024);
+  EXPECT_EQ(status(d)["jobs"]["done"], 24);
+}
+
+TEST(DaemonHostile, IdlePartialLinesTimeOutAndConnectionsAreCapped) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--frame-timeout-s", "1", "--max-connections", "4"}});
+  {
+    Raw partial(d.socket());
+    Raw idle(d.socket());  // no bytes at all: a connection may wait (a watcher does)
+    partial.send_all(R"({"v":1,"id":1,"me)");
+    const auto t0 = Clock::now();
+    const std::string reply = partial.read_until_close();
+    EXPECT_NE(reply.find("stayed incomplete for 1000 ms"), std::string::npos) << reply;
+    EXPECT_LT(seconds_since(t0), 5.0);
+    idle.send_all(R"({"v":1,"id":2,"method":"ping"})" "\n");
+    EXPECT_NE(idle.read_line().find("pong"), std::string::npos);
+  }
+  std::vector<std::unique_ptr<Raw>> open;
+  for (int i = 0; i < 4; ++i) {
+    open.push_back(std::make_unique<Raw>(d.socket()));
+    open.back()->send_all(R"({"v":1,"id":1,"method":"ping"})" "\n");
+    ASSERT_NE(open.back()->read_line().find("pong"), std::string::npos) << i;
+  }
+  {
+    Raw fifth(d.socket());
+    const std::string reply = fifth.read_until_close();
+    EXPECT_NE(reply.find("too_many_connections"), std::string::npos) << reply;
+    EXPECT_NE(reply.find("at most 4 connections"), std::string::npos) << reply;
+  }
+  open.pop_back();
+  for (int i = 0; i < 100; ++i) {  // the daemon notices the hang-up
+    Raw again(d.socket());
+    again.send_all(R"({"v":1,"id":1,"method":"ping"})" "\n");
+    if (again.read_line().find("pong") != std::string::npos) break;
+    ASSERT_LT(i, 99) << "a freed slot is served again";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+TEST(DaemonHostile, OutOfDescriptorsTheDaemonNeitherSpinsNorFailsJobs) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.max_files = 64});
+  const auto r = rgbaq(d, {"submit", "-", "--size", "128", "--seeds", "1-4", "--out", (dir.path() / "o").string()}, "prompt\nan owl\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 150 connections held open, far past 64 descriptors. Non-blocking, so a full backlog refuses
+  // rather than blocking the test.
+  std::vector<int> held;
+  int connected = 0;
+  for (int i = 0; i < 150; ++i) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_un addr = unix_address(d.socket());
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) ++connected;
+    held.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const double cpu0 = thread_cpu_seconds(d.pid(), "rgbaqd-io");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const double io_cpu = thread_cpu_seconds(d.pid(), "rgbaqd-io") - cpu0;
+  std::cout << "[ figures  ] RLIMIT_NOFILE 64, " << connected << " of 150 connections made: socket thread used " << io_cpu
+            << " s of CPU in 1.5 s\n";
+  ASSERT_GE(cpu0, 0) << "the socket thread is named rgbaqd-io";
+  EXPECT_LT(io_cpu, 0.3) << "no busy loop on EMFILE";
+  for (const int fd : held) close(fd);
+  for (int i = 0; i < 600; ++i) {
+    const auto s = json::parse(rgbaq(d, {"status", "--json"}).out);
+    if (s["jobs"]["done"] == 4) break;
+    ASSERT_EQ(s["jobs"]["failed"], 0) << s.dump();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const json s = status(d);
+  EXPECT_EQ(s["jobs"]["done"], 4) << s.dump();
+  EXPECT_EQ(s["jobs"]["failed"], 0);
+}
+
+TEST(DaemonHostile, AnImpostorDaemonIsRefusedBeforeAnythingIsSent) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play a second uid (CI runs as root)";
+  constexpr uid_t kNobody = 65534;
+  TempDir dir;
+  fs::permissions(dir.path(), fs::perms::all);
+  // Case 1: another user made the socket's directory (as /tmp/rgbaq-$UID can be made by anyone).
+  // Case 2: the directory is ours and closed, but the process listening is another user's.
+  const fs::path theirs = dir.path() / "theirs", ours = dir.path() / "ours";
+  fs::create_directories(ours);
+  chmod(ours.c_str(), 0777);  // open while the impostor binds, closed before the client connects
+  int ready[2], report[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t impostor = fork();
+  if (impostor == 0) {
+    if (setuid(kNobody) != 0) _exit(3);
+    if (mkdir(theirs.c_str(), 0700) != 0) _exit(4);
+    std::vector<int> listeners;
+    for (const auto& path : {theirs / "rgbaqd.sock", ours / "rgbaqd.sock"}) {
+      const int l = socket(AF_UNIX, SOCK_STREAM, 0);
+      sockaddr_un addr = unix_address(path);
+      if (bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(l, 4) != 0) _exit(5);
+      chmod(path.c_str(), 0777);
+      listeners.push_back(l);
+    }
+    (void)!write(ready[1], "r", 1);
+    // Whatever a client sends before it hangs up is what a fake daemon would have learned.
+    size_t learned = 0;
+    const int conn = accept(listeners[1], nullptr, nullptr);
+    char buf[4096];
+    for (ssize_t n; (n = recv(conn, buf, sizeof buf, 0)) > 0;) learned += static_cast<size_t>(n);
+    (void)!write(report[1], &learned, sizeof learned);
+    _exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  chmod(ours.c_str(), 0700);
+  auto client = [](const fs::path& socket) {
+    return run_process({kRgbaq, "--socket", socket.string(), "submit", "-", "--out", "/tmp/o"}, "prompt\nmy secret prompt\n");
+  };
+  const auto r1 = client(theirs / "rgbaqd.sock");
+  EXPECT_EQ(r1.exit_code, 1);
+  EXPECT_NE(r1.err.find("refusing to talk to " + (theirs / "rgbaqd.sock").string()), std::string::npos) << r1.err;
+  EXPECT_NE(r1.err.find("belongs to uid 65534"), std::string::npos) << r1.err;
+  const auto r2 = client(ours / "rgbaqd.sock");
+  EXPECT_EQ(r2.exit_code, 1);
+  EXPECT_NE(r2.err.find("the process listening there runs as uid 65534"), std::string::npos) << r2.err;
+  size_t learned = 99;
+  ASSERT_EQ(read(report[0], &learned, sizeof learned), static_cast<ssize_t>(sizeof learned));
+  EXPECT_EQ(learned, 0u) << "the client sent nothing to the impostor";
+  int status_code = 0;
+  waitpid(impostor, &status_code, 0);
+  EXPECT_EQ(WEXITSTATUS(status_code), 0);
+  for (int fd : {ready[0], ready[1], report[0], report[1]}) close(fd);
+}
+
+TEST(DaemonHostile, SighupStopsCleanlyWithoutSpendingAnAttempt) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "1024", "--out", (dir.path() / "o").string()}, "prompt,seed\nslow,1\n").exit_code, 0);
+  for (int i = 0; i < 200 && status(d)["current"].is_null(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  d.signal(SIGHUP);
+  EXPECT_EQ(d.wait_exit(), 0);
+  storage::QueueStore store(d.data_dir() / "queue.db");
+  const auto jobs = store.list_jobs(std::nullopt, std::nullopt);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].state, storage::JobState::kQueued);
+  EXPECT_EQ(jobs[0].attempts, 0);
+}
+
+TEST(DaemonHostile, AWatcherConnectedAtSigtermSeesTheStreamEndAndTheDaemonExitsZero) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  std::vector<std::unique_ptr<Raw>> watchers;
+  for (int i = 0; i < 3; ++i) {
+    watchers.push_back(std::make_unique<Raw>(d.socket()));
+    watchers.back()->send_all(R"({"v":1,"id":1,"method":"watch"})" "\n");
+    ASSERT_NE(watchers.back()->read_line().find("watching"), std::string::npos);
+  }
+  // Events in flight while it stops.
+  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "256", "--seeds", "1-3", "--out", (dir.path() / "o").string()}, "prompt\nfox\n").exit_code, 0);
+  ASSERT_FALSE(watchers[0]->read_line().empty()) << "an event arrives";
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0);
+  for (auto& w : watchers) w->read_until_close();  // returns: the daemon closed the stream
+}
+
+TEST(DaemonHostile, ABrokenStoreIsVisibleAndEndsTheDaemonWhenItDoesNotHeal) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(),
+                  {.extra_args = {"--busy-timeout-ms", "100", "--unhealthy-exit-s", "4"}});
+  EXPECT_TRUE(status(d)["health"]["ok"]);
+  auto health = [&] {
+    const auto r = rgbaq(d, {"status", "--json"});
+    return std::make_pair(r.exit_code, json::parse(r.out)["health"]);
+  };
+  {
+    // Another process holds the database's write lock: every claim fails.
+    SQLite::Database db((d.data_dir() / "queue.db").string(), SQLite::OPEN_READWRITE);
+    db.exec("BEGIN IMMEDIATE");
+    std::pair<int, json> h;
+    for (int i = 0; i < 100 && (h = health()).second["ok"] == true; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(h.first, 1) << "status exits 1 while unhealthy";
+    EXPECT_EQ(h.second["ok"], false);
+    EXPECT_NE(h.second["problem"].get<std::string>().find("queue database " + (d.data_dir() / "queue.db").string()),
+              std::string::npos) << h.second.dump();
+    const auto text = rgbaq(d, {"status"});
+    EXPECT_NE(text.out.find("health: UNHEALTHY"), std::string::npos) << text.out;
+    db.exec("ROLLBACK");
+  }
+  std::pair<int, json> h;
+  for (int i = 0; i < 200 && (h = health()).second["ok"] != true; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(h.first, 0) << "it heals when the lock goes: " << h.second.dump();
+  // Held for good: the daemon gives up after --unhealthy-exit-s and says why.
+  SQLite::Database db((d.data_dir() / "queue.db").string(), SQLite::OPEN_READWRITE);
+  db.exec("BEGIN IMMEDIATE");
+  EXPECT_EQ(d.wait_exit(std::chrono::seconds(30)), 1);
+  std::ifstream log(d.log());
+  const std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(text.find("has not recovered in"), std::string::npos) << text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
+}
+
+}  // namespace
+}  // namespace rgbaq
