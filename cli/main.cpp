@@ -20,8 +20,9 @@ namespace {
 constexpr const char* kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]
 
   submit FILE|- [--seeds S] [--size SIZE] [--count N] [--priority N] [--out DIR] [--name RUN]
-                [--format csv|jsonl] [--skip-duplicates] [--dry-run] [--wait]
-                          queue a file of prompts (CSV with a header, or JSONL); prints the run id
+                [--format csv|jsonl] [--skip-duplicates] [--dry-run] [--wait] [--max-jobs N]
+                          queue a file of prompts (CSV with a header, or JSONL); prints the run id;
+                          at most --max-jobs jobs (default 100000, up to rgbaqd --max-jobs-per-submit)
   watch [RUN]             progress bars: the image in hand and the run, with rate and ETA
   status                  the daemon, its queue and its counters
   ls runs | ls jobs [--run R] [--state S] [--limit N]

@@ -15,7 +15,7 @@ using common::Arguments;
 using common::UsageError;
 
 int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
-  const Arguments a(args, {"seeds", "size", "count", "priority", "out", "name", "format"},
+  const Arguments a(args, {"seeds", "size", "count", "priority", "out", "name", "format", "max-jobs"},
                     {"dry-run", "wait", "skip-duplicates", "json"});
   if (a.positionals().size() != 1) throw UsageError("usage: rgbaq submit FILE|- [--seeds S] [--size SIZE] [--out DIR] ...");
   const std::string path = a.positionals()[0];
@@ -39,6 +39,9 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   options.defaults.size = a.get("size").value_or(options.defaults.size);
   options.defaults.count = a.get_int("count", 1);
   options.defaults.priority = a.get_int("priority", 0);
+  options.max_jobs = a.get_u64("max-jobs", jobs::kDefaultMaxJobs);
+  if (options.max_jobs < 1 || options.max_jobs > static_cast<uint64_t>(INT64_MAX)) throw UsageError("--max-jobs must be 1 or more");
+  options.expand = false;  // the daemon expands; here only the rows are validated and counted
   const std::string file_name = path == "-" ? "<stdin>" : path;
   const auto file = jobs::parse_job_file(text, format == "jsonl" ? jobs::FileFormat::kJsonl : jobs::FileFormat::kCsv, options);
   if (!file.errors.empty()) {
@@ -57,7 +60,8 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
                            {"defaults", defaults},
                            {"out_dir", out_dir.string()},
                            {"skip_duplicates", a.has("skip-duplicates")},
-                           {"dry_run", a.has("dry-run")}};
+                           {"dry_run", a.has("dry-run")},
+                           {"max_jobs", options.max_jobs}};
   if (const auto name = a.get("name")) params["name"] = *name;
   DaemonClient client(ctx.socket);
   nlohmann::json r;

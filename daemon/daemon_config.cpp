@@ -22,7 +22,10 @@ options (each may also be set in the config file; flags win):
   --threads N             CPU threads (default: all)
   --socket PATH           Unix socket (default $XDG_RUNTIME_DIR/rgbaq/rgbaqd.sock, or $RGBAQ_SOCKET)
   --data-dir DIR          queue.db, cache/embeddings/, logs/rgbaqd.log (default ~/.local/share/rgbaq)
-  --max-attempts N        tries per job before it fails (default 3)
+  --max-attempts N        tries per job before it fails (default 3): renders that failed, or that
+                          crashed the daemon (a crash signal while the job was in hand)
+  --max-interruptions N   times a job may be cut off by a stop that is not its fault (SIGKILL, a
+                          reboot) before it fails (default 100); these do not spend attempts
   --encoder-cache-mb N    prompt embeddings kept in memory (default 1024); they are also kept on disk
   --log-level LEVEL       trace, debug, info, warn, error (default info)
   --max-frame-mb N        longest request line, so largest submitted file (default 16)
@@ -31,9 +34,14 @@ options (each may also be set in the config file; flags win):
   --client-queue-kb N     unsent events a watch client may have queued before it is dropped (default 1024)
   --busy-timeout-ms N     how long a queue database access waits for a lock (default 10000)
   --unhealthy-exit-s N    exit 1 when the queue database keeps failing for N seconds (default 300)
+  --max-jobs-per-submit N one submit may expand to at most N jobs (default 100000); a client's
+                          --max-jobs cannot exceed it
+  --create-queue          when DATA_DIR/queue.db exists but is not an rgbaq queue (empty, or another
+                          database), make a new queue in it instead of refusing to start
   --config FILE           a JSON file with any of: {"model", "engine", "threads", "socket", "data_dir",
-                          "max_attempts", "encoder_cache_mb", "log_level", "max_frame_mb", "max_connections",
-                          "frame_timeout_s", "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s"}
+                          "max_attempts", "max_interruptions", "encoder_cache_mb", "log_level", "max_frame_mb",
+                          "max_connections", "frame_timeout_s", "client_queue_kb", "busy_timeout_ms",
+                          "unhealthy_exit_s", "max_jobs_per_submit", "create_queue"}
 
 signals: SIGTERM, SIGINT or SIGHUP (a closed terminal, a service manager's reload) stop claiming, return
 the current job to the queue at its next step without spending an attempt, finish the PNGs already
@@ -76,6 +84,7 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "socket") c.socket_path = path();
     else if (key == "data_dir") c.data_dir = path();
     else if (key == "max_attempts") c.max_attempts = static_cast<int>(number());
+    else if (key == "max_interruptions") c.max_interruptions = static_cast<int>(number());
     else if (key == "encoder_cache_mb") c.encoder_cache_mb = static_cast<size_t>(number());
     else if (key == "log_level") c.log_level = text();
     else if (key == "max_frame_mb") c.max_frame_mb = static_cast<size_t>(number());
@@ -84,6 +93,11 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "client_queue_kb") c.client_queue_kb = static_cast<size_t>(number());
     else if (key == "busy_timeout_ms") c.busy_timeout_ms = static_cast<int>(number());
     else if (key == "unhealthy_exit_s") c.unhealthy_exit_s = static_cast<int>(number());
+    else if (key == "max_jobs_per_submit") c.max_jobs_per_submit = static_cast<uint64_t>(number());
+    else if (key == "create_queue") {
+      if (!value.is_boolean()) throw common::UsageError(file.string() + ": \"create_queue\" must be true or false");
+      c.create_queue = value.get<bool>();
+    }
     else throw common::UsageError(file.string() + ": unknown setting \"" + key + "\"");
   }
 }
@@ -94,8 +108,8 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
                          {"model", "engine", "threads", "socket", "data-dir", "max-attempts", "encoder-cache-mb",
                           "log-level", "config", "max-frame-mb", "max-connections", "frame-timeout-s", "client-queue-kb",
-                          "busy-timeout-ms", "unhealthy-exit-s"},
-                         {});
+                          "busy-timeout-ms", "unhealthy-exit-s", "max-jobs-per-submit", "max-interruptions"},
+                         {"create-queue"});
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
   if (const auto file = a.get("config")) apply_file(c, made_absolute(*file));
@@ -105,6 +119,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (const auto v = a.get("socket")) c.socket_path = made_absolute(*v);
   if (const auto v = a.get("data-dir")) c.data_dir = made_absolute(*v);
   c.max_attempts = a.get_int("max-attempts", c.max_attempts);
+  c.max_interruptions = a.get_int("max-interruptions", c.max_interruptions);
   c.encoder_cache_mb = static_cast<size_t>(a.get_int("encoder-cache-mb", static_cast<int>(c.encoder_cache_mb)));
   if (const auto v = a.get("log-level")) c.log_level = *v;
   c.max_frame_mb = static_cast<size_t>(a.get_int("max-frame-mb", static_cast<int>(c.max_frame_mb)));
@@ -113,6 +128,8 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   c.client_queue_kb = static_cast<size_t>(a.get_int("client-queue-kb", static_cast<int>(c.client_queue_kb)));
   c.busy_timeout_ms = a.get_int("busy-timeout-ms", c.busy_timeout_ms);
   c.unhealthy_exit_s = a.get_int("unhealthy-exit-s", c.unhealthy_exit_s);
+  c.max_jobs_per_submit = a.get_u64("max-jobs-per-submit", c.max_jobs_per_submit);
+  if (a.has("create-queue")) c.create_queue = true;
   if (c.model_dir.empty()) throw common::UsageError("--model DIR is required (a diffusers-layout model directory)");
   if (c.socket_path.empty()) c.socket_path = paths::default_socket_path();
   if (c.data_dir.empty()) c.data_dir = paths::default_data_dir();
@@ -124,6 +141,8 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (c.client_queue_kb < 1) throw common::UsageError("--client-queue-kb must be at least 1");
   if (c.busy_timeout_ms < 0) throw common::UsageError("--busy-timeout-ms must be 0 or more");
   if (c.unhealthy_exit_s < 1) throw common::UsageError("--unhealthy-exit-s must be at least 1");
+  if (c.max_interruptions < 1) throw common::UsageError("--max-interruptions must be at least 1");
+  if (c.max_jobs_per_submit < 1) throw common::UsageError("--max-jobs-per-submit must be at least 1");
   for (const char* level : {"trace", "debug", "info", "warn", "error"}) {
     if (c.log_level == level) return c;
   }

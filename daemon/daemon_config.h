@@ -2,6 +2,7 @@
 // rgbaqd's configuration: command-line flags over an optional JSON config file over defaults. Every
 // path can be set, so isolated instances run side by side.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -14,7 +15,8 @@ struct DaemonConfig {
   int threads = 0;                     // 0: all hardware threads
   std::filesystem::path socket_path;   // default: paths::default_socket_path()
   std::filesystem::path data_dir;      // queue.db, cache/, logs/; default: paths::default_data_dir()
-  int max_attempts = 3;
+  int max_attempts = 3;                // renders that failed or crashed the daemon
+  int max_interruptions = 100;         // stops (SIGKILL, reboot) under a job before it fails
   size_t encoder_cache_mb = 1024;      // embeddings kept in memory
   std::string log_level = "info";
   // What one client may take (daemon/socket_server.h).
@@ -24,6 +26,8 @@ struct DaemonConfig {
   size_t client_queue_kb = 1024;       // unsent events of a watcher before it is disconnected
   int busy_timeout_ms = 10000;         // how long a database access waits for another process's lock
   int unhealthy_exit_s = 300;          // a queue store failing this long ends the daemon (exit 1)
+  bool create_queue = false;           // make a new queue in an existing file that is not one (empty, foreign)
+  uint64_t max_jobs_per_submit = 100'000;  // one submit expands to at most this many jobs
 
   std::filesystem::path queue_db() const { return data_dir / "queue.db"; }
   std::filesystem::path cache_dir() const { return data_dir / "cache" / "embeddings"; }

@@ -1,27 +1,184 @@
 #include "daemon/job_submission.h"
 
+#include <limits>
+
+#include "daemon/protocol.h"
+#include "daemon/request_handler.h"
 #include "jobs/output_name.h"
 
 namespace rgbaq::daemon {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad_param(const std::string& key, const std::string& why) {
+  throw RequestError(protocol::error_code::kBadRequest, "param \"" + key + "\" " + why);
+}
+
+const json* find(const json& params, const char* key) {
+  const auto it = params.find(key);
+  return it == params.end() || it->is_null() ? nullptr : &*it;
+}
+
+// `prefix` names the object the key is in ("defaults."), for the message.
+std::string text_param(const json& params, const char* key, const std::string& fallback, const char* prefix = "") {
+  const json* v = find(params, key);
+  if (!v) return fallback;
+  if (!v->is_string()) bad_param(prefix + std::string(key), "must be a string");
+  return v->get<std::string>();
+}
+
+bool bool_param(const json& params, const char* key) {
+  const json* v = find(params, key);
+  if (!v) return false;
+  if (!v->is_boolean()) bad_param(key, "must be true or false");
+  return v->get<bool>();
+}
+
+// An integer in [lo, hi], checked as JSON holds it: get<int>() would wrap 2^40 + 1 to 1.
+int64_t int_param(const json& params, const char* key, int64_t fallback, int64_t lo, int64_t hi, const char* prefix = "") {
+  const json* v = find(params, key);
+  if (!v) return fallback;
+  const bool fits = (v->is_number_integer() && !v->is_number_unsigned() && v->get<int64_t>() >= lo && v->get<int64_t>() <= hi) ||
+                    (v->is_number_unsigned() && v->get<uint64_t>() <= static_cast<uint64_t>(hi));
+  if (!fits) bad_param(prefix + std::string(key), "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got " + v->dump() + ")");
+  return v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
+}
+
+json file_error_details(const std::vector<jobs::FileError>& errors, const std::string& file_name) {
+  json details = json::array();
+  for (const auto& e : errors) {
+    details.push_back({{"line", e.line}, {"column", e.column}, {"field", e.field}, {"message", e.message},
+                       {"text", e.to_string(file_name)}});
+  }
+  return details;
+}
+
+}  // namespace
+
+storage::NewJob to_queue_row(const jobs::JobSpec& s, const std::filesystem::path& out_dir) {
+  storage::NewJob j;
+  j.line = s.line;
+  j.prompt = s.prompt;
+  j.seed = s.seed;
+  j.width = s.size.width;
+  j.height = s.size.height;
+  j.name = s.name;
+  j.priority = s.priority;
+  j.output_path = (out_dir / jobs::output_file_name(s.prompt, s.name, s.seed, s.size)).string();
+  j.content_key = jobs::content_key(s.prompt, s.seed, s.size, s.name, out_dir.string());
+  j.prompt_key = jobs::prompt_key(s.prompt);
+  return j;
+}
 
 std::vector<storage::NewJob> to_queue_rows(const std::vector<jobs::JobSpec>& specs, const std::filesystem::path& out_dir) {
   std::vector<storage::NewJob> rows;
   rows.reserve(specs.size());
-  const std::string dir = out_dir.string();
-  for (const auto& s : specs) {
-    storage::NewJob j;
-    j.prompt = s.prompt;
-    j.seed = s.seed;
-    j.width = s.size.width;
-    j.height = s.size.height;
-    j.name = s.name;
-    j.priority = s.priority;
-    j.output_path = (out_dir / jobs::output_file_name(s.prompt, s.name, s.seed, s.size)).string();
-    j.content_key = jobs::content_key(s.prompt, s.seed, s.size, s.name, dir);
-    j.prompt_key = jobs::prompt_key(s.prompt);
-    rows.push_back(std::move(j));
-  }
+  for (const auto& s : specs) rows.push_back(to_queue_row(s, out_dir));
   return rows;
+}
+
+json submit_job_file(storage::QueueStore& store, const engine::Session& session, const json& params,
+                     const SubmitLimits& limits) {
+  const json* file_text = find(params, "file");
+  if (!file_text || !file_text->is_string()) bad_param("file", "is required (a string)");
+  const auto file_name = text_param(params, "file_name", "-");
+  const auto format = text_param(params, "format", "csv");
+  const std::filesystem::path out_dir = text_param(params, "out_dir", "");
+  if (out_dir.empty()) bad_param("out_dir", "is required");
+  if (!out_dir.is_absolute()) throw RequestError(protocol::error_code::kBadRequest, "out_dir must be an absolute path");
+  if (format != "csv" && format != "jsonl") throw RequestError(protocol::error_code::kBadRequest, "format must be csv or jsonl");
+  const json* defaults_param = find(params, "defaults");
+  const json defaults = defaults_param ? *defaults_param : json::object();
+  if (!defaults.is_object()) bad_param("defaults", "must be an object");
+  jobs::ParseOptions options;
+  options.expand = false;  // expanded batch by batch below
+  if (const json* seeds = find(defaults, "seeds")) {
+    if (!seeds->is_string()) bad_param("defaults.seeds", "must be a string");
+    options.defaults.seeds = seeds->get<std::string>();
+  }
+  options.defaults.size = text_param(defaults, "size", options.defaults.size, "defaults.");
+  options.defaults.count =
+      static_cast<int>(int_param(defaults, "count", options.defaults.count, 1, std::numeric_limits<int>::max(), "defaults."));
+  options.defaults.priority = static_cast<int>(
+      int_param(defaults, "priority", options.defaults.priority, jobs::kMinPriority, jobs::kMaxPriority, "defaults."));
+  const auto max_jobs = static_cast<uint64_t>(int_param(params, "max_jobs", static_cast<int64_t>(limits.max_jobs), 1,
+                                                        std::numeric_limits<int64_t>::max()));
+  if (max_jobs > limits.max_jobs) {
+    bad_param("max_jobs", "asks for " + std::to_string(max_jobs) + " jobs; this daemon takes at most " +
+                              std::to_string(limits.max_jobs) + " in one submit (rgbaqd --max-jobs-per-submit)");
+  }
+  options.max_jobs = max_jobs;
+  options.check_prompt = [&](const std::string& prompt) -> std::string {
+    try {
+      session.tokenize(prompt);  // refuses an over-long prompt by its byte count before tokenising
+      return "";
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  };
+  const auto file = jobs::parse_job_file(file_text->get_ref<const std::string&>(),
+                                         format == "jsonl" ? jobs::FileFormat::kJsonl : jobs::FileFormat::kCsv, options);
+  if (!file.errors.empty()) {
+    throw RequestError(protocol::error_code::kInvalidFile,
+                       std::to_string(file.errors.size()) + " error" + (file.errors.size() == 1 ? "" : "s") + " in " +
+                           file_name + "; nothing was queued",
+                       file_error_details(file.errors, file_name));
+  }
+  json result = {{"jobs", file.job_count}, {"duplicates_in_file", file.duplicates_skipped}};
+  if (bool_param(params, "dry_run")) {
+    result["dry_run"] = true;
+    return result;
+  }
+  storage::RunOptions run;
+  run.name = text_param(params, "name", std::filesystem::path(file_name).stem().string());
+  run.out_dir = out_dir.string();
+  run.skip_duplicates = bool_param(params, "skip_duplicates");
+  run.options_json = json({{"file", file_name}, {"defaults", defaults}, {"out_dir", out_dir.string()},
+                           {"skip_duplicates", run.skip_duplicates}})
+                         .dump();
+  const int64_t run_id = store.begin_run(run);
+  storage::SubmitResult total;
+  try {
+    std::vector<storage::NewJob> batch;
+    batch.reserve(limits.batch_jobs);
+    auto flush = [&] {
+      const auto r = store.append_jobs(run_id, run, batch);
+      total.inserted += r.inserted;
+      total.skipped += r.skipped;
+      batch.clear();
+    };
+    jobs::for_each_job(file, [&](const jobs::JobSpec& spec) {
+      batch.push_back(to_queue_row(spec, out_dir));
+      if (batch.size() == limits.batch_jobs) flush();
+    });
+    if (!batch.empty()) flush();
+    store.publish_run(run_id, total.inserted);
+  } catch (const storage::OutputClashError& e) {
+    store.discard_run(run_id);
+    std::vector<jobs::FileError> errors;
+    for (const auto& c : e.clashes()) {
+      errors.push_back({c.line, 0, "", "output " + c.path + " already belongs to another image (" +
+                                           (c.owner_run == run_id ? std::string("another row of this file")
+                                                                  : "run " + std::to_string(c.owner_run)) +
+                                           "); give the row its own name, or submit with another --out"});
+    }
+    throw RequestError(protocol::error_code::kInvalidFile,
+                       std::to_string(errors.size()) + " output path clash" + (errors.size() == 1 ? "" : "es") + " in " +
+                           file_name + "; nothing was queued",
+                       file_error_details(errors, file_name));
+  } catch (...) {
+    try {
+      store.discard_run(run_id);
+    } catch (const std::exception&) {
+      // the next start's recovery removes the pending run
+    }
+    throw;
+  }
+  result["run"] = run_id;
+  result["jobs"] = total.inserted;
+  result["skipped"] = total.skipped;
+  return result;
 }
 
 }  // namespace rgbaq::daemon

@@ -1,14 +1,33 @@
 #pragma once
-// From validated job specs to queue rows: output paths (a function of the job), content keys for
-// resubmission detection, prompt keys for encoder-cache-friendly claims.
+// A submit request, from its parameters to queue rows: the file validated again (token length needs
+// the tokenizer), then expanded and inserted in bounded batches, each its own short transaction, so
+// neither memory nor the database's write lock grows with the job count. Output paths are a function
+// of the job; content keys detect resubmissions; prompt keys serve encoder-cache-friendly claims.
+#include <cstdint>
 #include <filesystem>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "engine/session.h"
 #include "jobs/job_file.h"
 #include "storage/queue_store.h"
 
 namespace rgbaq::daemon {
 
+struct SubmitLimits {
+  uint64_t max_jobs = jobs::kDefaultMaxJobs;  // the daemon's --max-jobs-per-submit
+  size_t batch_jobs = 5000;                   // jobs a transaction inserts
+};
+
+// Handles the protocol's "submit": returns {"run", "jobs", "skipped", "duplicates_in_file"} (or
+// {"jobs", "dry_run"}). Throws RequestError: bad_request for a malformed or out-of-range parameter
+// (naming it), invalid_file with one detail per error (line, column, field) for a bad file or an
+// output path another job owns; nothing of a refused submit stays in the queue.
+nlohmann::json submit_job_file(storage::QueueStore& store, const engine::Session& session, const nlohmann::json& params,
+                               const SubmitLimits& limits);
+
+storage::NewJob to_queue_row(const jobs::JobSpec& spec, const std::filesystem::path& out_dir);
 std::vector<storage::NewJob> to_queue_rows(const std::vector<jobs::JobSpec>& specs, const std::filesystem::path& out_dir);
 
 }  // namespace rgbaq::daemon

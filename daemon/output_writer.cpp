@@ -59,12 +59,29 @@ void OutputWriter::loop() {
       pending_.pop_front();
       busy_ = true;
     }
-    write(render);
+    // The thread's boundary: nothing thrown here may reach std::terminate (an SQLite busy or disk-full
+    // error while recording the outcome).
+    try {
+      write(render);
+    } catch (const std::exception& e) {
+      record_failure(render.job, e.what());
+    }
     {
       std::lock_guard lock(mutex_);
       busy_ = false;
     }
     cv_.notify_all();
+  }
+}
+
+void OutputWriter::record_failure(const storage::Job& job, const std::string& reason) {
+  try {
+    report_failure(store_, state_, events_, job, reason);
+  } catch (const std::exception& e) {
+    // The store refuses even the failure: the job stays running in it and the next start's recovery
+    // returns it to the queue. The daemon stays up.
+    spdlog::error("job {}: {}; recording the failure failed too ({}); it stays running until the next start",
+                  job.id, reason, e.what());
   }
 }
 
@@ -74,10 +91,17 @@ void OutputWriter::write(FinishedRender& r) {
     std::filesystem::create_directories(std::filesystem::path(job.output_path).parent_path());
     storage::write_png_atomic(job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata));
   } catch (const std::exception& e) {
-    report_failure(store_, state_, events_, job, e.what());
+    record_failure(job, e.what());
     return;
   }
-  store_.complete(job.id, job.output_path, storage::metadata_json(r.metadata));
+  try {
+    store_.complete(job.id, job.output_path, storage::metadata_json(r.metadata));
+  } catch (const std::exception& e) {
+    // The PNG is in place; the job fails this attempt with the reason (a retry finds the finished
+    // PNG, with its job id, and marks it done without rendering again).
+    record_failure(job, std::string("recording the finished job failed: ") + e.what());
+    return;
+  }
   ++state_.counters.images_rendered;
   spdlog::info("job {} done: {}", job.id, job.output_path);
   events_.publish("job_done", {{"job", job.id}, {"run", job.run_id}, {"path", job.output_path},

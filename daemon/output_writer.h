@@ -1,8 +1,8 @@
 #pragma once
 // The writer thread: PNG encoding and writing run here, off the worker, so the next job's DiT work does
 // not wait. Each PNG goes to a temporary file, is fsynced and renamed into place, and only then is the
-// job marked done. A write error (disk full, permissions) fails that job with the OS error; the daemon
-// carries on.
+// job marked done. A write error (disk full, permissions) or a store error (busy, disk full) fails that
+// job with the reason; the daemon carries on.
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -38,6 +38,8 @@ class OutputWriter {
  private:
   void loop();
   void write(FinishedRender& render);
+  // report_failure, catching what the store throws: the writer thread never ends on an exception.
+  void record_failure(const storage::Job& job, const std::string& reason);
 
   storage::QueueStore store_;
   DaemonState& state_;

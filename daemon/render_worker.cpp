@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/listen_socket.h"
+#include "daemon/crash_record.h"
 #include "daemon/render_record.h"
 #include "engine/model_identity.h"
 #include "storage/png_file.h"
@@ -128,6 +129,7 @@ engine::Tensor RenderWorker::embeddings(const tokenizer::TemplatedPrompt& prompt
 void RenderWorker::handle(const storage::Job& job) {
   state_.counters.current_job = job.id;
   state_.counters.current_step = 0;
+  abort_if_test_prompt(job.prompt);  // tests only: a job that crashes the daemon every time
   try {
     if (reuse_finished_output(job)) {
       state_.counters.current_job = -1;

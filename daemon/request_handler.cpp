@@ -4,7 +4,6 @@
 
 #include "daemon/job_submission.h"
 #include "daemon/protocol.h"
-#include "jobs/job_file.h"
 #include "storage/render_metadata.h"
 
 namespace rgbaq::daemon {
@@ -121,55 +120,8 @@ json RequestHandler::handle(const std::string& method, const json& params) {
 }
 
 json RequestHandler::submit(const json& params) {
-  const auto text = required<std::string>(params, "file");
-  const auto file_name = param<std::string>(params, "file_name", "-");
-  const auto format = param<std::string>(params, "format", "csv");
-  const std::filesystem::path out_dir = required<std::string>(params, "out_dir");
-  if (!out_dir.is_absolute()) throw RequestError(protocol::error_code::kBadRequest, "out_dir must be an absolute path");
-  if (format != "csv" && format != "jsonl") throw RequestError(protocol::error_code::kBadRequest, "format must be csv or jsonl");
-  jobs::ParseOptions options;
-  const json defaults = param<json>(params, "defaults", json::object());
-  if (defaults.contains("seeds") && defaults["seeds"].is_string()) options.defaults.seeds = defaults["seeds"].get<std::string>();
-  options.defaults.size = param<std::string>(defaults, "size", options.defaults.size);
-  options.defaults.count = param<int>(defaults, "count", options.defaults.count);
-  options.defaults.priority = param<int>(defaults, "priority", options.defaults.priority);
-  options.check_prompt = [&](const std::string& prompt) -> std::string {
-    try {
-      session_.tokenize(prompt);
-      return "";
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-  };
-  const auto file = jobs::parse_job_file(text, format == "jsonl" ? jobs::FileFormat::kJsonl : jobs::FileFormat::kCsv, options);
-  if (!file.errors.empty()) {
-    json details = json::array();
-    for (const auto& e : file.errors) {
-      details.push_back({{"line", e.line}, {"column", e.column}, {"field", e.field}, {"message", e.message},
-                         {"text", e.to_string(file_name)}});
-    }
-    throw RequestError(protocol::error_code::kInvalidFile,
-                       std::to_string(file.errors.size()) + " error" + (file.errors.size() == 1 ? "" : "s") + " in " +
-                           file_name + "; nothing was queued",
-                       details);
-  }
-  json result = {{"jobs", file.jobs.size()}, {"duplicates_in_file", file.duplicates_skipped}};
-  if (param<bool>(params, "dry_run", false)) {
-    result["dry_run"] = true;
-    return result;
-  }
-  storage::RunOptions run;
-  run.name = param<std::string>(params, "name", std::filesystem::path(file_name).stem().string());
-  run.out_dir = out_dir.string();
-  run.skip_duplicates = param<bool>(params, "skip_duplicates", false);
-  run.options_json = json({{"file", file_name}, {"defaults", defaults}, {"out_dir", out_dir.string()},
-                           {"skip_duplicates", run.skip_duplicates}})
-                         .dump();
-  const auto submitted = store_.submit(run, to_queue_rows(file.jobs, out_dir));
+  json result = submit_job_file(store_, session_, params, {.max_jobs = config_.max_jobs_per_submit});
   state_.wake_worker();
-  result["run"] = submitted.run_id;
-  result["jobs"] = submitted.inserted;
-  result["skipped"] = submitted.skipped;
   return result;
 }
 

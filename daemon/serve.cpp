@@ -18,7 +18,9 @@
 #include <spdlog/spdlog.h>
 
 #include "common/arguments.h"
+#include "daemon/crash_record.h"
 #include "daemon/daemon_config.h"
+#include "daemon/data_dir_lock.h"
 #include "daemon/daemon_state.h"
 #include "daemon/event_hub.h"
 #include "daemon/listen_socket.h"
@@ -84,6 +86,7 @@ int run_serve_command(const std::vector<std::string>& args) {
   bool bound_here = false;
   std::unique_ptr<engine::Session> session;
   std::string identity;
+  std::unique_ptr<DataDirLock> data_dir_lock;  // held until the process ends
   try {
     setup_logging(config);
     spdlog::info("rgbaqd {} starting: model {}, engine {}, data {}", storage::kRgbaqVersion, config.model_dir.string(),
@@ -96,10 +99,13 @@ int run_serve_command(const std::vector<std::string>& args) {
       bound_here = true;
       spdlog::info("listening on {}", config.socket_path.string());
     }
+    data_dir_lock = std::make_unique<DataDirLock>(config.data_dir);
     session = engine::Session::open(config.model_dir, config.engine, config.threads);
     identity = engine::model_identity(config.model_dir);
-    storage::QueueStore store(config.queue_db(), {.max_attempts = config.max_attempts});
-    const auto recovered = store.recover();
+    storage::QueueStore store(config.queue_db(), {.max_attempts = config.max_attempts,
+                                                  .max_interruptions = config.max_interruptions,
+                                                  .create_over_invalid = config.create_queue});
+    const auto recovered = store.recover(take_crash_record(config.data_dir));
     if (recovered.requeued || recovered.failed) {
       spdlog::info("recovered after a stop: {} job(s) back in the queue, {} failed after too many interruptions",
                    recovered.requeued, recovered.failed);
@@ -115,6 +121,13 @@ int run_serve_command(const std::vector<std::string>& args) {
   // Declared in the order they depend on each other, so they are destroyed the other way round: the
   // connections (destroyed with the io_context or a request lane) still find the hub and the handlers.
   DaemonState state;
+  try {
+    install_crash_record(config.data_dir, state.counters.current_job);
+  } catch (const std::exception& e) {
+    spdlog::error("cannot start: {}", e.what());
+    if (bound_here) unlink(config.socket_path.c_str());
+    return 1;
+  }
   EventHub events;
   RequestHandler quick_handler(config, *session, identity, state);
   RequestHandler bulk_handler(config, *session, identity, state);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "host/contract_limits.h"
 
@@ -92,9 +93,24 @@ const float* RopeTables::sin_row(int axis, int position) const {
   return sin_[axis].data() + static_cast<size_t>(position - kMinPosition) * kAxisWidths[axis];
 }
 
+void check_rope_positions(const ImageSize& size) {
+  // Image token (y, x) sits at (L, y - (h - h/2), x - (w - w/2)); L <= kMaxTextTokens has rows.
+  const int h = size.grid_height(), w = size.grid_width();
+  for (const auto& [axis, n] : {std::pair{1, h}, std::pair{2, w}}) {
+    const int first = -(n - n / 2), last = n / 2 - 1;
+    for (const int pos : {first, last}) {
+      if (pos < RopeTables::kMinPosition || pos > RopeTables::kMaxPosition) {
+        throw std::invalid_argument("RoPE position " + std::to_string(pos) + " on axis " + std::to_string(axis) +
+                                    " is outside the tables' rows -1024..8191 (size " + size.to_string() + ")");
+      }
+    }
+  }
+}
+
 RopeTensors build_rope(const RopeTables& tables, int text_len, const ImageSize& size) {
   check_text_tokens(text_len);
   check_image_size(size);
+  check_rope_positions(size);
   const int h = size.grid_height(), w = size.grid_width();
   RopeTensors r;
   r.text_len = text_len;

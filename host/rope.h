@@ -42,6 +42,11 @@ struct RopeTensors {
   std::vector<float> img_cos, img_sin;  // [N, 64]
 };
 
+// Throws std::invalid_argument when an image of `size` places a token at a position the tables have no
+// row for (e.g. 65536x16: x from -2048). build_rope checks it, and a submit checks it up front so that a
+// size the render would refuse is refused before it is queued.
+void check_rope_positions(const ImageSize& size);
+
 // Text token i at (i, i, i); image token (y, x) at (L, y - (h - h/2), x - (w - w/2)). Throws
 // std::invalid_argument when L or N is outside the contract or a position has no table row.
 RopeTensors build_rope(const RopeTables& tables, int text_len, const ImageSize& size);

@@ -13,6 +13,7 @@
 
 #include "jobs/csv_reader.h"
 #include "jobs/output_name.h"
+#include "host/rope.h"
 
 namespace rgbaq::jobs {
 namespace {
@@ -130,6 +131,28 @@ void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector
   }
 }
 
+// The byte offset of the first bracket nesting deeper than `max_depth`, or npos. Checked before the
+// JSON parser sees the line: a deeply nested value (a seed list 100,000 levels deep) must be an error,
+// not a stack overflow in the parser, the dump or the destructor.
+size_t too_deep_at(std::string_view line, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
 void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vector<FileError>& errors) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   int line_no = 0;
@@ -144,6 +167,11 @@ void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vect
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     if (const size_t bad = invalid_utf8_at(line); bad != std::string_view::npos) {
       errors.push_back({line_no, static_cast<int>(bad) + 1, "", "invalid UTF-8"});
+      continue;
+    }
+    if (const size_t deep = too_deep_at(line, kMaxJsonDepth); deep != std::string_view::npos) {
+      errors.push_back({line_no, static_cast<int>(deep) + 1, "", "nests deeper than " + std::to_string(kMaxJsonDepth) +
+                                                                     " levels of brackets"});
       continue;
     }
     const auto doc = nlohmann::json::parse(line, nullptr, false);
@@ -188,6 +216,55 @@ void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vect
   }
 }
 
+// Disjoint seed ranges, merged: what a row content has listed so far.
+class SeedSet {
+ public:
+  // Appends to `out` the parts of r not yet in the set (ascending), then adds r.
+  void take(const SeedRange& r, std::vector<SeedRange>& out) {
+    uint64_t next = r.first;  // the first seed of r not yet accounted for
+    bool done = false;
+    auto it = ranges_.upper_bound(r.first);
+    if (it != ranges_.begin() && std::prev(it)->second >= r.first) --it;
+    for (; it != ranges_.end() && it->first <= r.last && !done; ++it) {
+      if (it->first > next) out.push_back({next, it->first - 1});
+      if (it->second >= r.last) done = true;
+      else next = std::max(next, it->second + 1);
+    }
+    if (!done) out.push_back({next, r.last});
+    add(r);
+  }
+  void add(SeedRange r) {
+    auto it = ranges_.upper_bound(r.first);
+    if (it != ranges_.begin() && (std::prev(it)->second >= r.first || std::prev(it)->second + 1 == r.first)) --it;
+    while (it != ranges_.end() && (it->first <= r.last || (r.last != UINT64_MAX && it->first == r.last + 1))) {
+      r.first = std::min(r.first, it->first);
+      r.last = std::max(r.last, it->second);
+      it = ranges_.erase(it);
+    }
+    ranges_.emplace(r.first, r.last);
+  }
+  // The smallest seed in both sets, if any.
+  std::optional<uint64_t> first_common(const SeedSet& other) const {
+    auto a = ranges_.begin();
+    auto b = other.ranges_.begin();
+    while (a != ranges_.end() && b != other.ranges_.end()) {
+      const uint64_t lo = std::max(a->first, b->first), hi = std::min(a->second, b->second);
+      if (lo <= hi) return lo;
+      if (a->second < b->second) ++a;
+      else ++b;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::map<uint64_t, uint64_t> ranges_;  // first -> last
+};
+
+// The seeds in the ranges, saturating at UINT64_MAX.
+uint64_t row_seed_count(const std::vector<SeedRange>& ranges) {
+  return SeedSpec{ranges}.count();
+}
+
 }  // namespace
 
 std::string FileError::to_string(const std::string& file_name) const {
@@ -217,6 +294,12 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
   if (options.defaults.seeds) {
     default_seeds = parse_seed_spec(*options.defaults.seeds, default_error);
     if (!default_seeds) out.errors.push_back({0, 0, "--seeds", default_error});
+  }
+  if (options.defaults.count < 1) {
+    out.errors.push_back({0, 0, "--count", std::to_string(options.defaults.count) + " is not a positive integer"});
+  }
+  if (options.defaults.priority < kMinPriority || options.defaults.priority > kMaxPriority) {
+    out.errors.push_back({0, 0, "--priority", std::to_string(options.defaults.priority) + " is not an integer in -1000000..1000000"});
   }
 
   struct Validated {
@@ -266,6 +349,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     }
     try {
       v.size = host::parse_image_size(value("size") ? *value("size") : options.defaults.size);
+      host::check_rope_positions(v.size);  // what the render checks, checked before anything is queued
     } catch (const std::invalid_argument& e) {
       error("size", e.what());
     }
@@ -278,7 +362,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     }
     if (const auto* p = value("priority")) {
       const auto n = parse_int(*p);
-      if (!n || *n < -1000000 || *n > 1000000) {
+      if (!n || *n < kMinPriority || *n > kMaxPriority) {
         error("priority", "\"" + *p + "\" is not an integer in -1000000..1000000");
       } else {
         v.priority = static_cast<int>(*n);
@@ -290,7 +374,8 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
       out.errors.push_back({row.line, 0, value("seed") ? "seed" : "count",
                             "this row is " + std::to_string(images) + " images and the file " +
                                 (total > options.max_jobs - images ? "would hold more than " : "may hold at most ") +
-                                std::to_string(options.max_jobs) + " in one submit"});
+                                std::to_string(options.max_jobs) + " in one submit (rgbaq submit --max-jobs raises "
+                                "it, up to the daemon's --max-jobs-per-submit)"});
       continue;
     }
     total += images;
@@ -298,42 +383,74 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
   }
   if (!out.errors.empty()) return out;
 
-  // Expansion: row order, then seed order.
+  // Expansion: row order, then seed order. Seeds are handled as ranges, so memory follows the rows,
+  // not the jobs: an identical row's seeds are subtracted, and rows whose outputs share a base name
+  // must not share a seed.
   std::random_device device;
   auto draw = [&]() -> uint64_t {
     if (options.random_seed) return options.random_seed();
     return (static_cast<uint64_t>(device()) << 32) ^ device();
   };
-  std::set<std::tuple<std::string, uint64_t, int, int, std::string>> seen;
-  std::map<std::pair<std::string, uint64_t>, size_t> named;  // (name's slug, seed) -> its job: one file each
-  out.jobs.reserve(total);
+  using Key = std::tuple<std::string, int, int, std::string>;  // prompt, width, height, name
+  std::map<Key, SeedSet> listed;                           // seeds each distinct row content has taken
+  std::map<std::string, std::vector<std::pair<size_t, const Key*>>> by_base;  // output base -> rows (index in out.rows)
+  std::vector<SeedSet> row_sets;                           // each kept row's seeds, as a set
   for (const Validated& v : valid) {
-    auto add = [&](uint64_t seed, bool random) {
-      if (!seen.emplace(v.prompt, seed, v.size.width, v.size.height, v.name).second) {
-        ++out.duplicates_skipped;
-        return;
-      }
-      if (!v.name.empty()) {
-        const auto [it, fresh] = named.emplace(std::pair{slug(v.name), seed}, out.jobs.size());
-        if (!fresh) {
-          const JobSpec& other = out.jobs[it->second];
-          out.errors.push_back({v.raw->line, v.raw->find("name") ? v.raw->find("name")->column : 0, "name",
-                                "\"" + v.name + "\" with seed " + std::to_string(seed) + " names the image of line " +
-                                    std::to_string(other.line) + " too (another prompt or size); give each its own name"});
-          return;
-        }
-      }
-      out.jobs.push_back({v.prompt, seed, random, v.size, v.name, v.priority, v.raw->line});
-    };
+    std::vector<SeedRange> ranges;
+    bool random = false;
     if (v.seeds && !v.seeds->single()) {
-      v.seeds->for_each([&](uint64_t s) { add(s, false); });
+      ranges = v.seeds->ranges;
     } else {
-      const bool random = !v.seeds;
+      random = !v.seeds;
       const uint64_t first = random ? draw() : v.seeds->ranges[0].first;
-      for (uint64_t i = 0; i < v.count; ++i) add(first + i, random);  // wraps past 2^64 - 1 to 0
+      const uint64_t last = first + (v.count - 1);  // wraps past 2^64 - 1 to 0
+      if (last >= first) {
+        ranges.push_back({first, last});
+      } else {
+        ranges.push_back({first, UINT64_MAX});
+        ranges.push_back({0, last});
+      }
     }
+    const auto [kit, fresh_key] = listed.try_emplace(Key{v.prompt, v.size.width, v.size.height, v.name});
+    JobRow row{v.prompt, v.name, v.size, v.priority, v.raw->line, random, {}};
+    SeedSet mine;
+    for (const SeedRange& r : ranges) {
+      const uint64_t before = row_seed_count(row.seeds);
+      kit->second.take(r, row.seeds);
+      const uint64_t taken = row_seed_count(row.seeds) - before;
+      out.duplicates_skipped += (r.last - r.first) - (taken - 1);  // (size of r) - taken, without overflow
+    }
+    if (row.seeds.empty()) continue;  // every job of it was listed before
+    for (const SeedRange& r : row.seeds) mine.add(r);
+    auto& same_base = by_base[output_base_name(v.prompt, v.name, v.size)];
+    bool clash = false;
+    for (const auto& [other, other_key] : same_base) {
+      if (*other_key == kit->first) continue;
+      if (const auto seed = row_sets[other].first_common(mine)) {
+        const RawValue* at = v.raw->find("name");
+        out.errors.push_back({v.raw->line, at ? at->column : 0, v.name.empty() ? "prompt" : "name",
+                              "\"" + (v.name.empty() ? v.prompt : v.name) + "\" with seed " + std::to_string(*seed) +
+                                  " names the image of line " + std::to_string(out.rows[other].line) +
+                                  " too (another prompt or size); give each its own name"});
+        clash = true;
+        break;
+      }
+    }
+    if (clash) continue;
+    same_base.emplace_back(out.rows.size(), &kit->first);
+    out.job_count += row_seed_count(row.seeds);
+    row_sets.push_back(std::move(mine));
+    out.rows.push_back(std::move(row));
   }
-  if (!out.errors.empty()) out.jobs.clear();
+  if (!out.errors.empty()) {
+    out.rows.clear();
+    out.job_count = 0;
+    return out;
+  }
+  if (options.expand) {
+    out.jobs.reserve(out.job_count);
+    for_each_job(out, [&](const JobSpec& j) { out.jobs.push_back(j); });
+  }
   return out;
 }
 

@@ -41,15 +41,33 @@ struct FileError {
   std::string to_string(const std::string& file_name) const;  // "prompts.csv:3:14: seed: ..."
 };
 
+// One valid row: its jobs are its seeds, less those an earlier identical row (same prompt, size, name)
+// or an earlier part of itself already listed. Rows stay small however many jobs they expand to.
+struct JobRow {
+  std::string prompt, name;
+  host::ImageSize size;
+  int priority = 0;
+  int line = 0;
+  bool seed_was_random = false;
+  std::vector<SeedRange> seeds;  // in expansion order
+};
+
 struct JobFile {
-  std::vector<JobSpec> jobs;
+  std::vector<JobSpec> jobs;  // every job, in order, when ParseOptions::expand (else empty)
+  std::vector<JobRow> rows;   // the valid rows (empty when there are errors)
+  uint64_t job_count = 0;     // the jobs the rows expand to
   std::vector<FileError> errors;
   uint64_t duplicates_skipped = 0;  // identical jobs (same prompt, seed, size, name) listed twice
 };
 
+inline constexpr uint64_t kDefaultMaxJobs = 100'000;
+inline constexpr int kMinPriority = -1'000'000, kMaxPriority = 1'000'000;
+inline constexpr int kMaxJsonDepth = 16;  // a JSONL row nests two levels (the row, a seed list)
+
 struct ParseOptions {
   SubmitDefaults defaults;
-  uint64_t max_jobs = 1'000'000;  // a sweep is counted before anything is built
+  uint64_t max_jobs = kDefaultMaxJobs;  // a sweep is counted before anything is built
+  bool expand = true;  // build JobFile::jobs; false: rows only (memory independent of the job count)
   // Returns an error message for a prompt the encoder cannot take (too many tokens), else empty.
   std::function<std::string(const std::string& prompt)> check_prompt;
   // Draws a seed for rows without one (std::random_device when empty; tests pass their own).
@@ -57,6 +75,21 @@ struct ParseOptions {
 };
 
 JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOptions& options);
+
+// Calls f(const JobSpec&) for each job of the file's rows, in order, one JobSpec at a time.
+template <typename F>
+void for_each_job(const JobFile& file, F&& f) {
+  for (const JobRow& row : file.rows) {
+    JobSpec spec{row.prompt, 0, row.seed_was_random, row.size, row.name, row.priority, row.line};
+    for (const SeedRange& r : row.seeds) {
+      for (uint64_t s = r.first;; ++s) {
+        spec.seed = s;
+        f(static_cast<const JobSpec&>(spec));
+        if (s == r.last) break;
+      }
+    }
+  }
+}
 
 // By extension: .jsonl / .ndjson are JSONL, anything else CSV.
 FileFormat format_for_path(const std::string& path);

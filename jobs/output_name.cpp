@@ -40,10 +40,14 @@ std::string slug(const std::string& text) {
   return out.empty() ? "image" : out;
 }
 
-std::string output_file_name(const std::string& prompt, const std::string& name, uint64_t seed, const host::ImageSize& size) {
-  if (!name.empty()) return slug(name) + "_" + std::to_string(seed) + ".png";
+std::string output_base_name(const std::string& prompt, const std::string& name, const host::ImageSize& size) {
+  if (!name.empty()) return slug(name);
   const uint64_t h = mix(fnv1a(prompt + '\xff' + size.to_string()));
-  return slug(prompt) + "-" + hex(h, 8) + "_" + std::to_string(seed) + ".png";
+  return slug(prompt) + "-" + hex(h, 8);
+}
+
+std::string output_file_name(const std::string& prompt, const std::string& name, uint64_t seed, const host::ImageSize& size) {
+  return output_base_name(prompt, name, size) + "_" + std::to_string(seed) + ".png";
 }
 
 uint64_t prompt_key(const std::string& prompt) { return mix(fnv1a(prompt)); }

@@ -12,6 +12,9 @@ namespace rgbaq::jobs {
 // Lower-case ASCII letters and digits, other runs as one '-', at most 48 characters; "image" if empty.
 std::string slug(const std::string& text);
 
+// The file name without "_<seed>.png": jobs whose bases are equal differ only by seed.
+std::string output_base_name(const std::string& prompt, const std::string& name, const host::ImageSize& size);
+
 std::string output_file_name(const std::string& prompt, const std::string& name, uint64_t seed, const host::ImageSize& size);
 
 // A stable 64-bit key of a prompt: jobs that share it share an embedding.

@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <png.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 
 namespace rgbaq::storage {
@@ -127,34 +129,78 @@ std::string decode(FILE* f, PngImage& image) {
   throw std::runtime_error(path.string() + ": " + what);
 }
 
+// An existing file opened for reading only if it is a regular file: O_NONBLOCK so that a FIFO planted
+// at the path cannot block the caller, O_NOFOLLOW so that a symlink is not followed, then fstat.
+FILE* open_regular_for_reading(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) fail(path, errno == ELOOP ? "is a symbolic link; not following it" : std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(path, "is not a regular file");
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  FILE* f = fdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    fail(path, std::strerror(errno));
+  }
+  return f;
+}
+
+// A fresh temporary next to `name` in the directory `dfd`: O_EXCL | O_NOFOLLOW with an unpredictable
+// suffix, so nothing planted in the directory (a symlink, a FIFO, another file) is ever opened.
+int create_temporary(int dfd, const std::string& name, std::string& tmp_name) {
+  std::random_device rd;
+  for (int tries = 0; tries < 100; ++tries) {
+    char suffix[24];
+    std::snprintf(suffix, sizeof suffix, "%08x%08x", rd(), rd());
+    tmp_name = "." + name + ".tmp" + suffix;
+    const int fd = ::openat(dfd, tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 }  // namespace
 
 void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, int width, int height,
                       const std::vector<PngText>& texts) {
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  const auto tmp = dir / ("." + path.filename().string() + ".tmp" + std::to_string(getpid()));
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) fail(path, std::string("cannot create ") + tmp.filename().string() + ": " + std::strerror(errno));
-  std::string error = encode(f, rgba, width, height, texts);
+  const std::string name = path.filename().string();
+  // Everything below is relative to this one directory descriptor: the temporary, the rename and the
+  // fsync all act on the same directory even if its path is swapped meanwhile.
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) fail(path, "cannot open the directory " + dir.string() + ": " + std::strerror(errno));
+  std::string tmp;
+  const int fd = create_temporary(dfd, name, tmp);
+  if (fd < 0) {
+    const std::string why = std::strerror(errno);
+    ::close(dfd);
+    fail(path, "cannot create a temporary file: " + why);
+  }
+  FILE* f = fdopen(fd, "wb");
+  std::string error = f ? std::string() : std::string(std::strerror(errno));
+  if (!f) ::close(fd);
+  if (error.empty()) error = encode(f, rgba, width, height, texts);
   if (error.empty() && std::fflush(f) != 0) error = std::strerror(errno);
   if (error.empty() && fsync(fileno(f)) != 0) error = std::strerror(errno);
-  if (std::fclose(f) != 0 && error.empty()) error = std::strerror(errno);
-  if (error.empty() && std::rename(tmp.c_str(), path.c_str()) != 0) error = std::strerror(errno);
+  if (f && std::fclose(f) != 0 && error.empty()) error = std::strerror(errno);
+  // renameat replaces whatever entry is at the path (a planted symlink or FIFO included) without
+  // following it.
+  if (error.empty() && ::renameat(dfd, tmp.c_str(), dfd, name.c_str()) != 0) error = std::strerror(errno);
   if (!error.empty()) {
-    std::remove(tmp.c_str());
+    ::unlinkat(dfd, tmp.c_str(), 0);
+    ::close(dfd);
     fail(path, "writing the PNG failed: " + error);
   }
-  // The rename is durable only once the directory entry is.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);
-    ::close(dfd);
-  }
+  fsync(dfd);  // the rename is durable only once the directory entry is
+  ::close(dfd);
 }
 
 PngImage read_png(const std::filesystem::path& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) fail(path, std::strerror(errno));
+  FILE* f = open_regular_for_reading(path);
   unsigned char signature[8] = {0};
   const size_t got = std::fread(signature, 1, 8, f);
   if (got != 8 || png_sig_cmp(signature, 0, 8) != 0) {

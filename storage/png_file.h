@@ -15,7 +15,9 @@ struct PngText {
   std::string value;  // UTF-8: stored as an iTXt chunk (uncompressed), readable by common tools
 };
 
-// Throws std::runtime_error naming the path and the OS or libpng error (disk full, permissions).
+// The temporary is created O_EXCL | O_NOFOLLOW under an unpredictable name, relative to one descriptor
+// of the directory, and renamed over whatever entry is at `path` (a symlink there is replaced, not
+// followed). Throws std::runtime_error naming the path and the OS or libpng error (disk full, permissions).
 void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, int width, int height,
                       const std::vector<PngText>& texts);
 
@@ -26,7 +28,9 @@ struct PngImage {
   std::map<std::string, std::string> texts;  // tEXt, zTXt and iTXt chunks
 };
 
-// Throws std::runtime_error naming the path for a missing, truncated or corrupt file.
+// Opens only a regular file, never blocking (a FIFO or device at the path is refused at once) and never
+// following a symlink. Throws std::runtime_error naming the path for a missing, truncated or corrupt
+// file, or one that is not a regular file.
 PngImage read_png(const std::filesystem::path& path);
 
 }  // namespace rgbaq::storage

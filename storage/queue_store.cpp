@@ -5,6 +5,13 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
 namespace rgbaq::storage {
 namespace {
 
@@ -72,11 +79,25 @@ CREATE TRIGGER jobs_done_is_final BEFORE UPDATE OF state ON jobs WHEN OLD.state 
 END;
 CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 )",
+    // v2: submits in batches (a run stays pending until its last batch), output paths owned once.
+    R"(
+ALTER TABLE runs ADD COLUMN pending INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE outputs (
+  path TEXT PRIMARY KEY,
+  content_key INTEGER NOT NULL,  -- the job content that owns it: the same image may be resubmitted
+  run_id INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO outputs (path, content_key, run_id) SELECT output_path, content_key, run_id FROM jobs ORDER BY id;
+ALTER TABLE jobs ADD COLUMN interruptions INTEGER NOT NULL DEFAULT 0;
+)",
 };
+
+// Claims skip the jobs of runs whose submit has not committed its last batch.
+constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE pending = 1)";
 
 const char* kJobColumns =
     "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
-    "finished_at, cancel_requested, error, errors, output_path, metadata, prompt_key, content_key";
+    "finished_at, cancel_requested, error, errors, output_path, metadata, prompt_key, content_key, interruptions";
 
 Job read_job(SQLite::Statement& q) {
   Job j;
@@ -101,6 +122,7 @@ Job read_job(SQLite::Statement& q) {
   j.metadata_json = q.getColumn(18).getString();
   j.prompt_key = static_cast<uint64_t>(q.getColumn(19).getInt64());
   j.content_key = static_cast<uint64_t>(q.getColumn(20).getInt64());
+  j.interruptions = q.getColumn(21).getInt();
   return j;
 }
 
@@ -109,9 +131,10 @@ Job read_job(SQLite::Statement& q) {
 struct QueueStore::Statements {
   explicit Statements(SQLite::Database& db)
       : paused(db, "SELECT value FROM settings WHERE key = 'paused'"),
-        top(db, "SELECT id, priority FROM jobs WHERE state = 'queued' AND not_before <= ? ORDER BY priority DESC, id LIMIT 1"),
-        preferred(db, "SELECT id FROM jobs WHERE state = 'queued' AND prompt_key = ? AND priority = ? AND not_before <= ? "
-                      "ORDER BY id LIMIT 1"),
+        top(db, std::string("SELECT id, priority FROM jobs WHERE state = 'queued' AND not_before <= ?") + kVisible +
+                    " ORDER BY priority DESC, id LIMIT 1"),
+        preferred(db, std::string("SELECT id FROM jobs WHERE state = 'queued' AND prompt_key = ? AND priority = ? AND "
+                                  "not_before <= ?") + kVisible + " ORDER BY id LIMIT 1"),
         lease(db, "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker = ?, started_at = ? "
                   "WHERE id = ? AND state = 'queued'"),
         select_job(db, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?"),
@@ -158,9 +181,72 @@ int64_t Run::total() const {
   return t;
 }
 
+namespace {
+
+bool existing_file(const std::filesystem::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+void migrate_database(SQLite::Database& db, const std::filesystem::path& path) {
+  SQLite::Transaction tx(db, SQLite::TransactionBehavior::IMMEDIATE);
+  db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  SQLite::Statement q(db, "SELECT version FROM schema_version");
+  int version = 0;
+  if (q.executeStep()) {
+    version = q.getColumn(0).getInt();
+  } else {
+    db.exec("INSERT INTO schema_version (version) VALUES (0)");
+  }
+  if (version > static_cast<int>(kMigrations.size())) {
+    throw std::runtime_error(path.string() + ": the queue database has schema version " + std::to_string(version) +
+                             "; this rgbaq knows versions up to " + std::to_string(kMigrations.size()));
+  }
+  for (; version < static_cast<int>(kMigrations.size()); ++version) db.exec(kMigrations[version]);
+  SQLite::Statement set(db, "UPDATE schema_version SET version = ?");
+  set.bind(1, version);
+  set.exec();
+  tx.commit();
+}
+
+// A missing queue is made whole under a temporary name and linked into place, so that a file at the
+// path is never a half-made queue (a process killed while creating it leaves only the temporary), and
+// an existing file that is not a queue can be told apart. Returns whether the path existed before.
+bool create_if_missing(const std::filesystem::path& path) {
+  if (existing_file(path)) return true;
+  std::random_device rd;
+  const auto tmp = path.parent_path() / ("." + path.filename().string() + ".new-" + std::to_string(getpid()) + "-" +
+                                         std::to_string(rd()));
+  {
+    SQLite::Database db(tmp.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    migrate_database(db, path);
+  }
+  const bool linked = ::link(tmp.c_str(), path.c_str()) == 0 || errno == EEXIST;  // EEXIST: another process won
+  const int link_errno = errno;
+  ::unlink(tmp.c_str());
+  if (!linked) throw std::runtime_error(path.string() + ": cannot create the queue database: " + std::strerror(link_errno));
+  return false;
+}
+
+}  // namespace
+
 QueueStore::QueueStore(const std::filesystem::path& path, StoreOptions options) try
-    : path_(path), options_(options),
+    : path_(path), options_(options), existed_(create_if_missing(path)),
       db_(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX, options.busy_timeout_ms) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw std::runtime_error(path.string() + ": cannot stat the queue database");
+  file_dev_ = st.st_dev;
+  file_ino_ = st.st_ino;
+  // Before anything writes to it: an existing file that is not a queue stays as it was.
+  if (existed_ && !options_.create_over_invalid) {
+    SQLite::Statement q(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
+    q.executeStep();
+    if (q.getColumn(0).getInt() == 0) {
+      throw std::runtime_error(path.string() + ": exists but is not an rgbaq queue database (it is empty or holds "
+                               "something else); refusing to start a fresh queue over it. Move it aside, or start "
+                               "rgbaqd with --create-queue to make a new queue in this file");
+    }
+  }
   db_.exec("PRAGMA journal_mode = WAL");
   db_.exec(options_.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
   db_.exec("PRAGMA foreign_keys = ON");
@@ -171,25 +257,18 @@ QueueStore::QueueStore(const std::filesystem::path& path, StoreOptions options) 
   throw std::runtime_error(path.string() + ": cannot open the queue database: " + e.what());
 }
 
-void QueueStore::migrate() {
-  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  db_.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-  SQLite::Statement q(db_, "SELECT version FROM schema_version");
-  int version = 0;
-  if (q.executeStep()) {
-    version = q.getColumn(0).getInt();
-  } else {
-    db_.exec("INSERT INTO schema_version (version) VALUES (0)");
+void QueueStore::migrate() { migrate_database(db_, path_); }
+
+void QueueStore::check_file_identity() const {
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) {
+    throw std::runtime_error(path_.string() + ": the queue database was deleted while rgbaqd had it open; refusing "
+                             "writes that could not be kept (restart rgbaqd)");
   }
-  if (version > static_cast<int>(kMigrations.size())) {
-    throw std::runtime_error(path_.string() + ": the queue database has schema version " + std::to_string(version) +
-                             "; this rgbaq knows versions up to " + std::to_string(kMigrations.size()));
+  if (static_cast<uint64_t>(st.st_dev) != file_dev_ || static_cast<uint64_t>(st.st_ino) != file_ino_) {
+    throw std::runtime_error(path_.string() + ": the queue database was replaced by another file while rgbaqd had it "
+                             "open; refusing writes that could not be kept (restart rgbaqd)");
   }
-  for (; version < static_cast<int>(kMigrations.size()); ++version) db_.exec(kMigrations[version]);
-  SQLite::Statement set(db_, "UPDATE schema_version SET version = ?");
-  set.bind(1, version);
-  set.exec();
-  tx.commit();
 }
 
 int QueueStore::schema_version() {
@@ -197,22 +276,56 @@ int QueueStore::schema_version() {
   return q.executeStep() ? q.getColumn(0).getInt() : 0;
 }
 
+OutputClashError::OutputClashError(std::vector<OutputClash> clashes)
+    : std::runtime_error([&] {
+        std::string m;
+        for (const auto& c : clashes) {
+          if (!m.empty()) m += "; ";
+          m += "line " + std::to_string(c.line) + ": output " + c.path + " already belongs to another image (run " +
+               std::to_string(c.owner_run) + ")";
+        }
+        return m;
+      }()),
+      clashes_(std::move(clashes)) {}
+
 SubmitResult QueueStore::submit(const RunOptions& run, const std::vector<NewJob>& jobs) {
-  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  const double now = now_seconds();
-  SQLite::Statement ins_run(db_, "INSERT INTO runs (name, options, out_dir, created_at) VALUES (?, ?, ?, ?)");
+  const int64_t id = begin_run(run);
+  SubmitResult result;
+  try {
+    result = append_jobs(id, run, jobs);
+    publish_run(id, result.inserted);
+  } catch (...) {
+    discard_run(id);
+    throw;
+  }
+  return result;
+}
+
+int64_t QueueStore::begin_run(const RunOptions& run) {
+  check_file_identity();
+  SQLite::Statement ins_run(db_, "INSERT INTO runs (name, options, out_dir, created_at, pending) VALUES (?, ?, ?, ?, 1)");
   ins_run.bind(1, run.name);
   ins_run.bind(2, run.options_json);
   ins_run.bind(3, run.out_dir);
-  ins_run.bind(4, now);
+  ins_run.bind(4, now_seconds());
   ins_run.exec();
+  return db_.getLastInsertRowid();
+}
+
+SubmitResult QueueStore::append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) {
+  check_file_identity();
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  const double now = now_seconds();
   SubmitResult result;
-  result.run_id = db_.getLastInsertRowid();
+  result.run_id = run_id;
   SQLite::Statement exists(db_,
                            "SELECT 1 FROM jobs WHERE content_key = ? AND state IN ('queued', 'running', 'done') LIMIT 1");
+  SQLite::Statement claim(db_, "INSERT INTO outputs (path, content_key, run_id) VALUES (?, ?, ?) ON CONFLICT (path) DO NOTHING");
+  SQLite::Statement owner(db_, "SELECT content_key, run_id FROM outputs WHERE path = ?");
   SQLite::Statement ins(db_,
                         "INSERT INTO jobs (run_id, prompt, seed, width, height, name, priority, state, created_at, "
                         "output_path, content_key, prompt_key) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)");
+  std::vector<OutputClash> clashes;
   for (const NewJob& j : jobs) {
     if (run.skip_duplicates) {
       exists.bind(1, static_cast<int64_t>(j.content_key));
@@ -223,7 +336,24 @@ SubmitResult QueueStore::submit(const RunOptions& run, const std::vector<NewJob>
         continue;
       }
     }
-    ins.bind(1, result.run_id);
+    claim.bindNoCopy(1, j.output_path);
+    claim.bind(2, static_cast<int64_t>(j.content_key));
+    claim.bind(3, run_id);
+    const bool fresh = claim.exec() == 1;
+    claim.reset();
+    if (!fresh) {
+      owner.bindNoCopy(1, j.output_path);
+      owner.executeStep();
+      const bool same = owner.getColumn(0).getInt64() == static_cast<int64_t>(j.content_key);
+      const int64_t owner_run = owner.getColumn(1).getInt64();
+      owner.reset();
+      if (!same) {
+        clashes.push_back({j.line, j.output_path, owner_run});
+        if (clashes.size() >= 20) break;  // enough to say what is wrong
+        continue;
+      }
+    }
+    ins.bind(1, run_id);
     ins.bindNoCopy(2, j.prompt);
     ins.bind(3, static_cast<int64_t>(j.seed));
     ins.bind(4, j.width);
@@ -238,12 +368,46 @@ SubmitResult QueueStore::submit(const RunOptions& run, const std::vector<NewJob>
     ins.reset();
     ++result.inserted;
   }
-  SQLite::Statement counts(db_, "INSERT INTO run_counts (run_id, state, n) VALUES (?, 'queued', ?)");
-  counts.bind(1, result.run_id);
-  counts.bind(2, static_cast<int64_t>(result.inserted));
-  counts.exec();
+  if (!clashes.empty()) throw OutputClashError(std::move(clashes));  // the transaction rolls back
   tx.commit();
   return result;
+}
+
+void QueueStore::publish_run(int64_t run_id, uint64_t inserted) {
+  check_file_identity();
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement counts(db_, "INSERT INTO run_counts (run_id, state, n) VALUES (?, 'queued', ?) "
+                                "ON CONFLICT (run_id, state) DO UPDATE SET n = n + excluded.n");
+  counts.bind(1, run_id);
+  counts.bind(2, static_cast<int64_t>(inserted));
+  counts.exec();
+  SQLite::Statement visible(db_, "UPDATE runs SET pending = 0 WHERE id = ?");
+  visible.bind(1, run_id);
+  visible.exec();
+  tx.commit();
+}
+
+int64_t QueueStore::discard_run(int64_t run_id) {
+  int64_t deleted = 0;
+  // Batches, each its own transaction: discarding a million jobs must not hold the lock either.
+  for (;;) {
+    SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement del(db_, "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE run_id = ? LIMIT 5000)");
+    del.bind(1, run_id);
+    const int n = del.exec();
+    tx.commit();
+    deleted += n;
+    if (n == 0) break;
+  }
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  for (const char* sql : {"DELETE FROM outputs WHERE run_id = ?", "DELETE FROM run_counts WHERE run_id = ?",
+                          "DELETE FROM runs WHERE id = ? AND pending = 1"}) {
+    SQLite::Statement q(db_, sql);
+    q.bind(1, run_id);
+    q.exec();
+  }
+  tx.commit();
+  return deleted;
 }
 
 std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred) {
@@ -278,6 +442,7 @@ std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std
 }
 
 std::optional<Job> QueueStore::claim(const std::string& worker, const std::vector<uint64_t>& preferred) {
+  check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   auto job = claim_locked(worker, preferred);
   tx.commit();
@@ -294,6 +459,7 @@ bool QueueStore::complete_locked(int64_t job_id, const std::string& output_path,
 }
 
 bool QueueStore::complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
+  check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   const bool ok = complete_locked(job_id, output_path, metadata_json);
   tx.commit();
@@ -303,6 +469,7 @@ bool QueueStore::complete(int64_t job_id, const std::string& output_path, const 
 std::optional<Job> QueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
                                                   const std::string& metadata_json, const std::string& worker,
                                                   const std::vector<uint64_t>& preferred) {
+  check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   complete_locked(job_id, output_path, metadata_json);
   auto next = claim_locked(worker, preferred);
@@ -311,6 +478,7 @@ std::optional<Job> QueueStore::complete_and_claim(int64_t job_id, const std::str
 }
 
 JobState QueueStore::fail(int64_t job_id, const std::string& reason) {
+  check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement get(db_, "SELECT attempts FROM jobs WHERE id = ? AND state = 'running'");
   get.bind(1, job_id);
@@ -340,6 +508,7 @@ JobState QueueStore::fail(int64_t job_id, const std::string& reason) {
 }
 
 bool QueueStore::requeue(int64_t job_id) {
+  check_file_identity();
   SQLite::Statement q(db_,
                       "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0), worker = '' "
                       "WHERE id = ? AND state = 'running'");
@@ -348,6 +517,7 @@ bool QueueStore::requeue(int64_t job_id) {
 }
 
 bool QueueStore::finish_canceled(int64_t job_id) {
+  check_file_identity();
   SQLite::Statement q(db_,
                       "UPDATE jobs SET state = 'canceled', finished_at = ? WHERE id = ? AND state = 'running' AND "
                       "cancel_requested = 1");
@@ -357,9 +527,10 @@ bool QueueStore::finish_canceled(int64_t job_id) {
 }
 
 int64_t QueueStore::cancel_where(const char* column, int64_t id) {
+  check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement queued(db_, std::string("UPDATE jobs SET state = 'canceled', finished_at = ? WHERE ") + column +
-                                    " = ? AND state = 'queued'");
+                                    " = ? AND state = 'queued'" + kVisible);
   queued.bind(1, now_seconds());
   queued.bind(2, id);
   int64_t n = queued.exec();
@@ -381,6 +552,7 @@ bool QueueStore::cancel_requested(int64_t job_id) {
 }
 
 void QueueStore::set_paused(bool paused) {
+  check_file_identity();
   SQLite::Statement q(db_, "INSERT INTO settings (key, value) VALUES ('paused', ?) "
                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
   q.bind(1, paused ? "1" : "0");
@@ -393,6 +565,7 @@ bool QueueStore::paused() {
 }
 
 int64_t QueueStore::prioritize_run(int64_t run_id, int priority) {
+  check_file_identity();
   SQLite::Statement q(db_, "UPDATE jobs SET priority = ? WHERE run_id = ? AND state IN ('queued', 'running')");
   q.bind(1, priority);
   q.bind(2, run_id);
@@ -400,25 +573,43 @@ int64_t QueueStore::prioritize_run(int64_t run_id, int priority) {
 }
 
 int64_t QueueStore::retry(int64_t run_id, bool include_canceled) {
-  SQLite::Statement q(db_, std::string("UPDATE jobs SET state = 'queued', attempts = 0, not_before = 0, error = '', "
+  check_file_identity();
+  SQLite::Statement q(db_, std::string("UPDATE jobs SET state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', "
                                        "cancel_requested = 0, finished_at = 0 WHERE run_id = ? AND state IN ('failed'") +
                                (include_canceled ? ", 'canceled')" : ")"));
   q.bind(1, run_id);
   return q.exec();
 }
 
-RecoverResult QueueStore::recover() {
-  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+RecoverResult QueueStore::recover(std::optional<int64_t> crashed_job) {
+  check_file_identity();
   RecoverResult r;
+  std::vector<int64_t> pending;
+  {
+    SQLite::Statement q(db_, "SELECT id FROM runs WHERE pending = 1");
+    while (q.executeStep()) pending.push_back(q.getColumn(0).getInt64());
+  }
+  for (const int64_t id : pending) r.discarded_jobs += discard_run(id);
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   const double now = now_seconds();
-  SQLite::Statement fail(db_,
-                         "UPDATE jobs SET state = 'failed', finished_at = ?, error = 'interrupted ' || attempts || ' times', "
-                         "errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?, 'reason', "
-                         "'interrupted ' || attempts || ' times')) WHERE state = 'running' AND attempts >= ?");
-  fail.bind(1, now);
-  fail.bind(2, now);
-  fail.bind(3, options_.max_attempts);
-  r.failed = fail.exec();
+  auto fail_where = [&](const std::string& reason_sql, const std::string& where, int64_t bound) {
+    SQLite::Statement q(db_, "UPDATE jobs SET state = 'failed', finished_at = ?1, error = " + reason_sql +
+                                 ", errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?1, "
+                                 "'reason', " + reason_sql + ")) WHERE state = 'running' AND " + where);
+    q.bind(1, now);
+    q.bind(2, bound);
+    q.bind(3, crashed_job.value_or(-1));
+    return q.exec();
+  };
+  // The crashed job: its attempt counts (taken at the claim).
+  r.failed += fail_where("'crashed the daemon ' || attempts || ' times'", "id = ?3 AND attempts >= ?2", options_.max_attempts);
+  // The others were interrupted: the attempt is given back, the interruption counted.
+  SQLite::Statement interrupted(db_, "UPDATE jobs SET attempts = max(attempts - 1, 0), interruptions = interruptions + 1 "
+                                     "WHERE state = 'running' AND id != ?");
+  interrupted.bind(1, crashed_job.value_or(-1));
+  interrupted.exec();
+  r.failed += fail_where("'interrupted ' || interruptions || ' times'", "id != ?3 AND interruptions >= ?2",
+                         options_.max_interruptions);
   SQLite::Statement requeue(db_, "UPDATE jobs SET state = 'queued', worker = '' WHERE state = 'running'");
   r.requeued = requeue.exec();
   tx.commit();
@@ -427,7 +618,7 @@ RecoverResult QueueStore::recover() {
 
 std::vector<Run> QueueStore::list_runs() {
   std::vector<Run> runs;
-  SQLite::Statement q(db_, "SELECT id, name, options, out_dir, created_at FROM runs ORDER BY id");
+  SQLite::Statement q(db_, "SELECT id, name, options, out_dir, created_at FROM runs WHERE pending = 0 ORDER BY id");
   while (q.executeStep()) {
     Run r;
     r.id = q.getColumn(0).getInt64();
@@ -494,7 +685,8 @@ std::string QueueStore::integrity_check() {
   if (result != "ok") return result;
   // The counters must agree with the jobs they count.
   SQLite::Statement cmp(db_,
-                        "SELECT count(*) FROM (SELECT run_id, state, count(*) AS n FROM jobs GROUP BY run_id, state) j "
+                        "SELECT count(*) FROM (SELECT run_id, state, count(*) AS n FROM jobs WHERE 1 = 1" + std::string(kVisible) +
+                        " GROUP BY run_id, state) j "
                         "LEFT JOIN run_counts c USING (run_id, state) WHERE c.n IS NULL OR c.n != j.n");
   cmp.executeStep();
   if (cmp.getColumn(0).getInt64() != 0) return "run counters disagree with the jobs";

@@ -25,6 +25,7 @@ std::optional<JobState> parse_state(std::string_view name);
 using StateCounts = std::array<int64_t, kJobStates>;  // indexed by JobState
 
 struct NewJob {
+  int line = 0;  // the job file's row, for error messages (not stored)
   std::string prompt;
   uint64_t seed = 0;
   int width = 0, height = 0;
@@ -47,6 +48,22 @@ struct SubmitResult {
   uint64_t inserted = 0, skipped = 0;
 };
 
+// A submit that would give an output path to a job when another job (of this submit or an earlier
+// run) with different content already owns it. Nothing of the batch was inserted.
+struct OutputClash {
+  int line = 0;           // the new job's row
+  std::string path;
+  int64_t owner_run = 0;  // the run whose job owns the path (may be the same submit)
+};
+class OutputClashError : public std::runtime_error {
+ public:
+  explicit OutputClashError(std::vector<OutputClash> clashes);
+  const std::vector<OutputClash>& clashes() const { return clashes_; }
+
+ private:
+  std::vector<OutputClash> clashes_;
+};
+
 struct Job {
   int64_t id = 0, run_id = 0;
   std::string prompt;
@@ -56,6 +73,7 @@ struct Job {
   int priority = 0;
   JobState state = JobState::kQueued;
   int attempts = 0;
+  int interruptions = 0;  // times the daemon stopped under it (not counted as attempts)
   std::string worker;
   double created_at = 0, started_at = 0, finished_at = 0;
   bool cancel_requested = false;
@@ -74,27 +92,45 @@ struct Run {
 };
 
 struct StoreOptions {
-  int max_attempts = 3;
+  int max_attempts = 3;         // renders that failed or crashed the daemon
+  int max_interruptions = 100;  // stops (SIGKILL, reboot) while the job was running: not its fault, but bounded
   double backoff_seconds = 2.0;  // before attempt k + 1: backoff * 2^(k - 1), at most 5 minutes
   int busy_timeout_ms = 10000;
   bool durable = true;  // synchronous = FULL: a commit survives power loss, not only a crash
+  // An existing file that is not an rgbaq queue (empty, or another database) is refused unless this is
+  // set; then a new queue is made in it. A missing file is always created.
+  bool create_over_invalid = false;
 };
 
 struct RecoverResult {
   int64_t requeued = 0, failed = 0;
+  int64_t discarded_jobs = 0;  // of submits interrupted before their last batch
 };
 
 class QueueStore {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens or creates the database and migrates it forward. Throws std::runtime_error naming the file
-  // when it cannot, or when its schema is newer than this build knows.
+  // when it cannot, when its schema is newer than this build knows, or when an existing file is not an
+  // rgbaq queue (see StoreOptions::create_over_invalid).
   explicit QueueStore(const std::filesystem::path& path, StoreOptions options = {});
   ~QueueStore();
 
-  // The run and all its jobs in one transaction.
+  // The run and all its jobs: begin_run, one append_jobs, publish_run (discard_run if it throws).
   SubmitResult submit(const RunOptions& run, const std::vector<NewJob>& jobs);
+
+  // A submit in bounded batches, each its own short transaction, so no submit holds the write lock for
+  // long: the run is pending (invisible to claims, listings and counts) until publish_run commits; an
+  // interrupted one is removed by discard_run, or by recover() at the next start.
+  int64_t begin_run(const RunOptions& run);
+  // Inserts a batch into a pending run. Each job claims its output path (unique across all runs; a
+  // job with the same content key may share it, being the same image). Throws OutputClashError (and
+  // inserts nothing of the batch) when another job owns a path.
+  SubmitResult append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs);
+  void publish_run(int64_t run_id, uint64_t inserted);
+  // A pending run's jobs and output claims, deleted in batches, then the run.
+  int64_t discard_run(int64_t run_id);
 
   // The next job by priority, then submit order; among the jobs of the top priority, one whose prompt
   // key is in `preferred` first. Leases it to `worker`. Nothing while paused.
@@ -121,8 +157,12 @@ class QueueStore {
   int64_t prioritize_run(int64_t run_id, int priority);
   // The run's failed (and canceled, when asked) jobs -> queued with their attempts reset.
   int64_t retry(int64_t run_id, bool include_canceled = false);
-  // After a crash: running -> queued, or failed with "interrupted N times" at the attempt limit.
-  RecoverResult recover();
+  // At start, after a stop: running jobs -> queued. `crashed_job` (the job the daemon was rendering when a
+  // crash signal ended it) spends the attempt, failing with "crashed the daemon N times" at the attempt
+  // limit; any other running job was merely interrupted (SIGKILL, reboot): its attempt is given back
+  // and it fails only at the separate, higher interruption limit. Pending runs (a submit cut off before
+  // its last batch) are discarded.
+  RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt);
 
   std::vector<Run> list_runs();
   std::optional<Run> run(int64_t run_id);
@@ -136,6 +176,11 @@ class QueueStore {
   int schema_version();
   const std::filesystem::path& path() const { return path_; }
 
+  // Throws std::runtime_error naming the file when the path no longer names the file this store opened
+  // (deleted, or replaced): what is written now could not be found again. Every write checks it first
+  // (one stat).
+  void check_file_identity() const;
+
  private:
   struct Statements;
   std::optional<Job> claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred);
@@ -146,6 +191,8 @@ class QueueStore {
 
   std::filesystem::path path_;
   StoreOptions options_;
+  bool existed_ = false;                  // the file was there before this store opened it
+  uint64_t file_dev_ = 0, file_ino_ = 0;  // the opened file's identity
   SQLite::Database db_;
   std::unique_ptr<Statements> st_;  // prepared once: claims and completions run thousands of times a second
 };

@@ -1,5 +1,8 @@
 #include "tokenizer/prompt_template.h"
 
+#include <algorithm>
+#include <span>
+
 #include <stdexcept>
 
 #include "host/contract_limits.h"
@@ -21,6 +24,15 @@ PromptTemplate::PromptTemplate(const Tokenizer& tokenizer) : tokenizer_(tokenize
                              "], not the contract's 14 ids; this is not the model's tokenizer");
   }
   drop_idx_ = static_cast<int>(system_ids.size());
+  // The most bytes one id can stand for: with it, a prompt too long for any tokenisation is refused by
+  // its byte length alone, before it is tokenised.
+  for (int32_t id = 0; id < tokenizer.id_limit(); ++id) {
+    try {
+      max_token_bytes_ = std::max(max_token_bytes_, tokenizer.decode(std::span<const int32_t>(&id, 1)).size());
+    } catch (const std::exception&) {
+      // an id with no entry (a gap below an added token): it stands for nothing
+    }
+  }
   // The prompt sits in the text segment "user\n{prompt}" between two added tokens, and HF splits on
   // added tokens before it normalizes or pre-tokenizes: that segment encodes alone, exactly as it does
   // inside the whole template. So only it is encoded per prompt; the rest is fixed.
@@ -35,6 +47,14 @@ PromptTemplate::PromptTemplate(const Tokenizer& tokenizer) : tokenizer_(tokenize
 }
 
 TemplatedPrompt PromptTemplate::apply(std::string_view prompt) const {
+  // Each token stands for at most max_token_bytes_ bytes of NFC text, and NFC shrinks UTF-8 by at most
+  // a factor of 3 (Hangul jamo composing): a prompt longer than this needs more tokens than fit.
+  const size_t max_bytes = 3 * max_token_bytes_ * static_cast<size_t>(host::kMaxFullTokens);
+  if (prompt.size() > max_bytes) {
+    throw std::invalid_argument("the prompt is " + std::to_string(prompt.size()) + " bytes; no prompt over " +
+                                std::to_string(max_bytes) + " bytes fits the encoder's " +
+                                std::to_string(host::kMaxFullTokens) + " tokens (refused without tokenising it)");
+  }
   std::string segment(kUserSegmentHead);
   segment.append(prompt.empty() ? std::string_view(" ") : prompt);
   const std::vector<int32_t> middle = tokenizer_.encode(segment);

@@ -31,7 +31,8 @@ class PromptTemplate {
   explicit PromptTemplate(const Tokenizer& tokenizer);
 
   // The ids for a prompt (empty becomes " "). Throws std::invalid_argument with the prompt's token
-  // count when Lfull is outside 16..512 or L outside 8..512, and on invalid UTF-8.
+  // count when Lfull is outside 16..512 or L outside 8..512, and on invalid UTF-8; a prompt with more
+  // bytes than 512 tokens could ever stand for is refused by its byte count, without tokenising it.
   TemplatedPrompt apply(std::string_view prompt) const;
 
   int drop_idx() const { return drop_idx_; }
@@ -39,6 +40,7 @@ class PromptTemplate {
  private:
   const Tokenizer& tokenizer_;
   int drop_idx_ = 0;
+  size_t max_token_bytes_ = 1;  // the longest byte string one id decodes to
   std::vector<int32_t> prefix_ids_, suffix_ids_;  // the template's fixed parts around "user\n{prompt}"
 };
 

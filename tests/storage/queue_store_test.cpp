@@ -131,16 +131,42 @@ TEST(QueueStore, CancelPauseRequeuePrioritize) {
 
 TEST(QueueStore, RecoverRequeuesOrFailsInterruptedJobs) {
   TempDir dir;
-  QueueStore s(dir.path() / "q.db", {.max_attempts = 2});
+  QueueStore s(dir.path() / "q.db", {.max_attempts = 2, .max_interruptions = 2});
   s.submit({"r", "{}", "/o"}, {job("a", 1), job("b", 2)});
   auto a = s.claim("w");
   EXPECT_EQ(s.recover().requeued, 1);
-  a = s.claim("w");  // the same job, second attempt
-  EXPECT_EQ(a->attempts, 2);
+  a = s.claim("w");  // the same job: an interruption gives its attempt back
+  EXPECT_EQ(a->attempts, 1);
+  EXPECT_EQ(a->interruptions, 1);
   const auto res = s.recover();
   EXPECT_EQ(res.failed, 1);
   EXPECT_EQ(s.job(a->id)->error, "interrupted 2 times");
   EXPECT_EQ(s.job(a->id)->state, JobState::kFailed);
+}
+
+TEST(QueueStore, ManyInterruptionsFailNoJobButRepeatedCrashesDo) {
+  TempDir dir;
+  QueueStore s(dir.path() / "q.db", {.max_attempts = 3});
+  s.submit({"r", "{}", "/o"}, {job("healthy", 1), job("crasher", 2)});
+  const int64_t healthy = s.claim("w")->id;
+  for (int kill = 0; kill < 60; ++kill) {  // SIGKILLs: the running job is not to blame
+    s.recover();
+    ASSERT_EQ(s.claim("w")->id, healthy);
+  }
+  EXPECT_EQ(s.job(healthy)->attempts, 1);
+  EXPECT_EQ(s.job(healthy)->interruptions, 60);
+  ASSERT_TRUE(s.complete(healthy, "/o/healthy_1.png", "{}"));
+  // The other job crashes the daemon each time it is in hand: the third crash fails it.
+  for (int crash = 1; crash <= 3; ++crash) {
+    const auto c = s.claim("w");
+    ASSERT_TRUE(c) << "crash " << crash;
+    const auto r = s.recover(c->id);
+    EXPECT_EQ(r.failed, crash == 3 ? 1 : 0);
+  }
+  const auto crasher = s.list_jobs(std::nullopt, JobState::kFailed);
+  ASSERT_EQ(crasher.size(), 1u);
+  EXPECT_EQ(crasher[0].error, "crashed the daemon 3 times");
+  EXPECT_EQ(s.integrity_check(), "ok");
 }
 
 TEST(QueueStore, ResubmissionIsDetectedAndSkippedOnRequest) {
@@ -165,7 +191,7 @@ TEST(QueueStore, NewerSchemaIsRefused) {
     QueueStore s(dir.path() / "q.db");
     FAIL();
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("schema version 99; this rgbaq knows versions up to 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("schema version 99; this rgbaq knows versions up to 2"), std::string::npos) << e.what();
   }
   EXPECT_THROW(QueueStore(dir.path() / "no" / "dir" / "q.db"), std::runtime_error);
 }

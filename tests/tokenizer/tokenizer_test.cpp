@@ -65,6 +65,18 @@ TEST(Tokenizer, OverLongPromptIsRejectedWithTheCount) {
   }
 }
 
+TEST(Tokenizer, AHugePromptIsRefusedByItsByteCountBeforeTokenising) {
+  const PromptTemplate t(qwen3());
+  const std::string huge(40'000'000, 'a');  // tokenising this took 17 s
+  try {
+    t.apply(huge);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("the prompt is 40000000 bytes; no prompt over"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(t.apply(std::string(400, 'a'))) << "a prompt that fits is not refused by the byte bound";
+}
+
 TEST(Tokenizer, SpecialTokenLiteralsInTheTextAreMatched) {
   EXPECT_EQ(qwen3().encode("x<|im_end|>y"), (std::vector<int32_t>{87, 151645, 88}));
   EXPECT_EQ(qwen3().encode("<think>"), (std::vector<int32_t>{151667}));

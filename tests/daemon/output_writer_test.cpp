@@ -1,0 +1,82 @@
+// The writer thread's boundary: a store error while recording a finished job (SQLite busy, a disk-full
+// style abort) fails or leaves that job with the reason and never ends the process (std::terminate).
+#include "daemon/output_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include "storage/png_file.h"
+#include "tests/test_temp_dir.h"
+
+namespace rgbaq::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Fixture {
+  TempDir dir;
+  fs::path db = dir.path() / "queue.db";
+  DaemonState state;
+  EventHub events{[](std::function<void()> f) { f(); }};
+
+  storage::Job claim_one(const std::string& prompt) {
+    storage::QueueStore store(db);
+    storage::NewJob j;
+    j.prompt = prompt;
+    j.width = j.height = 2;
+    j.output_path = (dir.path() / (prompt + ".png")).string();
+    j.content_key = std::hash<std::string>()(prompt);
+    store.submit({.name = prompt, .out_dir = dir.path().string()}, {j});
+    return *store.claim("test");
+  }
+  FinishedRender render(const storage::Job& job) {
+    FinishedRender r;
+    r.job = job;
+    r.width = r.height = 2;
+    r.rgba.assign(16, 200);
+    r.metadata.job_id = job.id;
+    r.metadata.prompt = job.prompt;
+    return r;
+  }
+};
+
+TEST(OutputWriter, AStoreErrorInCompleteFailsTheAttemptWithTheReasonAndTheWriterCarriesOn) {
+  Fixture f;
+  const auto job = f.claim_one("first");
+  {
+    SQLite::Database raw(f.db.string(), SQLite::OPEN_READWRITE);
+    raw.exec("CREATE TRIGGER refuse_done BEFORE UPDATE OF state ON jobs WHEN NEW.state = 'done' AND NEW.prompt = 'first' "
+             "BEGIN SELECT RAISE(ABORT, 'database or disk is full (simulated)'); END");
+  }
+  OutputWriter writer(f.db, {.backoff_seconds = 0}, f.state, f.events);
+  writer.enqueue(f.render(job));
+  const auto second = f.claim_one("second");
+  writer.enqueue(f.render(second));
+  writer.finish();
+  storage::QueueStore store(f.db);
+  const auto first = *store.job(job.id);
+  EXPECT_EQ(first.state, storage::JobState::kQueued);
+  EXPECT_NE(first.error.find("database or disk is full (simulated)"), std::string::npos) << first.error;
+  EXPECT_EQ(store.job(second.id)->state, storage::JobState::kDone) << "the writer went on to the next job";
+}
+
+TEST(OutputWriter, ABusyDatabaseLeavesTheJobForRecoveryAndDoesNotEndTheProcess) {
+  Fixture f;
+  const auto job = f.claim_one("busy");
+  SQLite::Database locker(f.db.string(), SQLite::OPEN_READWRITE);
+  {
+    OutputWriter writer(f.db, {.busy_timeout_ms = 50}, f.state, f.events);
+    locker.exec("BEGIN EXCLUSIVE");
+    writer.enqueue(f.render(job));
+    writer.finish();
+  }
+  locker.exec("COMMIT");
+  storage::QueueStore store(f.db);
+  EXPECT_EQ(store.job(job.id)->state, storage::JobState::kRunning);
+  EXPECT_EQ(store.recover().requeued, 1);
+  EXPECT_EQ(storage::read_png(job.output_path).rgba, std::vector<uint8_t>(16, 200)) << "the PNG itself was written";
+}
+
+}  // namespace
+}  // namespace rgbaq::daemon
