@@ -24,6 +24,16 @@ void gelu_tanh(float* x, int64_t n, ThreadPool& pool);
 
 inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
 
+// h *= 1 + scale: the DiT's modulation (no shift), over one row of n values.
+inline void modulate_row(float* h, const float* scale, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) h[i] *= 1.0f + scale[i];
+}
+
+// x += gate * delta, the gate already through tanh, over one row of n values.
+inline void gated_add_row(float* x, const float* gate, const float* delta, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += gate[i] * delta[i];
+}
+
 // Rotate-half RoPE in place (Qwen3 text stack): for each head, pairs (j, j + d/2) rotate by the angle
 // of frequency j. cos/sin are [rows, d/2]. x has rows of `heads * d` values at stride ldx.
 void rope_rotate_half(float* x, int64_t rows, int64_t ldx, int heads, int head_dim, const float* cos, const float* sin,
