@@ -16,6 +16,7 @@ struct EngineOptions {
   int device = 0;                // cuda: device ordinal
   Precision precision = Precision::kBf16;
   double gpu_memory_gib = 0;     // cuda: the device memory the session may use; 0 = what the device has
+  bool force_block_streaming = false;  // cuda: stream the DiT's blocks even when they fit (tests)
 };
 
 // "bf16" | "fp32"; throws std::invalid_argument naming the value.

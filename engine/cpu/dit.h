@@ -52,15 +52,27 @@ class Dit {
 
   const DitConfig& config() const { return config_; }
 
+  // The checked weights, for a backend that uploads them (engine/cuda).
+  struct Block {
+    Tensor to_q, to_k, to_v, to_out, proj, gate, out;
+    std::vector<float> norm_q, norm_k;
+  };
+  const std::vector<Block>& blocks() const { return blocks_; }
+  const Tensor& img_in() const { return img_in_; }
+  const Tensor& txt_in() const { return txt_in_; }
+  const Tensor& txt_out() const { return txt_out_; }
+  const Tensor& time_1() const { return time_1_; }
+  const Tensor& time_2() const { return time_2_; }
+  const Tensor& modulation_weight() const { return modulation_; }
+  const Tensor& norm_out() const { return norm_out_; }
+  const Tensor& proj_out() const { return proj_out_; }
+  const std::vector<float>& text_norm() const { return text_norm_; }
+
   // The 256-wide sinusoidal timestep embedding, [cos | sin], as diffusers computes it in fp32.
   static std::vector<float> timestep_embedding(float t);
   static void timestep_embedding(float t, float* emb);  // into 256 floats
 
  private:
-  struct Block {
-    Tensor to_q, to_k, to_v, to_out, proj, gate, out;
-    std::vector<float> norm_q, norm_k;
-  };
   void modulation(float t, DitWorkspace& ws, DitModulation& out, ThreadPool& pool) const;
   // txt_in / img_in of the rows into x (at row offset `first_row`).
   void embed_text(const Tensor& txt_feats, DitWorkspace& ws, float* x, ThreadPool& pool) const;
