@@ -1,5 +1,5 @@
 // The CPU engine's speed against the machine's OpenBLAS sgemm, measured in the same run.
-// usage: engine_bench [--threads N]
+// usage: engine_bench [--threads N] | engine_bench --engine cuda (engine_bench_cuda.cpp: real dims on a GPU)
 // Prints achieved GFLOP/s next to sgemm's for: a mid-size Qwen3 text encoder (head_dim 128, hidden 2048,
 // 3 layers, BF16 and F32 weights) at Lfull = 256; one DiT step (hidden 2048 = 16 heads x 128, 2 blocks,
 // L = 64) at N = 256 and 1024; the VAE decode (decoder_base_dim 32) at N = 256 and 1024; and the peak
@@ -62,10 +62,24 @@ double peak_rss_mib() {
 
 }  // namespace
 
+#if RGBAQ_HAVE_CUDA
+namespace rgbaq {
+int run_cuda_engine_bench();
+}
+#endif
+
 int main(int argc, char** argv) {
   int threads = 0;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--engine") == 0 && std::strcmp(argv[i + 1], "cuda") == 0) {
+#if RGBAQ_HAVE_CUDA
+      return rgbaq::run_cuda_engine_bench();
+#else
+      std::fprintf(stderr, "engine_bench: --engine cuda: this build has no CUDA backend (CMake found no CUDA toolkit)\n");
+      return 2;
+#endif
+    }
   }
   engine::cpu::ThreadPool pool(threads);
   const double sgemm = sgemm_gflops(pool.size());
@@ -111,11 +125,14 @@ int main(int argc, char** argv) {
     const int64_t n = size.tokens();
     const auto rope = host::build_rope(host::RopeTables::from_formula(), int(text_len), size);
     const engine::Tensor img = engine::Tensor::from_f32({n, 64}, host::initial_tokens(1, size));
-    const auto prefix = dit.text_prefix(txt, rope, pool);
+    engine::cpu::DitWorkspace ws;
+    engine::cpu::TextPrefix prefix;
+    dit.text_prefix(txt, rope, ws, prefix, pool);
+    std::vector<float> vel(static_cast<size_t>(n * 64));
     const double block_flops = 2.0 * n * (4.0 * dim * dim + 3.0 * dim * mlp) + 4.0 * n * (text_len + n) * dim;
     const double step_flops = dc.layers * block_flops + 2.0 * n * (64.0 * dim + dim * 64.0);
-    dit.velocity(img, prefix, 0.9f, rope, pool);
-    const double s = best_of(3, [&] { dit.velocity(img, prefix, 0.9f, rope, pool); });
+    dit.velocity(img, prefix, 0.9f, rope, ws, vel.data(), pool);
+    const double s = best_of(3, [&] { dit.velocity(img, prefix, 0.9f, rope, ws, vel.data(), pool); });
     std::printf("  N %5lld: %7.3f s/step  %6.1f GFLOP/s  = %3.0f%% of sgemm   peak RSS %.0f MiB\n",
                 static_cast<long long>(n), s, step_flops / s / 1e9, 100 * step_flops / s / 1e9 / sgemm, peak_rss_mib());
   }

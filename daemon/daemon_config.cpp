@@ -18,8 +18,12 @@ session, writes the PNGs, and answers `rgbaq` over a Unix socket. Normally start
 
 options (each may also be set in the config file; flags win):
   --model DIR             diffusers-layout model directory (required)
-  --engine cpu            backend (this build: cpu)
+  --engine auto|cpu|cuda  backend (default auto: cuda when a CUDA device is visible, else cpu)
   --threads N             CPU threads (default: all)
+  --device N              cuda: the device ordinal (default 0)
+  --precision bf16|fp32   cuda: bf16 GEMMs with fp32 accumulation (default), or fp32 throughout
+  --gpu-memory GIB        cuda: device memory the session may use (default: all the device has); when
+                          the weights do not fit, DiT blocks stream from pinned host memory
   --socket PATH           Unix socket (default $XDG_RUNTIME_DIR/rgbaq/rgbaqd.sock, or $RGBAQ_SOCKET)
   --data-dir DIR          queue.db, cache/embeddings/, logs/rgbaqd.log (default ~/.local/share/rgbaq)
   --max-attempts N        tries per job before it fails (default 3): renders that failed, or that
@@ -38,10 +42,11 @@ options (each may also be set in the config file; flags win):
                           --max-jobs cannot exceed it
   --create-queue          when DATA_DIR/queue.db exists but is not an rgbaq queue (empty, or another
                           database), make a new queue in it instead of refusing to start
-  --config FILE           a JSON file with any of: {"model", "engine", "threads", "socket", "data_dir",
-                          "max_attempts", "max_interruptions", "encoder_cache_mb", "log_level", "max_frame_mb",
-                          "max_connections", "frame_timeout_s", "client_queue_kb", "busy_timeout_ms",
-                          "unhealthy_exit_s", "max_jobs_per_submit", "create_queue"}
+  --config FILE           a JSON file with any of: {"model", "engine", "threads", "device", "precision",
+                          "gpu_memory_gib", "socket", "data_dir", "max_attempts", "max_interruptions",
+                          "encoder_cache_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
+                          "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
+                          "create_queue"}
 
 signals: SIGTERM, SIGINT or SIGHUP (a closed terminal, a service manager's reload) stop claiming, return
 the current job to the queue at its next step without spending an attempt, finish the PNGs already
@@ -81,6 +86,14 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     if (key == "model") c.model_dir = path();
     else if (key == "engine") c.engine = text();
     else if (key == "threads") c.threads = static_cast<int>(number());
+    else if (key == "device") c.device = static_cast<int>(number());
+    else if (key == "precision") c.precision = text();
+    else if (key == "gpu_memory_gib") {
+      if (!value.is_number() || value.get<double>() < 0) {
+        throw common::UsageError(file.string() + ": \"gpu_memory_gib\" must be a non-negative number");
+      }
+      c.gpu_memory_gib = value.get<double>();
+    }
     else if (key == "socket") c.socket_path = path();
     else if (key == "data_dir") c.data_dir = path();
     else if (key == "max_attempts") c.max_attempts = static_cast<int>(number());
@@ -104,11 +117,37 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
 
 }  // namespace
 
+double parse_gpu_memory(const std::string& text) {
+  size_t used = 0;
+  double gib = -1;
+  try {
+    gib = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != text.size() || !(gib >= 0)) throw common::UsageError("--gpu-memory \"" + text + "\" is not a number of GiB");
+  return gib;
+}
+
+engine::EngineOptions DaemonConfig::engine_options() const {
+  engine::EngineOptions o;
+  o.backend = engine;
+  o.threads = threads;
+  o.device = device;
+  o.gpu_memory_gib = gpu_memory_gib;
+  try {
+    o.precision = engine::parse_precision(precision);
+  } catch (const std::invalid_argument& e) {
+    throw common::UsageError(std::string("--precision: ") + e.what());
+  }
+  return o;
+}
+
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
-                         {"model", "engine", "threads", "socket", "data-dir", "max-attempts", "encoder-cache-mb",
-                          "log-level", "config", "max-frame-mb", "max-connections", "frame-timeout-s", "client-queue-kb",
-                          "busy-timeout-ms", "unhealthy-exit-s", "max-jobs-per-submit", "max-interruptions"},
+                         {"model", "engine", "threads", "device", "precision", "gpu-memory", "socket", "data-dir",
+                          "max-attempts", "encoder-cache-mb", "log-level", "config", "max-frame-mb", "max-connections",
+                          "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
+                          "max-jobs-per-submit", "max-interruptions"},
                          {"create-queue"});
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
@@ -116,6 +155,9 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (const auto v = a.get("model")) c.model_dir = made_absolute(*v);
   if (const auto v = a.get("engine")) c.engine = *v;
   c.threads = a.get_int("threads", c.threads);
+  c.device = a.get_int("device", c.device);
+  if (const auto v = a.get("precision")) c.precision = *v;
+  if (const auto v = a.get("gpu-memory")) c.gpu_memory_gib = parse_gpu_memory(*v);
   if (const auto v = a.get("socket")) c.socket_path = made_absolute(*v);
   if (const auto v = a.get("data-dir")) c.data_dir = made_absolute(*v);
   c.max_attempts = a.get_int("max-attempts", c.max_attempts);
@@ -134,6 +176,11 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (c.socket_path.empty()) c.socket_path = paths::default_socket_path();
   if (c.data_dir.empty()) c.data_dir = paths::default_data_dir();
   if (c.threads < 0) throw common::UsageError("--threads must be 0 or more");
+  if (c.device < 0) throw common::UsageError("--device must be 0 or more");
+  if (c.engine != "auto" && c.engine != "cpu" && c.engine != "cuda") {
+    throw common::UsageError("--engine \"" + c.engine + "\" is not one of auto, cpu, cuda");
+  }
+  c.engine_options();  // checks --precision
   if (c.max_attempts < 1) throw common::UsageError("--max-attempts must be at least 1");
   if (c.max_frame_mb < 1 || c.max_frame_mb > 1024) throw common::UsageError("--max-frame-mb must be from 1 to 1024");
   if (c.max_connections < 1) throw common::UsageError("--max-connections must be at least 1");

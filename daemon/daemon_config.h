@@ -7,12 +7,17 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine_options.h"
+
 namespace rgbaq::daemon {
 
 struct DaemonConfig {
   std::filesystem::path model_dir;
-  std::string engine = "cpu";
+  std::string engine = "auto";         // auto (cuda when a device is visible, else cpu) | cpu | cuda
   int threads = 0;                     // 0: all hardware threads
+  int device = 0;                      // cuda: device ordinal
+  std::string precision = "bf16";      // cuda: bf16 | fp32
+  double gpu_memory_gib = 0;           // cuda: 0 = what the device has
   std::filesystem::path socket_path;   // default: paths::default_socket_path()
   std::filesystem::path data_dir;      // queue.db, cache/, logs/; default: paths::default_data_dir()
   int max_attempts = 3;                // renders that failed or crashed the daemon
@@ -29,6 +34,9 @@ struct DaemonConfig {
   bool create_queue = false;           // make a new queue in an existing file that is not one (empty, foreign)
   uint64_t max_jobs_per_submit = 100'000;  // one submit expands to at most this many jobs
 
+  // Throws common::UsageError for a bad precision.
+  engine::EngineOptions engine_options() const;
+
   std::filesystem::path queue_db() const { return data_dir / "queue.db"; }
   std::filesystem::path cache_dir() const { return data_dir / "cache" / "embeddings"; }
   std::filesystem::path log_file() const { return data_dir / "logs" / "rgbaqd.log"; }
@@ -40,5 +48,8 @@ extern const char* const kDaemonHelp;
 // Throws common::UsageError on an unknown flag, a bad value, a missing --model, or a malformed config file
 // (naming the file and field). Relative paths become absolute.
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args);
+
+// "--gpu-memory 22.5" -> 22.5 (GiB); throws common::UsageError for anything but a non-negative number.
+double parse_gpu_memory(const std::string& text);
 
 }  // namespace rgbaq::daemon

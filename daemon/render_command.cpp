@@ -5,7 +5,9 @@
 #include <iostream>
 
 #include "common/arguments.h"
+#include "daemon/daemon_config.h"
 #include "daemon/render_record.h"
+#include "engine/backend_registry.h"
 #include "engine/model_identity.h"
 #include "engine/session.h"
 #include "host/image_size.h"
@@ -16,15 +18,20 @@ namespace rgbaq::daemon {
 namespace {
 
 constexpr const char* kHelp = R"(usage: rgbaqd render --model DIR --prompt TEXT [--seed S] [--size SIZE] -o FILE.png
-                     [--engine cpu] [--threads N]
+                     [--engine auto|cpu|cuda] [--threads N] [--device N] [--precision bf16|fp32]
+                     [--gpu-memory GIB]
 
 Renders one image with no queue: tokenize, encode, 8 Euler steps, decode, then an RGBA PNG with its
 parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an `rgbaq` JSON chunk).
   --model DIR    a diffusers-layout model directory (tools/make_tiny_model writes a tiny one)
   --seed S       0..2^64-1 (default 0); the noise is torch's randn for this seed
   --size SIZE    256, 512, 1024 or WxH in pixels (multiples of 16; default 256)
+  --engine E     auto (default: cuda when a CUDA device is visible, else cpu), cpu or cuda
   --threads N    CPU threads (default: all)
-Exit codes: 0 ok, 1 failure, 2 usage or bad input (unknown model directory, bad size, prompt too long).
+  --device N, --precision bf16|fp32, --gpu-memory GIB: the cuda engine's device, GEMM precision and
+                 memory budget (see rgbaqd --help)
+Exit codes: 0 ok, 1 failure, 2 usage or bad input (unknown model directory, bad size, prompt too long,
+an engine that cannot run here).
 )";
 
 }  // namespace
@@ -33,7 +40,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
   std::vector<std::string> args;
   for (const auto& a : raw_args) args.push_back(a == "-o" ? "--output" : a);
   try {
-    const common::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads"}, {"help"});
+    const common::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads", "device", "precision", "gpu-memory"}, {"help"});
     if (a.has("help")) {
       out << kHelp;
       return 0;
@@ -49,12 +56,27 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     }
     const std::string output = a.require("output");
     const std::string model = a.require("model");
+    engine::EngineOptions options;
+    options.backend = a.get("engine").value_or("auto");
+    options.threads = a.get_int("threads", 0);
+    options.device = a.get_int("device", 0);
+    if (const auto v = a.get("gpu-memory")) options.gpu_memory_gib = parse_gpu_memory(*v);
+    try {
+      options.precision = engine::parse_precision(a.get("precision").value_or("bf16"));
+    } catch (const std::invalid_argument& e) {
+      throw common::UsageError(std::string("--precision: ") + e.what());
+    }
     std::unique_ptr<engine::Session> session;
     try {
-      session = engine::Session::open(model, a.get("engine").value_or("cpu"), a.get_int("threads", 0));
+      session = engine::Session::open(model, options);
+    } catch (const engine::BackendUnavailable& e) {
+      throw common::UsageError(std::string("--engine: ") + e.what());
+    } catch (const std::invalid_argument& e) {
+      throw common::UsageError(std::string("--engine: ") + e.what());
     } catch (const std::exception& e) {
       throw common::UsageError(std::string("--model: ") + e.what());
     }
+
     engine::RenderResult result;
     const bool show_progress = isatty(STDERR_FILENO) != 0;  // progress is for people, not logs
     try {
@@ -70,7 +92,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
         describe_render(request, result, model, engine::model_identity(model), session->backend_name());
     storage::write_png_atomic(output, result.rgba.data(), result.size.width, result.size.height, storage::png_texts(m));
     out << output << " (" << result.size.to_string() << ", seed " << request.seed << ", " << result.timings.total_s
-        << " s)\n";
+        << " s, engine " << session->backend_name() << " on " << session->device_description() << ")\n";
     return 0;
   } catch (const common::UsageError& e) {
     err << "rgbaqd render: " << e.what() << "\n(see rgbaqd render --help)\n";

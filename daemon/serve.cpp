@@ -27,6 +27,7 @@
 #include "daemon/render_worker.h"
 #include "daemon/request_handler.h"
 #include "daemon/socket_server.h"
+#include "engine/backend_registry.h"
 #include "engine/model_identity.h"
 #include "storage/queue_store.h"
 
@@ -100,7 +101,15 @@ int run_serve_command(const std::vector<std::string>& args) {
       spdlog::info("listening on {}", config.socket_path.string());
     }
     data_dir_lock = std::make_unique<DataDirLock>(config.data_dir);
-    session = engine::Session::open(config.model_dir, config.engine, config.threads);
+    try {
+      session = engine::Session::open(config.model_dir, config.engine_options());
+    } catch (const engine::BackendUnavailable& e) {  // --engine cuda on a machine without a device: usage
+      spdlog::error("cannot start: {}", e.what());
+      std::cerr << "rgbaqd: " << e.what() << "\n";
+      if (bound_here) unlink(config.socket_path.c_str());
+      return 2;
+    }
+    spdlog::info("engine {} on {}", session->backend_name(), session->device_description());
     identity = engine::model_identity(config.model_dir);
     storage::QueueStore store(config.queue_db(), {.max_attempts = config.max_attempts,
                                                   .max_interruptions = config.max_interruptions,

@@ -24,23 +24,50 @@ Tensor Graphs::encode(std::span<const int32_t> ids) {
   return hidden;
 }
 
+void Graphs::begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) {
+  const int64_t l = txt_feats.rank() == 2 ? txt_feats.dim(0) : -1, n = rope.image_tokens;
+  host::check_text_tokens(static_cast<int>(l));
+  host::check_image_tokens(static_cast<int>(n));
+  expect_shape("txt_feats", &txt_feats, {l, text_dim()});
+  if (rope.text_len != l || rope.txt_cos.size() != static_cast<size_t>(l * 64) ||
+      rope.txt_sin.size() != rope.txt_cos.size() || rope.img_cos.size() != static_cast<size_t>(n * 64) ||
+      rope.img_sin.size() != rope.img_cos.size()) {
+    throw std::invalid_argument("RoPE tensors are for L " + std::to_string(rope.text_len) + ", N " +
+                                std::to_string(rope.image_tokens) + "; txt_feats has L " + std::to_string(l));
+  }
+  image_text_len_ = -1;
+  run_begin_image(txt_feats, rope);
+  image_text_len_ = l;
+  image_tokens_ = n;
+}
+
+const Tensor& Graphs::step(const Tensor& img_tokens, float timestep) {
+  if (image_text_len_ < 0) throw std::logic_error("velocity step without begin_image");
+  expect_shape("img_tokens", &img_tokens, {image_tokens_, host::kLatentChannels});
+  const Tensor& vel = run_step(img_tokens, timestep);
+  expect_shape("the DiT's output", &vel, {image_tokens_, host::kLatentChannels});
+  return vel;
+}
+
+void Graphs::end_image() {
+  if (image_text_len_ < 0) return;
+  image_text_len_ = image_tokens_ = -1;
+  run_end_image();
+}
+
 Tensor Graphs::velocity(const VelocityInputs& in) {
   if (!in.img_tokens || !in.txt_feats || !in.rope) throw std::invalid_argument("velocity: an input is missing");
-  const int64_t n = in.img_tokens->rank() == 2 ? in.img_tokens->dim(0) : -1;
-  const int64_t l = in.txt_feats->rank() == 2 ? in.txt_feats->dim(0) : -1;
-  host::check_image_tokens(static_cast<int>(n));
-  host::check_text_tokens(static_cast<int>(l));
-  expect_shape("img_tokens", in.img_tokens, {n, host::kLatentChannels});
-  expect_shape("txt_feats", in.txt_feats, {l, text_dim()});
-  if (in.rope->text_len != l || in.rope->image_tokens != n || in.rope->txt_cos.size() != static_cast<size_t>(l * 64) ||
-      in.rope->img_cos.size() != static_cast<size_t>(n * 64)) {
-    throw std::invalid_argument("RoPE tensors are for L " + std::to_string(in.rope->text_len) + ", N " +
-                                std::to_string(in.rope->image_tokens) + "; the inputs have L " + std::to_string(l) +
-                                ", N " + std::to_string(n));
+  begin_image(*in.txt_feats, *in.rope);
+  try {
+    const Tensor& step_vel = step(*in.img_tokens, in.timestep);
+    // A copy of its own: the step's buffer belongs to the backend.
+    Tensor vel = Tensor::from_f32(step_vel.shape(), {step_vel.f32(), step_vel.f32() + step_vel.numel()});
+    end_image();
+    return vel;
+  } catch (...) {
+    end_image();
+    throw;
   }
-  Tensor vel = run_velocity(in);
-  expect_shape("the DiT's output", &vel, {n, host::kLatentChannels});
-  return vel;
 }
 
 Tensor Graphs::decode(const Tensor& latents, const host::ImageSize& size) {

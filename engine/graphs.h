@@ -3,8 +3,11 @@
 //   encode(ids [Lfull]) -> hidden [Lfull, D]
 //   velocity(img_tokens [N, 64], txt_feats [L, D], t, txt_cos/sin [L, 64], img_cos/sin [N, 64]) -> [N, 64]
 //   decode(latents [N, 64], size) -> image [4, H, W] in [-1, 1]
-// The public functions check the contract's axes and the tensors' shapes, then call the backend, so
-// every backend shares the checks (and the host code and its tests).
+// The velocity graph is split the way a sampler uses it: begin_image() takes the image's text features
+// and RoPE once (text rows never attend to image rows and are modulated at t = 0, so a backend computes
+// each block's text keys/values there, once), step() runs the image rows at one timestep, end_image()
+// lets the backend drop the prefix. The public functions check the contract's axes and the tensors'
+// shapes, then call the backend, so every backend shares the checks (and the host code and its tests).
 #include <cstdint>
 #include <span>
 #include <string>
@@ -28,18 +31,34 @@ class Graphs {
 
   // Throws std::invalid_argument naming the axis or tensor at fault.
   Tensor encode(std::span<const int32_t> ids);
-  Tensor velocity(const VelocityInputs& in);
   Tensor decode(const Tensor& latents, const host::ImageSize& size);
 
+  // One image's velocity calls. begin_image copies what it needs (the caller may drop its inputs);
+  // step's result is backend-owned and valid until the next step or end_image (no allocation per step).
+  // step without begin_image, or with an N other than the RoPE's, throws std::logic_error /
+  // std::invalid_argument.
+  void begin_image(const Tensor& txt_feats, const host::RopeTensors& rope);
+  const Tensor& step(const Tensor& img_tokens, float timestep);
+  void end_image();
+  // begin_image + step + end_image, for a single call (tests, tools).
+  Tensor velocity(const VelocityInputs& in);
+
   virtual std::string backend_name() const = 0;
+  // What it runs on, for logs and status: "cpu, 8 threads", "NVIDIA H200 (device 0, sm_90, 140 GiB), bf16".
+  virtual std::string device_description() const = 0;
   virtual int text_dim() const = 0;  // D
   // Square sizes the decoder is fixed to (Core AI's bundles), or empty for any legal size.
   virtual std::span<const int> fixed_decoder_sizes() const { return {}; }
 
  protected:
   virtual Tensor run_encode(std::span<const int32_t> ids) = 0;
-  virtual Tensor run_velocity(const VelocityInputs& in) = 0;
+  virtual void run_begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) = 0;
+  virtual const Tensor& run_step(const Tensor& img_tokens, float timestep) = 0;
+  virtual void run_end_image() = 0;
   virtual Tensor run_decode(const Tensor& latents, const host::ImageSize& size) = 0;
+
+ private:
+  int64_t image_text_len_ = -1, image_tokens_ = -1;  // of the image begun; -1 when none
 };
 
 }  // namespace rgbaq::engine

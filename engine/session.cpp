@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "engine/cpu/cpu_graphs.h"
+#include "engine/backend_registry.h"
 #include "engine/model_directory.h"
 #include "host/noise.h"
 #include "host/rgba8.h"
@@ -16,18 +16,23 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 }  // namespace
 
 std::unique_ptr<Session> Session::open(const std::filesystem::path& model_dir, const std::string& backend, int threads) {
-  if (backend != "cpu") {
-    throw std::invalid_argument("backend \"" + backend + "\" is not available in this build (available: cpu)");
-  }
+  EngineOptions options;
+  options.backend = backend;
+  options.threads = threads;
+  return open(model_dir, options);
+}
+
+std::unique_ptr<Session> Session::open(const std::filesystem::path& model_dir, const EngineOptions& options) {
+  const BackendEntry& backend = resolve_backend(options);
   const auto dir = ModelDirectory::open(model_dir);
   std::unique_ptr<Session> s(new Session());
   s->model_dir_ = model_dir;
-  s->backend_ = backend;
+  s->backend_ = backend.name;
   s->tokenizer_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_file(dir.tokenizer_json()));
   s->template_ = std::make_unique<tokenizer::PromptTemplate>(*s->tokenizer_);
   s->scheduler_ = host::load_scheduler_config(model_dir);
   s->rope_tables_ = host::RopeTables::for_model(model_dir);
-  s->graphs_ = std::make_unique<cpu::CpuGraphs>(dir, threads);
+  s->graphs_ = backend.open(dir, options);
   return s;
 }
 
@@ -51,9 +56,15 @@ RenderResult Session::render_embedded(const Tensor& embeds, const RenderRequest&
   result.sigmas = schedule.sigmas;
   const int64_t n = request.size.tokens();
   Tensor x = Tensor::from_f32({n, 64}, host::initial_tokens(request.seed, request.size));
+  result.timings.step_s.reserve(static_cast<size_t>(schedule.steps()));
+  graphs_->begin_image(embeds, rope);  // the text prefix, once for the image's steps
+  struct EndImage {
+    Graphs& g;
+    ~EndImage() { g.end_image(); }
+  } end_image{*graphs_};
   for (int i = 0; i < schedule.steps(); ++i) {
     const auto t0 = Clock::now();
-    const Tensor vel = graphs_->velocity({&x, &embeds, schedule.dit_timestep(i), &rope});
+    const Tensor& vel = graphs_->step(x, schedule.dit_timestep(i));
     host::euler_step({x.mutable_f32(), static_cast<size_t>(x.numel())}, vel.f32_span(), schedule.sigmas[i],
                      schedule.sigmas[i + 1]);
     result.timings.step_s.push_back(seconds_since(t0));

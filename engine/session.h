@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine_options.h"
 #include "engine/graphs.h"
 #include "engine/tensor.h"
 #include "host/image_size.h"
@@ -55,8 +56,10 @@ struct PromptEmbedding {
 
 class Session {
  public:
-  // backend: "cpu" (others are not in this build). Throws std::runtime_error naming what is missing or
-  // malformed in the model directory, std::invalid_argument for an unknown backend.
+  // The backend named in options (backend_registry.h). Throws std::runtime_error naming what is missing
+  // or malformed in the model directory, std::invalid_argument for an unknown backend,
+  // BackendUnavailable for one that cannot run here (cuda without a device).
+  static std::unique_ptr<Session> open(const std::filesystem::path& model_dir, const EngineOptions& options);
   static std::unique_ptr<Session> open(const std::filesystem::path& model_dir, const std::string& backend = "cpu",
                                        int threads = 0);
 
@@ -71,6 +74,9 @@ class Session {
 
   const std::filesystem::path& model_dir() const { return model_dir_; }
   const std::string& backend_name() const { return backend_; }
+  // What the backend runs on ("cpu, 8 threads", "NVIDIA H200 (device 0, ...)").
+  std::string device_description() const { return graphs_->device_description(); }
+  Graphs& graphs() { return *graphs_; }
 
  private:
   Session() = default;

@@ -23,17 +23,20 @@ CpuGraphs::CpuGraphs(const ModelDirectory& model, int threads)
 
 Tensor CpuGraphs::run_encode(std::span<const int32_t> ids) { return encoder_->encode(ids, pool_); }
 
-Tensor CpuGraphs::run_velocity(const VelocityInputs& in) {
-  const auto feats = in.txt_feats->f32_span();
-  const bool same = prefix_ && prefix_feats_.size() == feats.size() &&
-                    std::equal(feats.begin(), feats.end(), prefix_feats_.begin()) && prefix_cos_ == in.rope->txt_cos;
-  if (!same) {
-    prefix_ = dit_->text_prefix(*in.txt_feats, *in.rope, pool_);
-    prefix_feats_.assign(feats.begin(), feats.end());
-    prefix_cos_ = in.rope->txt_cos;
-  }
-  return dit_->velocity(*in.img_tokens, *prefix_, in.timestep, *in.rope, pool_);
+std::string CpuGraphs::device_description() const { return "cpu, " + std::to_string(pool_.size()) + " threads"; }
+
+void CpuGraphs::run_begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) {
+  rope_ = rope;
+  dit_->text_prefix(txt_feats, rope_, workspace_, prefix_, pool_);
+  if (vel_.shape() != Shape{rope.image_tokens, 64}) vel_ = Tensor::zeros(DType::kF32, {rope.image_tokens, 64});
 }
+
+const Tensor& CpuGraphs::run_step(const Tensor& img_tokens, float timestep) {
+  dit_->velocity(img_tokens, prefix_, timestep, rope_, workspace_, vel_.mutable_f32(), pool_);
+  return vel_;
+}
+
+void CpuGraphs::run_end_image() {}  // the buffers stay for the next image of the same size
 
 Tensor CpuGraphs::run_decode(const Tensor& latents, const host::ImageSize& size) {
   return vae_->decode(latents, size.grid_height(), size.grid_width(), pool_);

@@ -1,9 +1,8 @@
 #pragma once
 // The native CPU backend: the reference implementation of the three graphs, and what every test uses.
-// The DiT's text prefix (keys and values of the L text rows) is kept for the last txt_feats seen, so
-// the 8 steps of one image compute it once.
+// begin_image computes the DiT's text prefix (keys and values of the L text rows) once; each step then
+// runs the N image rows in a workspace reused across steps.
 #include <memory>
-#include <optional>
 
 #include "engine/cpu/dit.h"
 #include "engine/cpu/text_encoder.h"
@@ -20,13 +19,16 @@ class CpuGraphs final : public Graphs {
   CpuGraphs(const ModelDirectory& model, int threads = 0);
 
   std::string backend_name() const override { return "cpu"; }
+  std::string device_description() const override;
   int text_dim() const override { return encoder_->config().hidden; }
   ThreadPool& pool() { return pool_; }
   const Dit& dit() const { return *dit_; }
 
  protected:
   Tensor run_encode(std::span<const int32_t> ids) override;
-  Tensor run_velocity(const VelocityInputs& in) override;
+  void run_begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) override;
+  const Tensor& run_step(const Tensor& img_tokens, float timestep) override;
+  void run_end_image() override;
   Tensor run_decode(const Tensor& latents, const host::ImageSize& size) override;
 
  private:
@@ -35,9 +37,11 @@ class CpuGraphs final : public Graphs {
   std::unique_ptr<TextEncoder> encoder_;
   std::unique_ptr<Dit> dit_;
   std::unique_ptr<VaeDecoder> vae_;
-  // The prefix and the inputs it was computed from.
-  std::optional<TextPrefix> prefix_;
-  std::vector<float> prefix_feats_, prefix_cos_;
+  // The image begun: its RoPE, text prefix, workspace and velocity buffer.
+  host::RopeTensors rope_;
+  TextPrefix prefix_;
+  DitWorkspace workspace_;
+  Tensor vel_;
 };
 
 }  // namespace rgbaq::engine::cpu

@@ -43,102 +43,114 @@ Dit::Dit(const WeightStore& w, const DitConfig& c) : config_(c) {
 }
 
 std::vector<float> Dit::timestep_embedding(float t) {
+  std::vector<float> emb(kTimestepDim);
+  timestep_embedding(t, emb.data());
+  return emb;
+}
+
+void Dit::timestep_embedding(float t, float* emb) {
   // freqs = exp(-ln(10000) * arange(128) / 128), args = (1000 * t) * freqs, all fp32 as diffusers has them.
   const float neg_log_period = static_cast<float>(-std::log(10000.0));
   const float scaled_t = 1000.0f * t;
-  std::vector<float> emb(kTimestepDim);
   for (int k = 0; k < kTimestepDim / 2; ++k) {
     const float freq = static_cast<float>(std::exp(static_cast<double>(neg_log_period * static_cast<float>(k) / 128.0f)));
     const double arg = static_cast<float>(scaled_t * freq);
     emb[k] = static_cast<float>(std::cos(arg));
     emb[k + kTimestepDim / 2] = static_cast<float>(std::sin(arg));
   }
-  return emb;
 }
 
-Dit::Modulation Dit::modulation(float t, ThreadPool& pool) const {
+namespace {
+
+void grow(std::vector<float>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+}
+
+}  // namespace
+
+void DitWorkspace::reserve(int64_t rows, int64_t keys, int64_t dim, int64_t mlp) {
+  for (auto* b : {&x, &h, &q, &attn, &delta}) grow(*b, rows * dim);
+  for (auto* b : {&k, &v}) grow(*b, keys * dim);
+  for (auto* b : {&up, &gate}) grow(*b, rows * mlp);
+  for (auto* b : {&hidden, &temb}) grow(*b, dim);
+  grow(emb, kTimestepDim);
+  for (auto* m : {&text_mod, &image_mod}) {
+    grow(m->blocks, 4 * dim);
+    grow(m->final_scale, dim);
+  }
+}
+
+void Dit::modulation(float t, DitWorkspace& ws, DitModulation& m, ThreadPool& pool) const {
   const int64_t dim = config_.dim();
-  const auto emb = timestep_embedding(t);
-  std::vector<float> hidden(dim), temb(dim);
-  linear(emb.data(), 1, time_1_, hidden.data(), pool);
-  for (float& v : hidden) v = silu(v);
-  linear(hidden.data(), 1, time_2_, temb.data(), pool);
-  for (float& v : temb) v = silu(v);  // both heads read silu(temb)
-  Modulation m;
-  m.blocks.resize(4 * dim);
-  m.final_scale.resize(dim);
-  linear(temb.data(), 1, modulation_, m.blocks.data(), pool);
-  linear(temb.data(), 1, norm_out_, m.final_scale.data(), pool);
+  timestep_embedding(t, ws.emb.data());
+  linear(ws.emb.data(), 1, time_1_, ws.hidden.data(), pool);
+  for (int64_t i = 0; i < dim; ++i) ws.hidden[i] = silu(ws.hidden[i]);
+  linear(ws.hidden.data(), 1, time_2_, ws.temb.data(), pool);
+  for (int64_t i = 0; i < dim; ++i) ws.temb[i] = silu(ws.temb[i]);  // both heads read silu(temb)
+  linear(ws.temb.data(), 1, modulation_, m.blocks.data(), pool);
+  linear(ws.temb.data(), 1, norm_out_, m.final_scale.data(), pool);
   // Stored ready to use: the gates through tanh.
   for (int64_t i = 0; i < dim; ++i) {
     m.blocks[dim + i] = std::tanh(m.blocks[dim + i]);
     m.blocks[3 * dim + i] = std::tanh(m.blocks[3 * dim + i]);
   }
-  return m;
 }
 
-std::vector<float> Dit::embed_text(const Tensor& txt_feats, ThreadPool& pool) const {
-  const int64_t l = txt_feats.dim(0), dim = config_.dim();
-  std::vector<float> normed(static_cast<size_t>(l * config_.context_dim)), h(static_cast<size_t>(l * dim)), x(h.size());
+void Dit::embed_text(const Tensor& txt_feats, DitWorkspace& ws, float* x, ThreadPool& pool) const {
+  const int64_t l = txt_feats.dim(0);
+  // h and attn are free before the blocks run: the norm's output and the hidden layer.
+  grow(ws.h, l * config_.context_dim);
   rms_norm(txt_feats.f32(), l, config_.context_dim, text_norm_.data(), 1.0f, static_cast<float>(config_.eps),
-           normed.data(), pool);
-  linear(normed.data(), l, txt_in_, h.data(), pool);
-  gelu_tanh(h.data(), static_cast<int64_t>(h.size()), pool);
-  linear(h.data(), l, txt_out_, x.data(), pool);
-  return x;
+           ws.h.data(), pool);
+  linear(ws.h.data(), l, txt_in_, ws.attn.data(), pool);
+  gelu_tanh(ws.attn.data(), l * config_.dim(), pool);
+  linear(ws.attn.data(), l, txt_out_, x, pool);
 }
 
-std::vector<float> Dit::embed_image(const Tensor& img_tokens, ThreadPool& pool) const {
-  std::vector<float> x(static_cast<size_t>(img_tokens.dim(0) * config_.dim()));
-  linear(img_tokens.f32(), img_tokens.dim(0), img_in_, x.data(), pool);
-  return x;
+void Dit::embed_image(const Tensor& img_tokens, float* x, ThreadPool& pool) const {
+  linear(img_tokens.f32(), img_tokens.dim(0), img_in_, x, pool);
 }
 
-void Dit::run_block(const Block& b, std::vector<float>& x, int64_t rows, int64_t text_rows, const float* cos,
-                    const float* sin, const Modulation& text_mod, const Modulation& image_mod, const float* prefix_k,
-                    const float* prefix_v, int64_t prefix_rows, std::vector<float>* store_k,
-                    std::vector<float>* store_v, ThreadPool& pool) const {
+void Dit::run_block(const Block& b, DitWorkspace& ws, int64_t rows, int64_t text_rows, const float* cos,
+                    const float* sin, const float* prefix_k, const float* prefix_v, int64_t prefix_rows,
+                    std::vector<float>* store_k, std::vector<float>* store_v, ThreadPool& pool) const {
   const int64_t dim = config_.dim(), mlp = dim * config_.mlp_ratio, keys = prefix_rows + rows;
   const float eps = static_cast<float>(config_.eps);
+  float* x = ws.x.data();
+  float* h = ws.h.data();
+  float* delta = ws.delta.data();
   auto mod_of = [&](int64_t row) -> const float* {
-    return row < text_rows ? text_mod.blocks.data() : image_mod.blocks.data();
+    return row < text_rows ? ws.text_mod.blocks.data() : ws.image_mod.blocks.data();
   };
-  std::vector<float> h(static_cast<size_t>(rows * dim)), q(h.size()), k(static_cast<size_t>(keys * dim)),
-      v(k.size()), attn(h.size()), delta(h.size()), up(static_cast<size_t>(rows * mlp)), gate(up.size());
 
   // h = LN(x) * (1 + scale); which scale depends on the row.
   auto modulated_norm = [&](int64_t scale_offset) {
-    layer_norm(x.data(), rows, dim, eps, h.data(), pool);
+    layer_norm(x, rows, dim, eps, h, pool);
     pool.parallel_for(rows, 8, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* scale = mod_of(r) + scale_offset;
-        for (int64_t i = 0; i < dim; ++i) h[r * dim + i] *= 1.0f + scale[i];
-      }
+      for (int64_t r = r0; r < r1; ++r) modulate_row(h + r * dim, mod_of(r) + scale_offset, dim);
     });
   };
   // x += gate * delta, the gate (already through tanh) by row.
   auto gated_add = [&](int64_t gate_offset) {
     pool.parallel_for(rows, 8, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* g = mod_of(r) + gate_offset;
-        for (int64_t i = 0; i < dim; ++i) x[r * dim + i] += g[i] * delta[r * dim + i];
-      }
+      for (int64_t r = r0; r < r1; ++r) gated_add_row(x + r * dim, mod_of(r) + gate_offset, delta + r * dim, dim);
     });
   };
 
   modulated_norm(0);
-  float* own_k = k.data() + prefix_rows * dim;
-  float* own_v = v.data() + prefix_rows * dim;
-  linear(h.data(), rows, b.to_q, q.data(), pool);
-  linear(h.data(), rows, b.to_k, own_k, pool);
-  linear(h.data(), rows, b.to_v, own_v, pool);
-  rms_norm(q.data(), rows * config_.heads, config_.head_dim, b.norm_q.data(), 0.0f, eps, q.data(), pool);
+  float* q = ws.q.data();
+  float* own_k = ws.k.data() + prefix_rows * dim;
+  float* own_v = ws.v.data() + prefix_rows * dim;
+  linear(h, rows, b.to_q, q, pool);
+  linear(h, rows, b.to_k, own_k, pool);
+  linear(h, rows, b.to_v, own_v, pool);
+  rms_norm(q, rows * config_.heads, config_.head_dim, b.norm_q.data(), 0.0f, eps, q, pool);
   rms_norm(own_k, rows * config_.heads, config_.head_dim, b.norm_k.data(), 0.0f, eps, own_k, pool);
-  rope_interleaved(q.data(), rows, dim, config_.heads, config_.head_dim, cos, sin, pool);
+  rope_interleaved(q, rows, dim, config_.heads, config_.head_dim, cos, sin, pool);
   rope_interleaved(own_k, rows, dim, config_.heads, config_.head_dim, cos, sin, pool);
   if (prefix_rows > 0) {
-    std::memcpy(k.data(), prefix_k, sizeof(float) * static_cast<size_t>(prefix_rows * dim));
-    std::memcpy(v.data(), prefix_v, sizeof(float) * static_cast<size_t>(prefix_rows * dim));
+    std::memcpy(ws.k.data(), prefix_k, sizeof(float) * static_cast<size_t>(prefix_rows * dim));
+    std::memcpy(ws.v.data(), prefix_v, sizeof(float) * static_cast<size_t>(prefix_rows * dim));
   }
   if (store_k) {
     store_k->assign(own_k, own_k + text_rows * dim);
@@ -152,77 +164,78 @@ void Dit::run_block(const Block& b, std::vector<float>& x, int64_t rows, int64_t
   s.q_stride = s.k_stride = s.v_stride = s.out_stride = dim;
   s.causal_rows = text_rows;  // text queries see the text keys up to themselves; image queries see all
   s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
-  attention(q.data(), k.data(), v.data(), attn.data(), s, pool);
-  linear(attn.data(), rows, b.to_out, delta.data(), pool);
+  attention(q, ws.k.data(), ws.v.data(), ws.attn.data(), s, pool);
+  linear(ws.attn.data(), rows, b.to_out, delta, pool);
   gated_add(dim);
 
   modulated_norm(2 * dim);
-  linear(h.data(), rows, b.gate, gate.data(), pool);
-  linear(h.data(), rows, b.proj, up.data(), pool);
-  swiglu(gate.data(), up.data(), rows * mlp, pool);
-  linear(gate.data(), rows, b.out, delta.data(), pool);
+  linear(h, rows, b.gate, ws.gate.data(), pool);
+  linear(h, rows, b.proj, ws.up.data(), pool);
+  swiglu(ws.gate.data(), ws.up.data(), rows * mlp, pool);
+  linear(ws.gate.data(), rows, b.out, delta, pool);
   gated_add(3 * dim);
 }
 
-Tensor Dit::project_out(const std::vector<float>& x, int64_t first_row, int64_t rows, const Modulation& image_mod,
-                        ThreadPool& pool) const {
+void Dit::project_out(DitWorkspace& ws, int64_t first_row, int64_t rows, float* vel, ThreadPool& pool) const {
   const int64_t dim = config_.dim();
-  std::vector<float> h(static_cast<size_t>(rows * dim));
-  layer_norm(x.data() + first_row * dim, rows, dim, static_cast<float>(config_.eps), h.data(), pool);
+  float* h = ws.h.data();
+  layer_norm(ws.x.data() + first_row * dim, rows, dim, static_cast<float>(config_.eps), h, pool);
   pool.parallel_for(rows, 8, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t i = 0; i < dim; ++i) h[r * dim + i] *= 1.0f + image_mod.final_scale[i];
+    for (int64_t r = r0; r < r1; ++r) modulate_row(h + r * dim, ws.image_mod.final_scale.data(), dim);
   });
-  Tensor vel = Tensor::zeros(DType::kF32, {rows, 64});
-  linear(h.data(), rows, proj_out_, vel.mutable_f32(), pool);
-  return vel;
+  linear(h, rows, proj_out_, vel, pool);
 }
 
-TextPrefix Dit::text_prefix(const Tensor& txt_feats, const host::RopeTensors& rope, ThreadPool& pool) const {
-  const int64_t l = txt_feats.dim(0);
-  const Modulation text_mod = modulation(0.0f, pool);
-  std::vector<float> x = embed_text(txt_feats, pool);
-  TextPrefix prefix;
+void Dit::text_prefix(const Tensor& txt_feats, const host::RopeTensors& rope, DitWorkspace& ws, TextPrefix& prefix,
+                      ThreadPool& pool) const {
+  const int64_t l = txt_feats.dim(0), dim = config_.dim();
+  ws.reserve(l, l, dim, dim * config_.mlp_ratio);
+  modulation(0.0f, ws, ws.text_mod, pool);
+  embed_text(txt_feats, ws, ws.x.data(), pool);
   prefix.text_len = l;
   prefix.keys.resize(blocks_.size());
   prefix.values.resize(blocks_.size());
   for (size_t i = 0; i < blocks_.size(); ++i) {
-    run_block(blocks_[i], x, l, l, rope.txt_cos.data(), rope.txt_sin.data(), text_mod, text_mod, nullptr, nullptr, 0,
-              &prefix.keys[i], &prefix.values[i], pool);
+    run_block(blocks_[i], ws, l, l, rope.txt_cos.data(), rope.txt_sin.data(), nullptr, nullptr, 0, &prefix.keys[i],
+              &prefix.values[i], pool);
   }
-  return prefix;
 }
 
-Tensor Dit::velocity(const Tensor& img_tokens, const TextPrefix& prefix, float t, const host::RopeTensors& rope,
-                     ThreadPool& pool) const {
-  const int64_t n = img_tokens.dim(0);
+void Dit::velocity(const Tensor& img_tokens, const TextPrefix& prefix, float t, const host::RopeTensors& rope,
+                   DitWorkspace& ws, float* vel, ThreadPool& pool) const {
+  const int64_t n = img_tokens.dim(0), dim = config_.dim();
   if (prefix.text_len != rope.text_len || prefix.keys.size() != blocks_.size()) {
     throw std::invalid_argument("DiT: the text prefix is for L " + std::to_string(prefix.text_len) + ", RoPE for L " +
                                 std::to_string(rope.text_len));
   }
-  const Modulation image_mod = modulation(t, pool);
-  std::vector<float> x = embed_image(img_tokens, pool);
+  ws.reserve(n, prefix.text_len + n, dim, dim * config_.mlp_ratio);
+  modulation(t, ws, ws.image_mod, pool);
+  embed_image(img_tokens, ws.x.data(), pool);
   for (size_t i = 0; i < blocks_.size(); ++i) {
-    run_block(blocks_[i], x, n, 0, rope.img_cos.data(), rope.img_sin.data(), image_mod, image_mod,
-              prefix.keys[i].data(), prefix.values[i].data(), prefix.text_len, nullptr, nullptr, pool);
+    run_block(blocks_[i], ws, n, 0, rope.img_cos.data(), rope.img_sin.data(), prefix.keys[i].data(),
+              prefix.values[i].data(), prefix.text_len, nullptr, nullptr, pool);
   }
-  return project_out(x, 0, n, image_mod, pool);
+  project_out(ws, 0, n, vel, pool);
 }
 
 Tensor Dit::velocity_full(const Tensor& img_tokens, const Tensor& txt_feats, float t, const host::RopeTensors& rope,
                           ThreadPool& pool) const {
-  const int64_t n = img_tokens.dim(0), l = txt_feats.dim(0);
-  const Modulation text_mod = modulation(0.0f, pool), image_mod = modulation(t, pool);
-  std::vector<float> x = embed_text(txt_feats, pool);
-  const std::vector<float> image = embed_image(img_tokens, pool);
-  x.insert(x.end(), image.begin(), image.end());
+  const int64_t n = img_tokens.dim(0), l = txt_feats.dim(0), dim = config_.dim();
+  DitWorkspace ws;
+  ws.reserve(l + n, l + n, dim, dim * config_.mlp_ratio);
+  modulation(0.0f, ws, ws.text_mod, pool);
+  modulation(t, ws, ws.image_mod, pool);
+  embed_text(txt_feats, ws, ws.x.data(), pool);
+  embed_image(img_tokens, ws.x.data() + l * dim, pool);
   std::vector<float> cos(rope.txt_cos), sin(rope.txt_sin);
   cos.insert(cos.end(), rope.img_cos.begin(), rope.img_cos.end());
   sin.insert(sin.end(), rope.img_sin.begin(), rope.img_sin.end());
   for (const Block& b : blocks_) {
-    run_block(b, x, l + n, l, cos.data(), sin.data(), text_mod, image_mod, nullptr, nullptr, 0, nullptr, nullptr, pool);
+    run_block(b, ws, l + n, l, cos.data(), sin.data(), nullptr, nullptr, 0, nullptr, nullptr, pool);
   }
-  return project_out(x, l, n, image_mod, pool);
+  Tensor vel = Tensor::zeros(DType::kF32, {n, 64});
+  project_out(ws, l, n, vel.mutable_f32(), pool);
+  return vel;
 }
 
 }  // namespace rgbaq::engine::cpu

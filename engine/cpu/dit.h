@@ -21,45 +21,69 @@ struct TextPrefix {
   std::vector<std::vector<float>> keys, values;  // per block: [L, dim], post norm and RoPE
 };
 
+// Per-row modulation: [scale1 | gate1 | scale2 | gate2] (4 * dim, gates through tanh) and the final scale.
+struct DitModulation {
+  std::vector<float> blocks, final_scale;
+};
+
+// The buffers a forward works in. They grow to the largest rows seen and are then reused, so the
+// steps of an image (same N, same L) allocate nothing.
+struct DitWorkspace {
+  std::vector<float> x, h, q, k, v, attn, delta, up, gate;
+  std::vector<float> emb, hidden, temb;  // the time embedding's
+  DitModulation text_mod, image_mod;
+  void reserve(int64_t rows, int64_t keys, int64_t dim, int64_t mlp);
+};
+
 class Dit {
  public:
   // Checks every tensor's presence and shape; throws naming the file and tensor.
   Dit(const WeightStore& weights, const DitConfig& config);
 
-  TextPrefix text_prefix(const Tensor& txt_feats, const host::RopeTensors& rope, ThreadPool& pool) const;
-  // vel [N, 64] for the image tokens at timestep t.
-  Tensor velocity(const Tensor& img_tokens, const TextPrefix& prefix, float t, const host::RopeTensors& rope,
-                  ThreadPool& pool) const;
-  // The same result computed over all L + N rows at once, without the prefix cache.
+  // Fills `prefix` (its storage reused when it already holds one of the same L).
+  void text_prefix(const Tensor& txt_feats, const host::RopeTensors& rope, DitWorkspace& ws, TextPrefix& prefix,
+                   ThreadPool& pool) const;
+  // vel [N, 64] for the image tokens at timestep t, into `vel` (N * 64 floats).
+  void velocity(const Tensor& img_tokens, const TextPrefix& prefix, float t, const host::RopeTensors& rope,
+                DitWorkspace& ws, float* vel, ThreadPool& pool) const;
+  // The same result computed over all L + N rows at once, without the prefix cache (tests).
   Tensor velocity_full(const Tensor& img_tokens, const Tensor& txt_feats, float t, const host::RopeTensors& rope,
                        ThreadPool& pool) const;
 
   const DitConfig& config() const { return config_; }
 
-  // The 256-wide sinusoidal timestep embedding, [cos | sin], as diffusers computes it in fp32.
-  static std::vector<float> timestep_embedding(float t);
-
- private:
+  // The checked weights, for a backend that uploads them (engine/cuda).
   struct Block {
     Tensor to_q, to_k, to_v, to_out, proj, gate, out;
     std::vector<float> norm_q, norm_k;
   };
-  // Per-row modulation: [scale1 | gate1 | scale2 | gate2] (4 * dim) and the final scale (dim).
-  struct Modulation {
-    std::vector<float> blocks, final_scale;
-  };
-  Modulation modulation(float t, ThreadPool& pool) const;
-  std::vector<float> embed_text(const Tensor& txt_feats, ThreadPool& pool) const;
-  std::vector<float> embed_image(const Tensor& img_tokens, ThreadPool& pool) const;
-  // One block over `rows` rows of x. Rows below `text_rows` use the text modulation (t = 0), the rest the
-  // image's. Keys/values of earlier rows may be given (`prefix_k/v`, prefix_rows of them) and are
+  const std::vector<Block>& blocks() const { return blocks_; }
+  const Tensor& img_in() const { return img_in_; }
+  const Tensor& txt_in() const { return txt_in_; }
+  const Tensor& txt_out() const { return txt_out_; }
+  const Tensor& time_1() const { return time_1_; }
+  const Tensor& time_2() const { return time_2_; }
+  const Tensor& modulation_weight() const { return modulation_; }
+  const Tensor& norm_out() const { return norm_out_; }
+  const Tensor& proj_out() const { return proj_out_; }
+  const std::vector<float>& text_norm() const { return text_norm_; }
+
+  // The 256-wide sinusoidal timestep embedding, [cos | sin], as diffusers computes it in fp32.
+  static std::vector<float> timestep_embedding(float t);
+  static void timestep_embedding(float t, float* emb);  // into 256 floats
+
+ private:
+  void modulation(float t, DitWorkspace& ws, DitModulation& out, ThreadPool& pool) const;
+  // txt_in / img_in of the rows into x (at row offset `first_row`).
+  void embed_text(const Tensor& txt_feats, DitWorkspace& ws, float* x, ThreadPool& pool) const;
+  void embed_image(const Tensor& img_tokens, float* x, ThreadPool& pool) const;
+  // One block over `rows` rows of ws.x. Rows below `text_rows` use ws.text_mod (t = 0), the rest
+  // ws.image_mod. Keys/values of earlier rows may be given (`prefix_k/v`, prefix_rows of them) and are
   // prepended; this block's own text keys/values are stored to `store_k/v` when not null.
-  void run_block(const Block& b, std::vector<float>& x, int64_t rows, int64_t text_rows, const float* cos,
-                 const float* sin, const Modulation& text_mod, const Modulation& image_mod, const float* prefix_k,
-                 const float* prefix_v, int64_t prefix_rows, std::vector<float>* store_k, std::vector<float>* store_v,
-                 ThreadPool& pool) const;
-  Tensor project_out(const std::vector<float>& x, int64_t first_row, int64_t rows, const Modulation& image_mod,
-                     ThreadPool& pool) const;
+  void run_block(const Block& b, DitWorkspace& ws, int64_t rows, int64_t text_rows, const float* cos, const float* sin,
+                 const float* prefix_k, const float* prefix_v, int64_t prefix_rows, std::vector<float>* store_k,
+                 std::vector<float>* store_v, ThreadPool& pool) const;
+  void project_out(DitWorkspace& ws, int64_t first_row, int64_t rows, float* vel, ThreadPool& pool) const;
 
   DitConfig config_;
   Tensor img_in_, txt_in_, txt_out_, time_1_, time_2_, modulation_, norm_out_, proj_out_;

@@ -18,8 +18,8 @@ void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, fl
       float* o = out + r * dim;
       double sum = 0;
       for (int64_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i]) * xr[i];
-      const float inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(dim) + eps));
-      for (int64_t i = 0; i < dim; ++i) o[i] = xr[i] * inv * (weight[i] + weight_offset);
+      const float inv = math::rms_inverse(sum, static_cast<double>(dim), eps);
+      for (int64_t i = 0; i < dim; ++i) o[i] = math::rms_normed(xr[i], inv, weight[i], weight_offset);
     }
   });
 }
@@ -33,26 +33,22 @@ void layer_norm(const float* x, int64_t rows, int64_t dim, float eps, float* out
       for (int64_t i = 0; i < dim; ++i) sum += xr[i];
       const double mean = sum / static_cast<double>(dim);
       for (int64_t i = 0; i < dim; ++i) sq += (xr[i] - mean) * (xr[i] - mean);
-      const float inv = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(dim) + eps));
+      const float inv = math::rms_inverse(sq, static_cast<double>(dim), eps);
       const float m = static_cast<float>(mean);
-      for (int64_t i = 0; i < dim; ++i) o[i] = (xr[i] - m) * inv;
+      for (int64_t i = 0; i < dim; ++i) o[i] = math::layer_normed(xr[i], m, inv);
     }
   });
 }
 
 void swiglu(float* gate, const float* up, int64_t n, ThreadPool& pool) {
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) gate[i] = silu(gate[i]) * up[i];
+    for (int64_t i = i0; i < i1; ++i) gate[i] = math::swiglu(gate[i], up[i]);
   });
 }
 
 void gelu_tanh(float* x, int64_t n, ThreadPool& pool) {
   pool.parallel_for(n, kElementGrain, [&](int64_t i0, int64_t i1) {
-    constexpr float kSqrt2OverPi = 0.7978845608028654f;
-    for (int64_t i = i0; i < i1; ++i) {
-      const float v = x[i];
-      x[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
-    }
+    for (int64_t i = i0; i < i1; ++i) x[i] = math::gelu_tanh(x[i]);
   });
 }
 
@@ -72,9 +68,7 @@ void rope(float* x, int64_t rows, int64_t ldx, int heads, int head_dim, const fl
         float* v = x + r * ldx + static_cast<int64_t>(h) * head_dim;
         for (int j = 0; j < half; ++j) {
           const int first = kInterleaved ? 2 * j : j, second = kInterleaved ? 2 * j + 1 : j + half;
-          const float a = v[first], b = v[second];
-          v[first] = a * c[j] - b * s[j];
-          v[second] = b * c[j] + a * s[j];
+          math::rope_pair(v[first], v[second], c[j], s[j]);
         }
       }
     }

@@ -1,10 +1,12 @@
 #pragma once
 // Element-wise and row-wise kernels of the CPU engine, fp32 in and out. Rows are independent, so the
-// pool splits them without changing any result.
+// pool splits them without changing any result. Their per-element math is engine/elementwise_math.h,
+// which the CUDA kernels share.
 #include <cmath>
 #include <cstdint>
 
 #include "engine/cpu/thread_pool.h"
+#include "engine/elementwise_math.h"
 
 namespace rgbaq::engine::cpu {
 
@@ -22,7 +24,17 @@ void swiglu(float* gate, const float* up, int64_t n, ThreadPool& pool);
 // x = gelu_tanh(x).
 void gelu_tanh(float* x, int64_t n, ThreadPool& pool);
 
-inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
+inline float silu(float v) { return math::silu(v); }
+
+// h *= 1 + scale: the DiT's modulation (no shift), over one row of n values.
+inline void modulate_row(float* h, const float* scale, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) h[i] = math::modulated(h[i], scale[i]);
+}
+
+// x += gate * delta, the gate already through tanh, over one row of n values.
+inline void gated_add_row(float* x, const float* gate, const float* delta, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = math::gated_residual(x[i], gate[i], delta[i]);
+}
 
 // Rotate-half RoPE in place (Qwen3 text stack): for each head, pairs (j, j + d/2) rotate by the angle
 // of frequency j. cos/sin are [rows, d/2]. x has rows of `heads * d` values at stride ldx.

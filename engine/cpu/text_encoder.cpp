@@ -40,6 +40,23 @@ TextEncoder::TextEncoder(const WeightStore& weights, const TextEncoderConfig& co
   }
 }
 
+void rotate_half_rope_tables(int64_t n, const TextEncoderConfig& config, std::vector<float>& cos, std::vector<float>& sin) {
+  // The halves of each head share one angle per pair.
+  const int half = config.head_dim / 2;
+  const double d = config.head_dim;
+  cos.resize(static_cast<size_t>(n * half));
+  sin.resize(cos.size());
+  for (int j = 0; j < half; ++j) {
+    const float exponent = static_cast<float>(2 * j) / static_cast<float>(d);
+    const float inv_freq = 1.0f / static_cast<float>(std::pow(config.rope_theta, static_cast<double>(exponent)));
+    for (int64_t i = 0; i < n; ++i) {
+      const double angle = static_cast<float>(static_cast<float>(i) * inv_freq);
+      cos[static_cast<size_t>(i * half + j)] = static_cast<float>(std::cos(angle));
+      sin[static_cast<size_t>(i * half + j)] = static_cast<float>(std::sin(angle));
+    }
+  }
+}
+
 Tensor TextEncoder::encode(std::span<const int32_t> ids, ThreadPool& pool) const {
   const int64_t n = static_cast<int64_t>(ids.size()), h = config_.hidden, d = config_.head_dim;
   const int64_t q_dim = int64_t{config_.heads} * d, kv_dim = int64_t{config_.kv_heads} * d, inter = config_.intermediate;
@@ -55,18 +72,8 @@ Tensor TextEncoder::encode(std::span<const int32_t> ids, ThreadPool& pool) const
     to_f32(embed_.dtype(), static_cast<const uint8_t*>(embed_.data()) + ids[i] * row_bytes, x + i * h, static_cast<size_t>(h));
   }
 
-  // RoPE tables for positions 0..n-1, the halves of each head sharing one angle per pair.
-  const int half = static_cast<int>(d / 2);
-  std::vector<float> cos(static_cast<size_t>(n * half)), sin(cos.size());
-  for (int j = 0; j < half; ++j) {
-    const float exponent = static_cast<float>(2 * j) / static_cast<float>(d);
-    const float inv_freq = 1.0f / static_cast<float>(std::pow(config_.rope_theta, static_cast<double>(exponent)));
-    for (int64_t i = 0; i < n; ++i) {
-      const double angle = static_cast<float>(static_cast<float>(i) * inv_freq);
-      cos[static_cast<size_t>(i * half + j)] = static_cast<float>(std::cos(angle));
-      sin[static_cast<size_t>(i * half + j)] = static_cast<float>(std::sin(angle));
-    }
-  }
+  std::vector<float> cos, sin;
+  rotate_half_rope_tables(n, config_, cos, sin);
 
   std::vector<float> normed(static_cast<size_t>(n * h)), q(static_cast<size_t>(n * q_dim)), k(static_cast<size_t>(n * kv_dim)),
       v(k.size()), attn(q.size()), gate(static_cast<size_t>(n * inter)), up(gate.size()), delta(normed.size());

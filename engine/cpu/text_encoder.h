@@ -23,15 +23,22 @@ class TextEncoder {
 
   const TextEncoderConfig& config() const { return config_; }
 
- private:
+  // The checked weights, for a backend that uploads them (engine/cuda).
   struct Layer {
     std::vector<float> input_norm, post_norm, q_norm, k_norm;
     Tensor q, k, v, o, gate, up, down;
   };
+  const std::vector<Layer>& layers() const { return layers_; }
+  const Tensor& embedding() const { return embed_; }
+
+ private:
   TextEncoderConfig config_;
   Tensor embed_;
   std::vector<Layer> layers_;
 };
+
+// The rotate-half RoPE tables for positions 0..n-1, [n, head_dim / 2] each (every backend uses these).
+void rotate_half_rope_tables(int64_t n, const TextEncoderConfig& config, std::vector<float>& cos, std::vector<float>& sin);
 
 // "model.language_model." (Qwen3-VL) or "model." (Qwen3), whichever names the embedding in `weights`.
 std::string text_encoder_prefix(const WeightStore& weights);

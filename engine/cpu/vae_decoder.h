@@ -41,7 +41,7 @@ class VaeDecoder {
     int temporal_factor = 1;  // DupUp3D's factor_t
   };
 
- private:
+ // The checked, widened weights: read by the cuda backend, which uploads them (engine/cuda/cuda_vae.cpp).
   VaeConfig config_;
   Conv post_quant_, conv_in_, conv_out_;
   ResBlock mid_0_, mid_1_;

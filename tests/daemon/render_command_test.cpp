@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/backend_registry.h"
 #include "storage/png_file.h"
 #include "tests/engine/tiny_model_fixture.h"
 #include "tests/run_process.h"
@@ -56,7 +57,8 @@ TEST(RenderCommand, BadInputExitsTwoWithAClearMessage) {
       {{"--model", m, "--prompt", "x", "--size", "2048", "-o", out}, "16384 image tokens"},
       {{"--model", m, "--prompt", long_prompt, "-o", out}, "the encoder takes at most 512"},
       {{"--model", m, "--prompt", "x"}, "--output is required"},
-      {{"--model", m, "--prompt", "x", "-o", out, "--engine", "metal"}, "backend \"metal\" is not available"},
+      {{"--model", m, "--prompt", "x", "-o", out, "--engine", "metal"}, "engine \"metal\" is not one of auto, cpu"},
+      {{"--model", m, "--prompt", "x", "-o", out, "--precision", "fp16"}, "--precision: precision \"fp16\""},
       {{"--model", m, "--prompt", "x", "-o", out, "--seed", "abc"}, "--seed \"abc\""},
   };
   for (const auto& c : cases) {
@@ -75,6 +77,25 @@ TEST(RenderCommand, UnwritableOutputIsAFailure) {
                               "-o", "/nonexistent/dir/out.png"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/nonexistent/dir/out.png"), std::string::npos) << r.err;
+}
+
+TEST(RenderCommand, EngineCudaWithoutADeviceExitsTwoSayingSo) {
+  engine::EngineOptions cuda;
+  cuda.backend = "cuda";
+  try {
+    engine::resolve_backend(cuda);
+    GTEST_SKIP() << "a CUDA device is visible here";
+  } catch (const engine::BackendUnavailable&) {
+  }
+  const TinyModel model;
+  const auto out = model.dir().parent_path() / "x.png";
+  const auto r = run_process({kRgbaqd, "render", "--model", model.dir().string(), "--prompt", "x", "-o", out.string(),
+                              "--engine", "cuda"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("engine \"cuda\""), std::string::npos) << r.err;
+  EXPECT_TRUE(r.err.find("no CUDA device") != std::string::npos || r.err.find("not in this build") != std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ TEST(Session, CallerErrors) {
   for (int i = 0; i < 600; ++i) long_prompt += " word";
   EXPECT_THROW(session->render({long_prompt, 1, {128, 128}}), std::invalid_argument);
   EXPECT_THROW(session->render({"x", 1, {100, 100}}), std::invalid_argument);
-  EXPECT_THROW(Session::open(model.dir(), "cuda"), std::invalid_argument);
+  EXPECT_THROW(Session::open(model.dir(), "no-such-engine"), std::invalid_argument);
   EXPECT_THROW(Session::open("/nonexistent/model"), std::runtime_error);
 }
 

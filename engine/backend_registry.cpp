@@ -1,0 +1,67 @@
+#include "engine/backend_registry.h"
+
+#include "engine/cpu/cpu_graphs.h"
+#if RGBAQ_HAVE_CUDA
+#include "engine/cuda/cuda_backend.h"
+#endif
+
+namespace rgbaq::engine {
+namespace {
+
+std::vector<BackendEntry> make_backends() {
+  std::vector<BackendEntry> all;
+  all.push_back({"cpu", [](const EngineOptions&, std::string*) { return true; },
+                 [](const ModelDirectory& model, const EngineOptions& o) -> std::unique_ptr<Graphs> {
+                   return std::make_unique<cpu::CpuGraphs>(model, o.threads);
+                 }});
+#if RGBAQ_HAVE_CUDA
+  all.push_back(cuda::cuda_backend_entry());
+#endif
+  return all;
+}
+
+std::string names_of(const std::vector<BackendEntry>& all) {
+  std::string s;
+  for (const auto& b : all) s += (s.empty() ? "" : ", ") + b.name;
+  return s;
+}
+
+}  // namespace
+
+const std::vector<BackendEntry>& backends() {
+  static const std::vector<BackendEntry> all = make_backends();
+  return all;
+}
+
+const BackendEntry& resolve_backend(const EngineOptions& options) {
+  const auto& all = backends();
+  if (options.backend == "auto") {
+    for (const auto& b : all) {
+      std::string why;
+      if (b.name == "cuda" && b.usable(options, &why)) return b;
+    }
+    return all.front();  // cpu
+  }
+  for (const auto& b : all) {
+    if (b.name != options.backend) continue;
+    std::string why;
+    if (!b.usable(options, &why)) throw BackendUnavailable("engine \"" + b.name + "\" cannot run here: " + why);
+    return b;
+  }
+  if (options.backend == "cuda") {
+    throw BackendUnavailable("engine \"cuda\" is not in this build: CMake did not find the CUDA toolkit "
+                             "(configure with -DRGBAQ_CUDA=ON to require it); this build has: " + names_of(all));
+  }
+  throw std::invalid_argument("engine \"" + options.backend + "\" is not one of auto, " + names_of(all));
+}
+
+std::vector<std::string> usable_backend_names(const EngineOptions& options) {
+  std::vector<std::string> names;
+  for (const auto& b : backends()) {
+    std::string why;
+    if (b.usable(options, &why)) names.push_back(b.name);
+  }
+  return names;
+}
+
+}  // namespace rgbaq::engine

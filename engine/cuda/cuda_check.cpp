@@ -1,0 +1,68 @@
+#include "engine/cuda/cuda_check.h"
+
+#include <cublasLt.h>
+
+#include <cstdio>
+
+namespace rgbaq::engine::cuda {
+
+std::string device_label(int device) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    cudaGetLastError();  // clear it: the label must not leave an error behind
+    return "CUDA device " + std::to_string(device);
+  }
+  return "CUDA device " + std::to_string(device) + " (" + prop.name + ")";
+}
+
+std::string gib_string(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+void check(cudaError_t status, int device, const char* what) {
+  if (status == cudaSuccess) return;
+  std::string message = device_label(device) + ": " + what + " failed: " + cudaGetErrorString(status);
+  if (status == cudaErrorMemoryAllocation) {
+    size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess) {
+      message += " (" + gib_string(free_bytes) + " free of " + gib_string(total) + ")";
+    }
+  }
+  if (status == cudaErrorInsufficientDriver) message += " (the driver is older than CUDA runtime " + std::to_string(CUDART_VERSION) + " needs)";
+  cudaGetLastError();
+  throw CudaError(message);
+}
+
+void check_cublas(int status, int device, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw CudaError(device_label(device) + ": " + what + " failed: cuBLASLt status " + std::to_string(status) + " (" +
+                  cublasLtGetStatusString(static_cast<cublasStatus_t>(status)) + ")");
+}
+
+int visible_devices(std::string* why) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
+    cudaGetLastError();
+    if (why) {
+      if (driver == 0) {
+        *why = "no CUDA device visible (no NVIDIA driver is loaded)";
+      } else if (status == cudaErrorInsufficientDriver) {
+        *why = "no usable CUDA device: the driver supports CUDA " + std::to_string(driver / 1000) + "." +
+               std::to_string(driver % 1000 / 10) + ", this build needs " + std::to_string(CUDART_VERSION / 1000) + "." +
+               std::to_string(CUDART_VERSION % 1000 / 10) + " (update the driver)";
+      } else {
+        *why = std::string("no CUDA device visible (") + cudaGetErrorString(status) + ")";
+      }
+    }
+    return 0;
+  }
+  if (count == 0 && why) *why = "no CUDA device visible (the driver reports none)";
+  return count;
+}
+
+}  // namespace rgbaq::engine::cuda

@@ -1,0 +1,232 @@
+#include "engine/cuda/cuda_dit.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/cuda/cuda_check.h"
+#include "engine/cuda/device_weights.h"
+#include "engine/cuda/kernels.h"
+
+namespace rgbaq::engine::cuda {
+namespace {
+
+enum Linear { kQ, kK, kV, kOut, kGate, kProj, kMlpOut, kLinears };
+constexpr int kTimestepDim = 256;
+// Attention scores at most this many per chunk (fp32 plus the probabilities in the GEMM type).
+constexpr int64_t kScoreBudget = int64_t{64} << 20;
+
+std::vector<const Tensor*> block_linears(const cpu::Dit::Block& b) {
+  return {&b.to_q, &b.to_k, &b.to_v, &b.to_out, &b.gate, &b.proj, &b.out};
+}
+
+}  // namespace
+
+size_t CudaDit::block_bytes(const cpu::Dit& dit, ElementType type) {
+  size_t total = 0;
+  for (const auto& b : dit.blocks())
+    for (const Tensor* t : block_linears(b)) total += static_cast<size_t>(t->numel()) * element_size(type);
+  return total;
+}
+
+CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, Gemm& gemm, cudaStream_t stream,
+                 bool stream_blocks)
+    : config_(config), arena_(source.arena()), gemm_(gemm), stream_(stream), type_(source.type()), esize_(element_size(type_)) {
+  const int64_t d = config.dim(), mlp = d * config.mlp_ratio, ctx = config.context_dim;
+  auto* w = dit;  // null: random weights
+  img_in_ = source.matrix(w ? &w->img_in() : nullptr, d, 64, "DiT img_in");
+  txt_in_ = source.matrix(w ? &w->txt_in() : nullptr, d, ctx, "DiT txt_in.in_layer");
+  txt_out_ = source.matrix(w ? &w->txt_out() : nullptr, d, d, "DiT txt_in.out_layer");
+  time_1_ = source.matrix(w ? &w->time_1() : nullptr, d, kTimestepDim, "DiT timestep linear_1");
+  time_2_ = source.matrix(w ? &w->time_2() : nullptr, d, d, "DiT timestep linear_2");
+  modulation_ = source.matrix(w ? &w->modulation_weight() : nullptr, 4 * d, d, "DiT modulation.1");
+  norm_out_ = source.matrix(w ? &w->norm_out() : nullptr, d, d, "DiT norm_out.linear");
+  proj_out_ = source.matrix(w ? &w->proj_out() : nullptr, 64, d, "DiT proj_out");
+  text_norm_ = source.vector(w ? &w->text_norm() : nullptr, ctx, "DiT txt_in.text_norm", 0.0f);
+  if (stream_blocks && !w) throw std::logic_error("CudaDit: streaming needs host weights");
+  const int64_t shapes[kLinears][2] = {{d, d}, {d, d}, {d, d}, {d, d}, {mlp, d}, {mlp, d}, {d, mlp}};
+  std::vector<std::vector<std::vector<uint8_t>>> staged;
+  for (int i = 0; i < config.layers; ++i) {
+    const cpu::Dit::Block* b = w ? &w->blocks()[i] : nullptr;
+    const std::string name = "DiT block " + std::to_string(i);
+    Block dev;
+    dev.norm_q = source.vector(b ? &b->norm_q : nullptr, config.head_dim, name + " norm_q");
+    dev.norm_k = source.vector(b ? &b->norm_k : nullptr, config.head_dim, name + " norm_k");
+    if (stream_blocks) {
+      staged.emplace_back();
+      for (const Tensor* t : block_linears(*b)) staged.back().push_back(host_bytes(*t, type_));
+    } else {
+      for (int j = 0; j < kLinears; ++j) {
+        dev.linears.push_back(source.matrix(b ? block_linears(*b)[j] : nullptr, shapes[j][0], shapes[j][1], name + " linears"));
+      }
+    }
+    blocks_.push_back(std::move(dev));
+  }
+  if (stream_blocks) streamer_ = std::make_unique<BlockStreamer>(arena_, staged, stream);
+  const int64_t dim = config_.dim();
+  DeviceArena& arena = arena_;
+  emb_f32_ = arena.allocate(kTimestepDim * sizeof(float), "DiT time embedding");
+  emb_ = arena.allocate(kTimestepDim * esize_, "DiT time embedding");
+  hidden_ = arena.allocate(dim * sizeof(float), "DiT time hidden");
+  hidden_t_ = arena.allocate(dim * esize_, "DiT time hidden");
+  temb_ = arena.allocate(dim * sizeof(float), "DiT temb");
+  temb_t_ = arena.allocate(dim * esize_, "DiT temb");
+  text_mod_ = arena.allocate(5 * dim * sizeof(float), "DiT text modulation");
+  image_mod_ = arena.allocate(5 * dim * sizeof(float), "DiT image modulation");
+  emb_host_ = PinnedBuffer(kTimestepDim * sizeof(float), arena.device(), "DiT time embedding staging");
+  RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), arena.device());  // random fills done
+}
+
+const void* CudaDit::linear(int block, int which, const std::vector<const void*>* streamed) const {
+  return streamed ? (*streamed)[which] : blocks_[block].linears[which].get();
+}
+
+// [scale1 | gate1 | scale2 | gate2] (gates through tanh) then the final scale: 5 * dim fp32 at `out`.
+void CudaDit::modulation(float t, float* out) {
+  const int64_t dim = config_.dim();
+  const int device = arena_.device();
+  // The previous step has been waited for, so the staging buffer is free to rewrite.
+  cpu::Dit::timestep_embedding(t, static_cast<float*>(emb_host_.get()));
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(emb_f32_.get(), emb_host_.get(), kTimestepDim * sizeof(float), cudaMemcpyHostToDevice, stream_), device);
+  convert(emb_f32_.as<float>(), kTimestepDim, emb_.get(), type_, stream_);
+  gemm_.linear(type_, emb_.get(), 1, time_1_.get(), dim, kTimestepDim, hidden_.as<float>());
+  silu(hidden_.as<float>(), dim, hidden_t_.get(), type_, stream_);
+  gemm_.linear(type_, hidden_t_.get(), 1, time_2_.get(), dim, dim, temb_.as<float>());
+  silu(temb_.as<float>(), dim, temb_t_.get(), type_, stream_);  // both heads read silu(temb)
+  gemm_.linear(type_, temb_t_.get(), 1, modulation_.get(), 4 * dim, dim, out);
+  gemm_.linear(type_, temb_t_.get(), 1, norm_out_.get(), dim, dim, out + 4 * dim);
+  tanh_gates(out, dim, stream_);
+  check_launch(device, "the DiT's modulation kernels");
+}
+
+void CudaDit::ensure_workspace(int64_t rows, int64_t keys) {
+  if (rows <= ws_rows_ && keys <= ws_keys_) return;
+  ws_rows_ = std::max(rows, ws_rows_);
+  ws_keys_ = std::max(keys, ws_keys_);
+  const int64_t r = ws_rows_, k = ws_keys_, dim = config_.dim(), mlp = dim * config_.mlp_ratio, f = sizeof(float);
+  const int64_t e = static_cast<int64_t>(esize_);
+  arena_.ensure(x_, r * dim * f, "DiT residual stream");
+  arena_.ensure(h_, r * std::max<int64_t>(dim, config_.context_dim) * e, "DiT normed rows");
+  arena_.ensure(qf_, r * dim * f, "DiT projections");
+  arena_.ensure(q_, r * dim * e, "DiT queries");
+  arena_.ensure(k_, k * dim * e, "DiT keys");
+  arena_.ensure(v_, k * dim * e, "DiT values");
+  arena_.ensure(attn_, r * dim * f, "DiT attention output");
+  arena_.ensure(attn_t_, r * dim * e, "DiT attention output");
+  arena_.ensure(delta_, r * dim * f, "DiT block output");
+  arena_.ensure(gate_, r * mlp * f, "DiT MLP gate");
+  arena_.ensure(up_, r * mlp * f, "DiT MLP up");
+  arena_.ensure(mlp_t_, r * mlp * e, "DiT MLP hidden");
+  score_elements_ = std::max<int64_t>(int64_t{config_.heads} * k, std::min(kScoreBudget, int64_t{config_.heads} * k * r));
+  arena_.ensure(scores_, score_elements_ * f, "DiT attention scores");
+  arena_.ensure(probs_, score_elements_ * e, "DiT attention probabilities");
+  arena_.ensure(tokens_, r * 64 * f, "DiT image tokens");
+  arena_.ensure(txt_, r * config_.context_dim * f, "DiT text features");
+  arena_.ensure(vel_, r * 64 * f, "DiT velocity");
+}
+
+void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows,
+                        bool store) {
+  const int64_t dim = config_.dim(), mlp = dim * config_.mlp_ratio, keys = prefix_rows + rows;
+  const float eps = static_cast<float>(config_.eps);
+  const int device = arena_.device();
+  const std::vector<const void*>* streamed = streamer_ ? &streamer_->begin_block(i) : nullptr;
+  const float* tmod = text_mod_.as<float>();
+  const float* imod = image_mod_.as<float>();
+  auto* k = static_cast<char*>(k_.get());
+  auto* v = static_cast<char*>(v_.get());
+  const size_t row_bytes = static_cast<size_t>(dim) * esize_;
+
+  layer_norm_modulate(x_.as<float>(), rows, dim, eps, tmod, imod, text_rows, h_.get(), type_, stream_);
+  gemm_.linear(type_, h_.get(), rows, linear(i, kQ, streamed), dim, dim, qf_.as<float>());
+  head_norm_rope(qf_.as<float>(), dim, rows, config_.heads, config_.head_dim, blocks_[i].norm_q.as<float>(), eps, cos, sin,
+                 true, q_.get(), dim, type_, stream_);
+  gemm_.linear(type_, h_.get(), rows, linear(i, kK, streamed), dim, dim, qf_.as<float>());
+  head_norm_rope(qf_.as<float>(), dim, rows, config_.heads, config_.head_dim, blocks_[i].norm_k.as<float>(), eps, cos, sin,
+                 true, k + prefix_rows * row_bytes, dim, type_, stream_);
+  gemm_.linear(type_, h_.get(), rows, linear(i, kV, streamed), dim, dim, qf_.as<float>());
+  convert(qf_.as<float>(), rows * dim, v + prefix_rows * row_bytes, type_, stream_);
+  const size_t prefix_bytes = static_cast<size_t>(text_len_) * row_bytes;
+  if (prefix_rows > 0) {  // this block's text keys/values, computed once per image
+    RGBAQ_CUDA_CHECK(cudaMemcpyAsync(k, static_cast<char*>(prefix_k_.get()) + i * prefix_bytes, prefix_rows * row_bytes,
+                                     cudaMemcpyDeviceToDevice, stream_), device);
+    RGBAQ_CUDA_CHECK(cudaMemcpyAsync(v, static_cast<char*>(prefix_v_.get()) + i * prefix_bytes, prefix_rows * row_bytes,
+                                     cudaMemcpyDeviceToDevice, stream_), device);
+  }
+  if (store) {
+    RGBAQ_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(prefix_k_.get()) + i * prefix_bytes, k, text_rows * row_bytes,
+                                     cudaMemcpyDeviceToDevice, stream_), device);
+    RGBAQ_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(prefix_v_.get()) + i * prefix_bytes, v, text_rows * row_bytes,
+                                     cudaMemcpyDeviceToDevice, stream_), device);
+  }
+  AttentionArgs a;
+  a.q = q_.get(), a.k = k, a.v = v, a.out = attn_.as<float>();
+  a.ldq = a.ldk = a.ldv = a.ldo = dim;
+  a.q_rows = rows, a.kv_rows = keys, a.causal_rows = text_rows;
+  a.q_heads = a.kv_heads = config_.heads;
+  a.head_dim = config_.head_dim;
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
+  attention(gemm_, type_, a, {scores_.as<float>(), probs_.get(), score_elements_}, stream_);
+  convert(attn_.as<float>(), rows * dim, attn_t_.get(), type_, stream_);
+  gemm_.linear(type_, attn_t_.get(), rows, linear(i, kOut, streamed), dim, dim, delta_.as<float>());
+  gated_residual(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + dim, imod + dim, text_rows, stream_);
+
+  layer_norm_modulate(x_.as<float>(), rows, dim, eps, tmod + 2 * dim, imod + 2 * dim, text_rows, h_.get(), type_, stream_);
+  gemm_.linear(type_, h_.get(), rows, linear(i, kGate, streamed), mlp, dim, gate_.as<float>());
+  gemm_.linear(type_, h_.get(), rows, linear(i, kProj, streamed), mlp, dim, up_.as<float>());
+  swiglu(gate_.as<float>(), up_.as<float>(), rows * mlp, mlp_t_.get(), type_, stream_);
+  gemm_.linear(type_, mlp_t_.get(), rows, linear(i, kMlpOut, streamed), dim, mlp, delta_.as<float>());
+  gated_residual(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + 3 * dim, imod + 3 * dim, text_rows, stream_);
+  if (streamer_) streamer_->end_block(i);
+  check_launch(device, "a DiT block's kernels");
+}
+
+void CudaDit::begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) {
+  const int64_t l = txt_feats.dim(0), n = rope.image_tokens, dim = config_.dim();
+  const int device = arena_.device();
+  text_len_ = l;
+  image_tokens_ = n;
+  ensure_workspace(std::max(l, n), l + n);
+  auto put = [&](DeviceBuffer& b, const std::vector<float>& host, const char* what) {
+    arena_.ensure(b, host.size() * sizeof(float), what);
+    RGBAQ_CUDA_CHECK(cudaMemcpyAsync(b.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, stream_), device);
+  };
+  put(txt_cos_, rope.txt_cos, "DiT RoPE");
+  put(txt_sin_, rope.txt_sin, "DiT RoPE");
+  put(img_cos_, rope.img_cos, "DiT RoPE");
+  put(img_sin_, rope.img_sin, "DiT RoPE");
+  const size_t prefix_bytes = static_cast<size_t>(config_.layers) * l * dim * esize_;
+  arena_.ensure(prefix_k_, prefix_bytes, "DiT text prefix keys");
+  arena_.ensure(prefix_v_, prefix_bytes, "DiT text prefix values");
+  modulation(0.0f, text_mod_.as<float>());
+  // txt_in: zero-centred RMSNorm, in_layer, GELU (tanh), out_layer.
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(txt_.get(), txt_feats.f32(), txt_feats.nbytes(), cudaMemcpyHostToDevice, stream_), device);
+  rms_norm(txt_.as<float>(), l, config_.context_dim, text_norm_.as<float>(), 1.0f, static_cast<float>(config_.eps), h_.get(),
+           type_, stream_);
+  gemm_.linear(type_, h_.get(), l, txt_in_.get(), dim, config_.context_dim, qf_.as<float>());
+  gelu_tanh(qf_.as<float>(), l * dim, attn_t_.get(), type_, stream_);
+  gemm_.linear(type_, attn_t_.get(), l, txt_out_.get(), dim, dim, x_.as<float>());
+  // The text rows use the text modulation whatever image_mod_ holds (text_rows = rows).
+  for (int i = 0; i < config_.layers; ++i) run_block(i, l, l, txt_cos_.as<float>(), txt_sin_.as<float>(), 0, true);
+  // The host's inputs may go once this returns.
+  RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), device);
+}
+
+void CudaDit::step(const Tensor& img_tokens, float t, float* vel) {
+  const int64_t n = image_tokens_, dim = config_.dim();
+  const int device = arena_.device();
+  modulation(t, image_mod_.as<float>());
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), img_tokens.f32(), img_tokens.nbytes(), cudaMemcpyHostToDevice, stream_), device);
+  convert(tokens_.as<float>(), n * 64, h_.get(), type_, stream_);
+  gemm_.linear(type_, h_.get(), n, img_in_.get(), dim, 64, x_.as<float>());
+  for (int i = 0; i < config_.layers; ++i) run_block(i, n, 0, img_cos_.as<float>(), img_sin_.as<float>(), text_len_, false);
+  const float* final_scale = image_mod_.as<float>() + 4 * dim;
+  layer_norm_modulate(x_.as<float>(), n, dim, static_cast<float>(config_.eps), final_scale, final_scale, 0, h_.get(), type_, stream_);
+  gemm_.linear(type_, h_.get(), n, proj_out_.get(), 64, dim, vel_.as<float>());
+  check_launch(device, "the DiT's output kernels");
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(vel, vel_.get(), static_cast<size_t>(n) * 64 * sizeof(float), cudaMemcpyDeviceToHost, stream_), device);
+  RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), device);  // the host needs the velocity for its Euler step
+}
+
+void CudaDit::end_image() { text_len_ = image_tokens_ = 0; }
+
+}  // namespace rgbaq::engine::cuda

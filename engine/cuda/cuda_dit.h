@@ -1,0 +1,73 @@
+#pragma once
+// The DiT's velocity graph on the GPU, with the CPU backend's split: begin_image runs txt_in and every
+// block over the L text rows once and keeps each block's text keys and values on the device; each step
+// runs the N image rows, attending to those plus their own. fp32 residual stream; GEMMs in the session's
+// type through cuBLASLt; the workspace is sized once per (L, N) and reused. Blocks are resident, or
+// streamed from pinned host memory (BlockStreamer) when the weights do not fit. Never run on a GPU yet.
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <vector>
+
+#include "engine/cpu/dit.h"
+#include "engine/cuda/attention.h"
+#include "engine/cuda/block_streamer.h"
+#include "engine/cuda/device_memory.h"
+#include "engine/cuda/device_weights.h"
+#include "engine/cuda/gemm.h"
+#include "host/rope.h"
+
+namespace rgbaq::engine::cuda {
+
+class CudaDit {
+ public:
+  // The weights from `source`: dit's checked views (the CPU object only lends them; it may be dropped
+  // after), or random ones (dit null; blocks resident).
+  CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, Gemm& gemm, cudaStream_t stream,
+          bool stream_blocks);
+
+  void begin_image(const Tensor& txt_feats, const host::RopeTensors& rope);
+  // vel [N, 64] into `vel` (host); waits for the device.
+  void step(const Tensor& img_tokens, float t, float* vel);
+  void end_image();
+
+  bool streams_blocks() const { return streamer_ != nullptr; }
+  // Bytes of every block's linears (what streaming keeps off the device).
+  static size_t block_bytes(const cpu::Dit& dit, ElementType type);
+
+ private:
+  struct Block {
+    std::vector<DeviceBuffer> linears;  // resident: to_q, to_k, to_v, to_out, gate, proj, out
+    DeviceBuffer norm_q, norm_k;
+  };
+  void modulation(float t, float* out);
+  void ensure_workspace(int64_t rows, int64_t keys);
+  // One block over `rows` rows of x_ (see cpu::Dit::run_block); prefix K/V of block i prepended when
+  // prefix_rows > 0, this block's text K/V stored when `store`.
+  void run_block(int i, int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows, bool store);
+  const void* linear(int block, int which, const std::vector<const void*>* streamed) const;
+
+  DitConfig config_;
+  DeviceArena& arena_;
+  Gemm& gemm_;
+  cudaStream_t stream_;
+  ElementType type_;
+  size_t esize_;
+  DeviceBuffer img_in_, txt_in_, txt_out_, time_1_, time_2_, modulation_, norm_out_, proj_out_, text_norm_;
+  std::vector<Block> blocks_;
+  std::unique_ptr<BlockStreamer> streamer_;
+  const std::vector<const void*>* streamed_ = nullptr;  // the current block's parts when streaming
+
+  // Per image: RoPE on the device, the text modulation, the prefix K/V [layers, L, dim] each.
+  int64_t text_len_ = 0, image_tokens_ = 0;
+  DeviceBuffer txt_cos_, txt_sin_, img_cos_, img_sin_, text_mod_, image_mod_, prefix_k_, prefix_v_;
+  // The time embedding's buffers and its host staging.
+  DeviceBuffer emb_f32_, emb_, hidden_, hidden_t_, temb_, temb_t_;
+  PinnedBuffer emb_host_;
+  // The workspace, grown to the largest (rows, keys) seen.
+  int64_t ws_rows_ = 0, ws_keys_ = 0;
+  DeviceBuffer x_, h_, qf_, q_, k_, v_, attn_, attn_t_, delta_, gate_, up_, mlp_t_, scores_, probs_, tokens_, txt_, vel_;
+  int64_t score_elements_ = 0;
+};
+
+}  // namespace rgbaq::engine::cuda

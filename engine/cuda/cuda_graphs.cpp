@@ -1,0 +1,109 @@
+#include "engine/cuda/cuda_graphs.h"
+
+#include <cmath>
+
+#include "engine/cpu/vae_decoder.h"
+#include "engine/cuda/cuda_check.h"
+#include "engine/model_config.h"
+
+namespace rgbaq::engine::cuda {
+namespace {
+
+// What the workspaces need beside the weights, at most (the DiT's at 1024 x 1024 real dims is about
+// 1.5 GiB; the VAE's maps take more at 1024 and are not tiled yet).
+constexpr double kWorkspaceReserveGib = 4.0;
+
+}  // namespace
+
+CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options)
+    : device_(options.device),
+      type_(options.precision == Precision::kFp32 ? ElementType::kF32 : ElementType::kBf16),
+      text_config_(load_text_encoder_config(model.text_encoder_dir() / "config.json")),
+      text_weights_(WeightStore::open(model.text_encoder_dir())) {
+  RGBAQ_CUDA_CHECK(cudaSetDevice(device_), device_);
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  if (driver < runtime) {
+    throw CudaError(device_label(device_) + ": the driver supports CUDA " + std::to_string(driver / 1000) + "." +
+                    std::to_string(driver % 1000 / 10) + ", this build needs " + std::to_string(runtime / 1000) + "." +
+                    std::to_string(runtime % 1000 / 10) + " (update the driver)");
+  }
+  RGBAQ_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), device_);
+  const size_t budget = static_cast<size_t>(options.gpu_memory_gib * 1024.0 * 1024.0 * 1024.0);
+  arena_ = std::make_unique<DeviceArena>(device_, budget);
+  gemm_ = std::make_unique<Gemm>(*arena_, stream_);
+
+  const auto dit_config = load_dit_config(model.transformer_dir() / "config.json");
+  if (dit_config.context_dim != text_config_.hidden) {
+    throw std::runtime_error(model.root().string() + ": the DiT's context_in_dim " + std::to_string(dit_config.context_dim) +
+                             " is not the text encoder's hidden size " + std::to_string(text_config_.hidden));
+  }
+  // The CPU backend's loaders check every tensor's name, shape and dtype; the device copies come from
+  // their views, so both backends run the same checked weights.
+  text_views_ = std::make_unique<cpu::TextEncoder>(text_weights_, text_config_);
+  const WeightStore dit_weights = WeightStore::open(model.transformer_dir());
+  const cpu::Dit dit_views(dit_weights, dit_config);
+  const size_t encoder_bytes = CudaTextEncoder::weight_bytes(*text_views_, type_);
+  const size_t blocks_bytes = CudaDit::block_bytes(dit_views, type_);
+  const size_t reserve = static_cast<size_t>(kWorkspaceReserveGib * 1024 * 1024 * 1024);
+  const bool fits = encoder_bytes + blocks_bytes + reserve <= arena_->budget();
+  // Short of memory, both give way: the encoder comes up only to encode (16 GB at real dims, freed
+  // after) and the DiT's blocks stream, so a 24 GiB card holds the encoder or the DiT's working set.
+  const bool stream_blocks = options.force_block_streaming || !fits;
+  WeightSource source(*arena_, type_, stream_);
+  dit_ = std::make_unique<CudaDit>(dit_config, &dit_views, source, *gemm_, stream_, stream_blocks);
+  {
+    const WeightStore vae_weights = WeightStore::open(model.vae_dir());
+    const cpu::VaeDecoder vae_views(vae_weights, load_vae_config(model.vae_dir() / "config.json"));
+    vae_ = std::make_unique<CudaVae>(vae_views, *arena_, *gemm_, stream_, type_);
+  }
+  if (fits && !options.force_block_streaming) {
+    encoder_ = std::make_unique<CudaTextEncoder>(text_config_, text_views_.get(), source, *gemm_, stream_);
+    text_views_.reset();
+  }
+}
+
+CudaGraphs::~CudaGraphs() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  encoder_.reset();
+  dit_.reset();
+  vae_.reset();
+  gemm_.reset();
+  arena_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::string CudaGraphs::device_description() const {
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, device_);
+  return std::string(prop.name) + " (device " + std::to_string(device_) + ", sm_" + std::to_string(prop.major) +
+         std::to_string(prop.minor) + ", " + gib_string(prop.totalGlobalMem) + "), " +
+         (type_ == ElementType::kBf16 ? "bf16" : "fp32") + (dit_ && dit_->streams_blocks() ? ", DiT blocks streamed" : "");
+}
+
+Tensor CudaGraphs::run_encode(std::span<const int32_t> ids) {
+  if (encoder_) return encoder_->encode(ids);
+  // Not resident: up for this prompt, freed after (a sweep's prompts come from the encoder cache).
+  WeightSource source(*arena_, type_, stream_);
+  CudaTextEncoder encoder(text_config_, text_views_.get(), source, *gemm_, stream_);
+  return encoder.encode(ids);
+}
+
+void CudaGraphs::run_begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) {
+  dit_->begin_image(txt_feats, rope);
+  if (vel_.shape() != Shape{rope.image_tokens, 64}) vel_ = Tensor::zeros(DType::kF32, {rope.image_tokens, 64});
+}
+
+const Tensor& CudaGraphs::run_step(const Tensor& img_tokens, float timestep) {
+  dit_->step(img_tokens, timestep, vel_.mutable_f32());
+  return vel_;
+}
+
+void CudaGraphs::run_end_image() { dit_->end_image(); }
+
+Tensor CudaGraphs::run_decode(const Tensor& latents, const host::ImageSize& size) {
+  return vae_->decode(latents, size.grid_height(), size.grid_width());
+}
+
+}  // namespace rgbaq::engine::cuda

@@ -1,0 +1,105 @@
+#include "engine/cuda/cuda_text_encoder.h"
+
+#include <cmath>
+
+#include "engine/cuda/attention.h"
+#include "engine/cuda/cuda_check.h"
+#include "engine/cuda/kernels.h"
+
+namespace rgbaq::engine::cuda {
+
+size_t CudaTextEncoder::weight_bytes(const cpu::TextEncoder& e, ElementType type) {
+  size_t total = static_cast<size_t>(e.embedding().numel()) * element_size(type);
+  for (const auto& l : e.layers())
+    for (const Tensor* t : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) total += static_cast<size_t>(t->numel()) * element_size(type);
+  return total;
+}
+
+CudaTextEncoder::CudaTextEncoder(const TextEncoderConfig& c, const cpu::TextEncoder* e, WeightSource& source, Gemm& gemm,
+                                 cudaStream_t stream)
+    : config_(c), arena_(source.arena()), gemm_(gemm), stream_(stream), type_(source.type()) {
+  const int64_t h = c.hidden, q_dim = int64_t{c.heads} * c.head_dim, kv_dim = int64_t{c.kv_heads} * c.head_dim, inter = c.intermediate;
+  embed_ = source.matrix(e ? &e->embedding() : nullptr, c.vocab, h, "text encoder embed_tokens");
+  for (int i = 0; i < c.layers; ++i) {
+    const cpu::TextEncoder::Layer* l = e ? &e->layers()[i] : nullptr;
+    const std::string name = "text encoder layer " + std::to_string(i);
+    Layer d;
+    d.input_norm = source.vector(l ? &l->input_norm : nullptr, h, name);
+    d.post_norm = source.vector(l ? &l->post_norm : nullptr, h, name);
+    d.q_norm = source.vector(l ? &l->q_norm : nullptr, c.head_dim, name);
+    d.k_norm = source.vector(l ? &l->k_norm : nullptr, c.head_dim, name);
+    d.q = source.matrix(l ? &l->q : nullptr, q_dim, h, name);
+    d.k = source.matrix(l ? &l->k : nullptr, kv_dim, h, name);
+    d.v = source.matrix(l ? &l->v : nullptr, kv_dim, h, name);
+    d.o = source.matrix(l ? &l->o : nullptr, h, q_dim, name);
+    d.gate = source.matrix(l ? &l->gate : nullptr, inter, h, name);
+    d.up = source.matrix(l ? &l->up : nullptr, inter, h, name);
+    d.down = source.matrix(l ? &l->down : nullptr, h, inter, name);
+    layers_.push_back(std::move(d));
+  }
+  RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), arena_.device());
+}
+
+Tensor CudaTextEncoder::encode(std::span<const int32_t> ids) {
+  const int64_t n = static_cast<int64_t>(ids.size()), h = config_.hidden, d = config_.head_dim;
+  const int64_t q_dim = int64_t{config_.heads} * d, kv_dim = int64_t{config_.kv_heads} * d, inter = config_.intermediate;
+  const float eps = static_cast<float>(config_.rms_eps);
+  const int device = arena_.device();
+  const int64_t e = static_cast<int64_t>(element_size(type_)), f = sizeof(float);
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= config_.vocab) {
+      throw std::invalid_argument("token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                                  " is outside the encoder's vocabulary of " + std::to_string(config_.vocab));
+    }
+  }
+  std::vector<float> cos, sin;
+  cpu::rotate_half_rope_tables(n, config_, cos, sin);  // the CPU backend's tables, bit for bit
+  // Per encode (not a step loop): buffers for this Lfull, freed on return.
+  DeviceBuffer ids_d = arena_.allocate(n * sizeof(int32_t), "encoder ids"), cos_d = arena_.allocate(cos.size() * f, "encoder RoPE"),
+               sin_d = arena_.allocate(sin.size() * f, "encoder RoPE"), x = arena_.allocate(n * h * f, "encoder residual stream"),
+               normed = arena_.allocate(n * h * e, "encoder normed rows"),
+               proj = arena_.allocate(n * std::max(q_dim, inter) * f, "encoder projections"),
+               q = arena_.allocate(n * q_dim * e, "encoder queries"), k = arena_.allocate(n * kv_dim * e, "encoder keys"),
+               v = arena_.allocate(n * kv_dim * e, "encoder values"), attn = arena_.allocate(n * q_dim * f, "encoder attention"),
+               up = arena_.allocate(n * inter * f, "encoder MLP up"),
+               mlp = arena_.allocate(n * std::max(inter, q_dim) * e, "encoder MLP hidden");
+  const int64_t score_elements = int64_t{config_.heads} * n * n;
+  DeviceBuffer scores = arena_.allocate(score_elements * f, "encoder attention scores"),
+               probs = arena_.allocate(score_elements * e, "encoder attention probabilities");
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(ids_d.get(), ids.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_), device);
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(cos_d.get(), cos.data(), cos.size() * f, cudaMemcpyHostToDevice, stream_), device);
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(sin_d.get(), sin.data(), sin.size() * f, cudaMemcpyHostToDevice, stream_), device);
+  embed_rows(embed_.get(), type_, ids_d.as<int32_t>(), n, h, x.as<float>(), stream_);
+  AttentionArgs a;
+  a.q = q.get(), a.k = k.get(), a.v = v.get(), a.out = attn.as<float>();
+  a.ldq = a.ldo = q_dim, a.ldk = a.ldv = kv_dim;
+  a.q_rows = a.kv_rows = a.causal_rows = n;
+  a.q_heads = config_.heads, a.kv_heads = config_.kv_heads, a.head_dim = static_cast<int>(d);
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  for (const Layer& l : layers_) {
+    rms_norm(x.as<float>(), n, h, l.input_norm.as<float>(), 0.0f, eps, normed.get(), type_, stream_);
+    gemm_.linear(type_, normed.get(), n, l.q.get(), q_dim, h, proj.as<float>());
+    head_norm_rope(proj.as<float>(), q_dim, n, config_.heads, static_cast<int>(d), l.q_norm.as<float>(), eps, cos_d.as<float>(),
+                   sin_d.as<float>(), false, q.get(), q_dim, type_, stream_);
+    gemm_.linear(type_, normed.get(), n, l.k.get(), kv_dim, h, proj.as<float>());
+    head_norm_rope(proj.as<float>(), kv_dim, n, config_.kv_heads, static_cast<int>(d), l.k_norm.as<float>(), eps,
+                   cos_d.as<float>(), sin_d.as<float>(), false, k.get(), kv_dim, type_, stream_);
+    gemm_.linear(type_, normed.get(), n, l.v.get(), kv_dim, h, proj.as<float>());
+    convert(proj.as<float>(), n * kv_dim, v.get(), type_, stream_);
+    attention(gemm_, type_, a, {scores.as<float>(), probs.get(), score_elements}, stream_);
+    convert(attn.as<float>(), n * q_dim, mlp.get(), type_, stream_);
+    gemm_.linear(type_, mlp.get(), n, l.o.get(), h, q_dim, x.as<float>(), 1.0f);  // x += o_proj(attention)
+    rms_norm(x.as<float>(), n, h, l.post_norm.as<float>(), 0.0f, eps, normed.get(), type_, stream_);
+    gemm_.linear(type_, normed.get(), n, l.gate.get(), inter, h, proj.as<float>());
+    gemm_.linear(type_, normed.get(), n, l.up.get(), inter, h, up.as<float>());
+    swiglu(proj.as<float>(), up.as<float>(), n * inter, mlp.get(), type_, stream_);
+    gemm_.linear(type_, mlp.get(), n, l.down.get(), h, inter, x.as<float>(), 1.0f);  // x += down_proj(...)
+    check_launch(device, "a text encoder layer's kernels");
+  }
+  Tensor out = Tensor::zeros(DType::kF32, {n, h});
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(out.mutable_f32(), x.get(), out.nbytes(), cudaMemcpyDeviceToHost, stream_), device);
+  RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), device);
+  return out;
+}
+
+}  // namespace rgbaq::engine::cuda

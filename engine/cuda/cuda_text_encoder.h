@@ -1,0 +1,40 @@
+#pragma once
+// The Qwen3 text stack on the GPU: ids -> the residual stream after the last layer (before the final
+// norm), with the fp32 residual stream the contract asks for (GEMMs in the session's type, fp32
+// accumulation; the GEMMs add into the stream with beta = 1). Causal GQA attention through
+// attention.h. Its weights are uploaded at construction and freed with the object, so a session short
+// of memory can drop it after encoding. Never run on a GPU yet.
+#include <cuda_runtime.h>
+
+#include <span>
+#include <vector>
+
+#include "engine/cpu/text_encoder.h"
+#include "engine/cuda/device_memory.h"
+#include "engine/cuda/device_weights.h"
+#include "engine/cuda/gemm.h"
+
+namespace rgbaq::engine::cuda {
+
+class CudaTextEncoder {
+ public:
+  // Weights from `source`: encoder's checked views, or random (encoder null).
+  CudaTextEncoder(const TextEncoderConfig& config, const cpu::TextEncoder* encoder, WeightSource& source, Gemm& gemm,
+                  cudaStream_t stream);
+  Tensor encode(std::span<const int32_t> ids);
+  static size_t weight_bytes(const cpu::TextEncoder& encoder, ElementType type);
+
+ private:
+  struct Layer {
+    DeviceBuffer input_norm, post_norm, q_norm, k_norm, q, k, v, o, gate, up, down;
+  };
+  TextEncoderConfig config_;
+  DeviceArena& arena_;
+  Gemm& gemm_;
+  cudaStream_t stream_;
+  ElementType type_;
+  DeviceBuffer embed_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace rgbaq::engine::cuda

@@ -1,0 +1,182 @@
+#include "engine/cuda/cuda_vae.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/cuda/attention.h"
+#include "engine/cuda/cuda_check.h"
+#include "engine/cuda/device_weights.h"
+#include "engine/cuda/kernels.h"
+
+namespace rgbaq::engine::cuda {
+namespace {
+
+constexpr int64_t kColumnBudget = int64_t{64} << 20;  // im2col elements per strip
+constexpr int64_t kScoreBudget = int64_t{64} << 20;
+
+}  // namespace
+
+CudaVae::Conv CudaVae::upload_conv(const cpu::VaeDecoder::Conv& c, const std::string& what) {
+  Conv d;
+  d.out = c.out, d.in = c.in, d.k = c.k;
+  d.weight = upload(arena_, c.weight, type_, "VAE " + what);
+  d.bias = upload(arena_, c.bias, ElementType::kF32, "VAE " + what);
+  return d;
+}
+
+CudaVae::ResBlock CudaVae::upload_res(const cpu::VaeDecoder::ResBlock& r, const std::string& what) {
+  ResBlock d;
+  d.norm1 = upload(arena_, r.norm1, ElementType::kF32, "VAE " + what);
+  d.norm2 = upload(arena_, r.norm2, ElementType::kF32, "VAE " + what);
+  d.conv1 = upload_conv(r.conv1, what);
+  d.conv2 = upload_conv(r.conv2, what);
+  d.has_shortcut = r.has_shortcut;
+  if (r.has_shortcut) d.shortcut = upload_conv(r.shortcut, what);
+  return d;
+}
+
+CudaVae::CudaVae(const cpu::VaeDecoder& v, DeviceArena& arena, Gemm& gemm, cudaStream_t stream, ElementType type)
+    : arena_(arena), gemm_(gemm), stream_(stream), type_(type) {
+  mean_ = upload(arena, v.config_.latents_mean, ElementType::kF32, "VAE latents_mean");
+  std_ = upload(arena, v.config_.latents_std, ElementType::kF32, "VAE latents_std");
+  post_quant_ = upload_conv(v.post_quant_, "post_quant_conv");
+  conv_in_ = upload_conv(v.conv_in_, "conv_in");
+  mid_0_ = upload_res(v.mid_0_, "mid_block.resnets.0");
+  mid_1_ = upload_res(v.mid_1_, "mid_block.resnets.1");
+  attn_norm_ = upload(arena, v.attn_norm_, ElementType::kF32, "VAE mid attention norm");
+  attn_qkv_ = upload_conv(v.attn_qkv_, "mid attention to_qkv");
+  attn_proj_ = upload_conv(v.attn_proj_, "mid attention proj");
+  for (size_t i = 0; i < v.up_blocks_.size(); ++i) {
+    const auto& b = v.up_blocks_[i];
+    UpBlock d;
+    for (size_t r = 0; r < b.resnets.size(); ++r) {
+      d.resnets.push_back(upload_res(b.resnets[r], "up_blocks." + std::to_string(i) + ".resnets." + std::to_string(r)));
+    }
+    d.upsamples = b.upsamples;
+    d.temporal_factor = b.temporal_factor;
+    if (b.upsamples) d.upsample_conv = upload_conv(b.upsample_conv, "up_blocks." + std::to_string(i) + ".upsampler");
+    up_blocks_.push_back(std::move(d));
+  }
+  norm_out_ = upload(arena, v.norm_out_, ElementType::kF32, "VAE norm_out");
+  conv_out_ = upload_conv(v.conv_out_, "conv_out");
+  dims_ = v.dims_;
+}
+
+void CudaVae::ensure_maps(int64_t grid_pixels) {
+  if (grid_pixels <= map_pixels_) return;
+  map_pixels_ = grid_pixels;
+  // The largest C x pixels of any stage: each up block works at its channels and 4x the pixels of the last.
+  int64_t largest = int64_t{64} * grid_pixels, pixels = grid_pixels;
+  largest = std::max(largest, dims_[0] * pixels);
+  for (size_t i = 0; i < up_blocks_.size(); ++i) {
+    largest = std::max(largest, std::max(dims_[i], dims_[i + 1]) * pixels);
+    if (up_blocks_[i].upsamples) pixels *= 4;
+    largest = std::max(largest, dims_[i + 1] * pixels);
+  }
+  const int64_t f = sizeof(float), e = static_cast<int64_t>(element_size(type_));
+  arena_.ensure(x_, largest * f, "VAE feature map");
+  arena_.ensure(h_, largest * f, "VAE feature map");
+  arena_.ensure(sc_, largest * f, "VAE shortcut map");
+  arena_.ensure(skip_, largest * f, "VAE up block input");
+  arena_.ensure(t_, std::max(largest, 3 * dims_[0] * grid_pixels) * e, "VAE conv input");
+  col_elements_ = std::min(kColumnBudget, largest * 9);
+  arena_.ensure(col_, col_elements_ * e, "VAE im2col strip");
+  arena_.ensure(tokens_, 3 * dims_[0] * grid_pixels * e, "VAE attention tokens");
+  score_elements_ = std::max(grid_pixels, std::min(kScoreBudget, grid_pixels * grid_pixels));
+  arena_.ensure(scores_, score_elements_ * f, "VAE attention scores");
+  arena_.ensure(probs_, score_elements_ * e, "VAE attention probabilities");
+}
+
+void CudaVae::conv(const void* in, int64_t height, int64_t width, const Conv& c, float* out) {
+  const int64_t pixels = height * width;
+  fill_bias(out, c.bias.as<float>(), c.out, pixels, stream_);
+  if (c.k == 1) {
+    gemm_.run({c.out, pixels, c.in, c.in, pixels, pixels, false, 1, 0, 0, 0}, type_, c.weight.get(), in, out, 1.0f, 1.0f);
+    return;
+  }
+  const int64_t taps = c.in * 9, rows_per_strip = std::max<int64_t>(1, std::min(height, col_elements_ / (taps * width)));
+  for (int64_t y0 = 0; y0 < height; y0 += rows_per_strip) {
+    const int64_t y1 = std::min(height, y0 + rows_per_strip), cols = (y1 - y0) * width;
+    im2col3x3(in, type_, c.in, height, width, y0, y1, col_.get(), stream_);
+    gemm_.run({c.out, cols, taps, taps, cols, pixels, false, 1, 0, 0, 0}, type_, c.weight.get(), col_.get(), out + y0 * width,
+              1.0f, 1.0f);
+  }
+}
+
+void CudaVae::res_block(const ResBlock& r, int64_t height, int64_t width) {
+  const int64_t pixels = height * width;
+  const float* shortcut = x_.as<float>();
+  if (r.has_shortcut) {
+    convert(x_.as<float>(), r.conv1.in * pixels, t_.get(), type_, stream_);
+    conv(t_.get(), height, width, r.shortcut, sc_.as<float>());
+    shortcut = sc_.as<float>();
+  }
+  channel_rms_norm(x_.as<float>(), r.conv1.in, pixels, r.norm1.as<float>(), true, t_.get(), type_, stream_);
+  conv(t_.get(), height, width, r.conv1, h_.as<float>());
+  channel_rms_norm(h_.as<float>(), r.conv1.out, pixels, r.norm2.as<float>(), true, t_.get(), type_, stream_);
+  conv(t_.get(), height, width, r.conv2, h_.as<float>());
+  add(h_.as<float>(), shortcut, r.conv2.out * pixels, stream_);
+  std::swap(x_, h_);
+}
+
+Tensor CudaVae::decode(const Tensor& latents, int grid_height, int grid_width) {
+  const int64_t gh = grid_height, gw = grid_width, n = gh * gw;
+  const int device = arena_.device();
+  ensure_maps(n);
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), latents.f32(), latents.nbytes(), cudaMemcpyHostToDevice, stream_), device);
+  unpack_latents(tokens_.as<float>(), n, mean_.as<float>(), std_.as<float>(), h_.as<float>(), stream_);
+  convert(h_.as<float>(), 64 * n, t_.get(), type_, stream_);
+  conv(t_.get(), gh, gw, post_quant_, x_.as<float>());
+  convert(x_.as<float>(), 64 * n, t_.get(), type_, stream_);
+  conv(t_.get(), gh, gw, conv_in_, x_.as<float>());
+  res_block(mid_0_, gh, gw);
+  {  // the mid attention: one head over the pixels, C wide
+    const int64_t c = dims_[0];
+    channel_rms_norm(x_.as<float>(), c, n, attn_norm_.as<float>(), false, t_.get(), type_, stream_);
+    conv(t_.get(), gh, gw, attn_qkv_, h_.as<float>());                 // [3C, n]
+    transpose(h_.as<float>(), 3 * c, n, n, tokens_.get(), type_, stream_);  // [n, 3C]
+    const int64_t e = static_cast<int64_t>(element_size(type_));
+    AttentionArgs a;
+    a.q = tokens_.get();
+    a.k = static_cast<const char*>(tokens_.get()) + c * e;
+    a.v = static_cast<const char*>(tokens_.get()) + 2 * c * e;
+    a.out = sc_.as<float>();
+    a.ldq = a.ldk = a.ldv = 3 * c, a.ldo = c;
+    a.q_rows = a.kv_rows = n, a.causal_rows = 0;
+    a.q_heads = a.kv_heads = 1, a.head_dim = static_cast<int>(c);
+    a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c)));
+    attention(gemm_, type_, a, {scores_.as<float>(), probs_.get(), score_elements_}, stream_);
+    transpose(sc_.as<float>(), n, c, c, t_.get(), type_, stream_);  // back to [C, n]
+    conv(t_.get(), gh, gw, attn_proj_, h_.as<float>());
+    add(x_.as<float>(), h_.as<float>(), c * n, stream_);
+  }
+  res_block(mid_1_, gh, gw);
+  int64_t height = gh, width = gw;
+  for (size_t i = 0; i < up_blocks_.size(); ++i) {
+    const UpBlock& b = up_blocks_[i];
+    const int64_t in_channels = dims_[i];
+    RGBAQ_CUDA_CHECK(cudaMemcpyAsync(skip_.get(), x_.get(), in_channels * height * width * sizeof(float),
+                                     cudaMemcpyDeviceToDevice, stream_), device);
+    for (const ResBlock& r : b.resnets) res_block(r, height, width);
+    if (b.upsamples) {
+      const int64_t c = dims_[i + 1];
+      upsample2x(x_.as<float>(), c, height, width, t_.get(), type_, stream_);
+      conv(t_.get(), 2 * height, 2 * width, b.upsample_conv, h_.as<float>());
+      add_dup_up(h_.as<float>(), c, 2 * height, 2 * width, skip_.as<float>(), in_channels, b.temporal_factor, stream_);
+      std::swap(x_, h_);
+      height *= 2, width *= 2;
+    }
+    check_launch(device, "a VAE up block's kernels");
+  }
+  const int64_t pixels = height * width;
+  channel_rms_norm(x_.as<float>(), dims_.back(), pixels, norm_out_.as<float>(), true, t_.get(), type_, stream_);
+  conv(t_.get(), height, width, conv_out_, h_.as<float>());
+  clamp_unit(h_.as<float>(), 4 * pixels, stream_);
+  check_launch(device, "the VAE's output kernels");
+  Tensor image = Tensor::zeros(DType::kF32, {4, height, width});
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(image.mutable_f32(), h_.get(), image.nbytes(), cudaMemcpyDeviceToHost, stream_), device);
+  RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), device);
+  return image;
+}
+
+}  // namespace rgbaq::engine::cuda

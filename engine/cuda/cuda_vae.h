@@ -1,0 +1,63 @@
+#pragma once
+// The VAE decoder on the GPU, any legal size: channel-major fp32 maps; convolutions as the session's
+// GEMMs (3x3 through im2col over row strips, so the column buffer stays bounded; 1x1 straight); the
+// mid attention through attention.h; the norms, upsampling and DupUp3D as kernels. The maps are sized
+// once per image size and reused. Never run on a GPU yet.
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "engine/cpu/vae_decoder.h"
+#include "engine/cuda/device_memory.h"
+#include "engine/cuda/gemm.h"
+
+namespace rgbaq::engine::cuda {
+
+class CudaVae {
+ public:
+  CudaVae(const cpu::VaeDecoder& vae, DeviceArena& arena, Gemm& gemm, cudaStream_t stream, ElementType type);
+  // latents [h w, 64] -> image [4, 16 h, 16 w] in [-1, 1].
+  Tensor decode(const Tensor& latents, int grid_height, int grid_width);
+
+ private:
+  struct Conv {
+    int64_t out = 0, in = 0, k = 1;
+    DeviceBuffer weight, bias;
+  };
+  struct ResBlock {
+    DeviceBuffer norm1, norm2;
+    Conv conv1, conv2, shortcut;
+    bool has_shortcut = false;
+  };
+  struct UpBlock {
+    std::vector<ResBlock> resnets;
+    bool upsamples = false;
+    Conv upsample_conv;
+    int temporal_factor = 1;
+  };
+  Conv upload_conv(const cpu::VaeDecoder::Conv& c, const std::string& what);
+  ResBlock upload_res(const cpu::VaeDecoder::ResBlock& r, const std::string& what);
+  void ensure_maps(int64_t grid_pixels);
+  // out [c.out, pixels] = conv(in [c.in, H, W] in the GEMM type) + bias.
+  void conv(const void* in, int64_t height, int64_t width, const Conv& c, float* out);
+  // x = res(x) over [C, H, W]; returns the new channel count (x_ and h_ swap).
+  void res_block(const ResBlock& r, int64_t height, int64_t width);
+
+  DeviceArena& arena_;
+  Gemm& gemm_;
+  cudaStream_t stream_;
+  ElementType type_;
+  int64_t z_dim_ = 64;
+  DeviceBuffer mean_, std_;
+  Conv post_quant_, conv_in_, conv_out_, attn_qkv_, attn_proj_;
+  ResBlock mid_0_, mid_1_;
+  DeviceBuffer attn_norm_, norm_out_;
+  std::vector<UpBlock> up_blocks_;
+  std::vector<int64_t> dims_;
+  // Maps sized for the largest stage of the last grid seen.
+  int64_t map_pixels_ = 0;
+  DeviceBuffer x_, h_, sc_, skip_, t_, col_, tokens_, scores_, probs_;
+  int64_t col_elements_ = 0, score_elements_ = 0;
+};
+
+}  // namespace rgbaq::engine::cuda

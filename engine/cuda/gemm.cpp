@@ -1,0 +1,102 @@
+#include "engine/cuda/gemm.h"
+
+#include <string>
+
+#include "engine/cuda/cuda_check.h"
+
+namespace rgbaq::engine::cuda {
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+// The largest power of two up to 16 that divides every address: cuBLASLt's algorithms need it.
+unsigned alignment_of(const void* a, const void* b, const void* c) {
+  const uintptr_t bits = reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) | reinterpret_cast<uintptr_t>(c);
+  unsigned align = 16;
+  while (align > 1 && (bits % align) != 0) align /= 2;
+  return align;
+}
+
+}  // namespace
+
+size_t element_size(ElementType t) { return t == ElementType::kBf16 ? 2 : 4; }
+
+Gemm::Gemm(DeviceArena& arena, cudaStream_t stream) : arena_(arena), stream_(stream) {
+  check_cublas(cublasLtCreate(&handle_), arena.device(), "cublasLtCreate");
+  workspace_ = arena.allocate(kWorkspaceBytes, "cuBLASLt workspace");
+}
+
+Gemm::~Gemm() {
+  for (auto& [key, p] : plans_) {
+    cublasLtMatmulDescDestroy(p.op);
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+  }
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+Gemm::Plan Gemm::make_plan(const GemmShape& s, ElementType type, unsigned alignment) {
+  const int device = arena_.device();
+  const cudaDataType_t in = type == ElementType::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
+  // Row-major C = A op(B) is column-major C^T = op(B)^T A^T: cuBLASLt's first operand is our B.
+  Plan p;
+  check_cublas(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), device, "cublasLtMatmulDescCreate");
+  const cublasOperation_t trans_first = s.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, trans_second = CUBLAS_OP_N;
+  cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_first, sizeof trans_first);
+  cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_second, sizeof trans_second);
+  // Our B as stored, column-major: [k x n] when it is [n, k] row-major, else [n x k].
+  const uint64_t b_rows = s.b_transposed ? s.k : s.n, b_cols = s.b_transposed ? s.n : s.k;
+  check_cublas(cublasLtMatrixLayoutCreate(&p.a, in, b_rows, b_cols, s.ldb), device, "cublasLtMatrixLayoutCreate");
+  check_cublas(cublasLtMatrixLayoutCreate(&p.b, in, s.k, s.m, s.lda), device, "cublasLtMatrixLayoutCreate");
+  check_cublas(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, s.n, s.m, s.ldc), device, "cublasLtMatrixLayoutCreate");
+  if (s.batch > 1) {
+    const int32_t count = s.batch;
+    const int64_t strides[3] = {s.stride_b, s.stride_a, s.stride_c};
+    cublasLtMatrixLayout_t layouts[3] = {p.a, p.b, p.c};
+    for (int i = 0; i < 3; ++i) {
+      cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+      cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i], sizeof strides[i]);
+    }
+  }
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_cublas(cublasLtMatmulPreferenceCreate(&pref), device, "cublasLtMatmulPreferenceCreate");
+  size_t ws = workspace_.bytes();
+  const uint32_t align = alignment;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+    cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+    cublasLtMatmulDescDestroy(p.op);
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+    throw CudaError(device_label(device) + ": cuBLASLt has no algorithm for a " +
+                    (type == ElementType::kBf16 ? "bf16" : "fp32") + " GEMM of m " + std::to_string(s.m) + ", n " +
+                    std::to_string(s.n) + ", k " + std::to_string(s.k) + ", batch " + std::to_string(s.batch) +
+                    " at " + std::to_string(alignment) + "-byte alignment (status " + std::to_string(status) + ")");
+  }
+  p.algo = result.algo;
+  return p;
+}
+
+void Gemm::run(const GemmShape& s, ElementType type, const void* a, const void* b, float* c, float alpha, float beta) {
+  if (s.m == 0 || s.n == 0) return;
+  const unsigned alignment = alignment_of(a, b, c);
+  const Key key{s.m, s.n, s.k, s.lda, s.ldb, s.ldc, s.b_transposed, s.batch, s.stride_a, s.stride_b, s.stride_c,
+                static_cast<int>(type), static_cast<int>(alignment)};
+  auto it = plans_.find(key);
+  if (it == plans_.end()) it = plans_.emplace(key, make_plan(s, type, alignment)).first;
+  const Plan& p = it->second;
+  check_cublas(cublasLtMatmul(handle_, p.op, &alpha, b, p.a, a, p.b, &beta, c, p.c, c, p.c, &p.algo, workspace_.get(),
+                              workspace_.bytes(), stream_),
+               arena_.device(), "cublasLtMatmul");
+}
+
+}  // namespace rgbaq::engine::cuda

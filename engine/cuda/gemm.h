@@ -1,0 +1,60 @@
+#pragma once
+// Row-major GEMMs through cuBLASLt: C[m, n] = alpha * A[m, k] op(B) + beta * C, with B either [n, k]
+// (a Linear's weight: y = x W^T) or [k, n]; optionally strided-batched. A and B are bf16 (fp32
+// accumulation, tensor cores) or fp32 (CUBLAS_COMPUTE_32F: no TF32, for parity); C is always fp32.
+// A call's descriptors and algorithm are made once per (shape, type, pointer alignment) and cached, so
+// the step loop allocates nothing; the workspace is allocated once.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+#include "engine/cuda/device_memory.h"
+
+namespace rgbaq::engine::cuda {
+
+enum class ElementType { kBf16, kF32 };
+size_t element_size(ElementType t);
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  bool b_transposed = true;  // B is [n, k] (true) or [k, n] (false)
+  int batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch members
+};
+
+class Gemm {
+ public:
+  Gemm(DeviceArena& arena, cudaStream_t stream);
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+
+  void run(const GemmShape& s, ElementType type, const void* a, const void* b, float* c, float alpha = 1.0f,
+           float beta = 0.0f);
+  // y[rows, out] = x[rows, in] W[out, in]^T, contiguous.
+  void linear(ElementType type, const void* x, int64_t rows, const void* w, int64_t out, int64_t in, float* y,
+              float beta = 0.0f) {
+    run({rows, out, in, in, in, out, true, 1, 0, 0, 0}, type, x, w, y, 1.0f, beta);
+  }
+
+ private:
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int, int64_t, int64_t, int64_t, int, int>;
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  Plan make_plan(const GemmShape& s, ElementType type, unsigned alignment);
+
+  DeviceArena& arena_;
+  cudaStream_t stream_;
+  cublasLtHandle_t handle_ = nullptr;
+  DeviceBuffer workspace_;
+  std::map<Key, Plan> plans_;
+};
+
+}  // namespace rgbaq::engine::cuda

@@ -1,0 +1,351 @@
+// The CUDA backend's kernels (see kernels.h). Simple, memory-bound kernels: the GEMMs carry the FLOPs.
+// Row kernels use one block per row and a shared-memory reduction; elementwise kernels a grid-stride
+// loop. Never run on a GPU yet.
+#include <cuda_bf16.h>
+
+#include "engine/cuda/cuda_check.h"
+#include "engine/cuda/kernels.h"
+#include "engine/elementwise_math.h"
+
+namespace rgbaq::engine::cuda {
+namespace {
+
+using bf16 = __nv_bfloat16;
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ float load(const float* p) { return *p; }
+__device__ __forceinline__ float load(const bf16* p) { return __bfloat162float(*p); }
+
+int blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
+}
+
+// Sum of v over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+__device__ float block_sum(float v) {
+  __shared__ float partial[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();  // partial may still be read by a previous call
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  float total = 0;
+  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) total += partial[w];
+  return total;
+}
+
+__device__ float block_max(float v) {
+  __shared__ float partial[32];
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  float m = partial[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) m = fmaxf(m, partial[w]);
+  return m;
+}
+
+#define GRID_STRIDE(i, n) for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{gridDim.x} * blockDim.x)
+
+template <typename T>
+__global__ void convert_kernel(const float* in, int64_t n, T* out) {
+  GRID_STRIDE(i, n) store(out + i, in[i]);
+}
+
+template <typename T>
+__global__ void transpose_kernel(const float* in, int64_t rows, int64_t cols, int64_t ld, T* out) {
+  GRID_STRIDE(i, rows * cols) {
+    const int64_t c = i / rows, r = i % rows;  // consecutive threads write consecutive outputs
+    store(out + i, in[r * ld + c]);
+  }
+}
+
+template <typename T>
+__global__ void rms_norm_kernel(const float* x, int64_t dim, const float* weight, float offset, float eps, T* out) {
+  const float* xr = x + blockIdx.x * dim;
+  float sum = 0;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum += xr[i] * xr[i];
+  const float inv = math::rms_inverse(block_sum(sum), static_cast<double>(dim), eps);
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) store(out + blockIdx.x * dim + i, math::rms_normed(xr[i], inv, weight[i], offset));
+}
+
+// One warp per (row, head).
+template <typename T>
+__global__ void head_norm_rope_kernel(const float* in, int64_t ld_in, int64_t rows, int heads, int d, const float* weight,
+                                      float eps, const float* cos, const float* sin, bool interleaved, T* out, int64_t ld_out) {
+  const int64_t task = blockIdx.x * int64_t{blockDim.x / 32} + threadIdx.x / 32;
+  if (task >= rows * heads) return;
+  const int lane = threadIdx.x % 32;
+  const int64_t r = task / heads;
+  const int h = static_cast<int>(task % heads);
+  const float* v = in + r * ld_in + int64_t{h} * d;
+  float sum = 0;
+  for (int i = lane; i < d; i += 32) sum += v[i] * v[i];
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  const float inv = math::rms_inverse(sum, d, eps);
+  const int half = d / 2;
+  T* o = out + r * ld_out + int64_t{h} * d;
+  for (int j = lane; j < half; j += 32) {
+    const int first = interleaved ? 2 * j : j, second = interleaved ? 2 * j + 1 : j + half;
+    float a = math::rms_normed(v[first], inv, weight[first], 0.0f), b = math::rms_normed(v[second], inv, weight[second], 0.0f);
+    math::rope_pair(a, b, cos[r * half + j], sin[r * half + j]);
+    store(o + first, a);
+    store(o + second, b);
+  }
+}
+
+template <typename T>
+__global__ void layer_norm_modulate_kernel(const float* x, int64_t dim, float eps, const float* text_scale,
+                                           const float* image_scale, int64_t text_rows, T* out) {
+  const float* xr = x + blockIdx.x * dim;
+  float sum = 0;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum += xr[i];
+  const float mean = block_sum(sum) / static_cast<float>(dim);
+  float sq = 0;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sq += (xr[i] - mean) * (xr[i] - mean);
+  const float inv = math::rms_inverse(block_sum(sq), static_cast<double>(dim), eps);
+  const float* scale = static_cast<int64_t>(blockIdx.x) < text_rows ? text_scale : image_scale;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+    store(out + blockIdx.x * dim + i, math::modulated(math::layer_normed(xr[i], mean, inv), scale[i]));
+  }
+}
+
+__global__ void gated_residual_kernel(float* x, const float* delta, int64_t rows, int64_t dim, const float* text_gate,
+                                      const float* image_gate, int64_t text_rows) {
+  GRID_STRIDE(i, rows * dim) {
+    const int64_t r = i / dim, c = i % dim;
+    x[i] = math::gated_residual(x[i], (r < text_rows ? text_gate : image_gate)[c], delta[i]);
+  }
+}
+
+template <typename T>
+__global__ void swiglu_kernel(const float* gate, const float* up, int64_t n, T* out) {
+  GRID_STRIDE(i, n) store(out + i, math::swiglu(gate[i], up[i]));
+}
+template <typename T>
+__global__ void gelu_kernel(const float* in, int64_t n, T* out) {
+  GRID_STRIDE(i, n) store(out + i, math::gelu_tanh(in[i]));
+}
+template <typename T>
+__global__ void silu_kernel(const float* in, int64_t n, T* out) {
+  GRID_STRIDE(i, n) store(out + i, math::silu(in[i]));
+}
+__global__ void tanh_gates_kernel(float* m, int64_t dim) {
+  GRID_STRIDE(i, dim) {
+    m[dim + i] = tanhf(m[dim + i]);
+    m[3 * dim + i] = tanhf(m[3 * dim + i]);
+  }
+}
+
+template <typename T>
+__global__ void embed_kernel(const T* table, const int32_t* ids, int64_t rows, int64_t dim, float* x) {
+  GRID_STRIDE(i, rows * dim) x[i] = load(table + int64_t{ids[i / dim]} * dim + i % dim);
+}
+
+template <typename T>
+__global__ void softmax_kernel(const float* scores, int64_t rows, int64_t cols, int64_t q0, int64_t causal_rows, T* probs) {
+  const int64_t row = blockIdx.x;  // over batch * rows
+  const int64_t q = q0 + row % rows;
+  const int64_t visible = q < causal_rows ? q + 1 : cols;
+  const float* s = scores + row * cols;
+  T* p = probs + row * cols;
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < visible; c += blockDim.x) m = fmaxf(m, s[c]);
+  m = block_max(m);
+  float sum = 0;
+  for (int64_t c = threadIdx.x; c < visible; c += blockDim.x) sum += __expf(s[c] - m);
+  const float inv = 1.0f / block_sum(sum);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) store(p + c, c < visible ? __expf(s[c] - m) * inv : 0.0f);
+}
+
+__global__ void unpack_kernel(const float* tokens, int64_t pixels, const float* mean, const float* std, float* out) {
+  GRID_STRIDE(i, 64 * pixels) {
+    const int64_t c = i / pixels, p = i % pixels;
+    out[i] = tokens[p * 64 + c] * std[c] + mean[c];
+  }
+}
+
+template <typename T>
+__global__ void channel_rms_kernel(const float* x, int64_t channels, int64_t pixels, const float* gamma, bool then_silu, T* out) {
+  const float root_c = sqrtf(static_cast<float>(channels));
+  GRID_STRIDE(p, pixels) {
+    double sum = 0;
+    for (int64_t c = 0; c < channels; ++c) sum += static_cast<double>(x[c * pixels + p]) * x[c * pixels + p];
+    const float scale = math::channel_rms_scale(sum, root_c);
+    for (int64_t c = 0; c < channels; ++c) {
+      const float v = x[c * pixels + p] * scale * gamma[c];
+      store(out + c * pixels + p, then_silu ? math::silu(v) : v);
+    }
+  }
+}
+
+template <typename T>
+__global__ void im2col_kernel(const T* x, int64_t channels, int64_t height, int64_t width, int64_t y0, int64_t y1, T* col) {
+  const int64_t cols = (y1 - y0) * width;
+  GRID_STRIDE(i, channels * 9 * cols) {
+    const int64_t row = i / cols, pixel = i % cols;  // row = c * 9 + tap
+    const int64_t c = row / 9, tap = row % 9, ky = tap / 3, kx = tap % 3;
+    const int64_t yy = y0 + pixel / width + ky - 1, xx = pixel % width + kx - 1;
+    const bool inside = yy >= 0 && yy < height && xx >= 0 && xx < width;
+    col[i] = inside ? x[(c * height + yy) * width + xx] : T(0.0f);
+  }
+}
+
+__global__ void fill_bias_kernel(float* out, const float* bias, int64_t channels, int64_t pixels) {
+  GRID_STRIDE(i, channels * pixels) out[i] = bias[i / pixels];
+}
+
+template <typename T>
+__global__ void upsample_kernel(const float* x, int64_t channels, int64_t height, int64_t width, T* out) {
+  const int64_t h2 = 2 * height, w2 = 2 * width;
+  GRID_STRIDE(i, channels * h2 * w2) {
+    const int64_t c = i / (h2 * w2), yy = (i / w2) % h2, xx = i % w2;
+    store(out + i, x[(c * height + yy / 2) * width + xx / 2]);
+  }
+}
+
+__global__ void dup_up_kernel(float* y, int64_t channels, int64_t h2, int64_t w2, const float* x, int64_t in_channels, int ft) {
+  const int64_t repeats = channels * ft * 4 / in_channels, h = h2 / 2, w = w2 / 2;
+  GRID_STRIDE(i, channels * h2 * w2) {
+    const int64_t o = i / (h2 * w2), yy = (i / w2) % h2, xx = i % w2;
+    const int64_t c = ((o * ft + ft - 1) * 2 + yy % 2) * 2 + xx % 2;
+    y[i] += x[((c / repeats) * h + yy / 2) * w + xx / 2];
+  }
+}
+
+__global__ void add_kernel(float* y, const float* x, int64_t n) {
+  GRID_STRIDE(i, n) y[i] += x[i];
+}
+__global__ void clamp_kernel(float* x, int64_t n) {
+  GRID_STRIDE(i, n) x[i] = fminf(1.0f, fmaxf(-1.0f, x[i]));
+}
+
+template <typename T>
+__global__ void fill_random_kernel(int64_t n, uint64_t seed, float scale, float offset, T* p) {
+  GRID_STRIDE(i, n) {
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(i + 1);  // splitmix64
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const float u = static_cast<float>(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    store(p + i, offset + scale * u);
+  }
+}
+
+}  // namespace
+
+#define DISPATCH(type, kernel, grid, block, stream, out, ...)                                               \
+  do {                                                                                                     \
+    if ((type) == ElementType::kBf16)                                                                      \
+      kernel<bf16><<<(grid), (block), 0, (stream)>>>(__VA_ARGS__, static_cast<bf16*>(out));                \
+    else                                                                                                   \
+      kernel<float><<<(grid), (block), 0, (stream)>>>(__VA_ARGS__, static_cast<float*>(out));              \
+  } while (0)
+
+void convert(const float* in, int64_t n, void* out, ElementType t, cudaStream_t s) {
+  DISPATCH(t, convert_kernel, blocks_for(n), kThreads, s, out, in, n);
+}
+
+void transpose(const float* in, int64_t rows, int64_t cols, int64_t ld, void* out, ElementType t, cudaStream_t s) {
+  DISPATCH(t, transpose_kernel, blocks_for(rows * cols), kThreads, s, out, in, rows, cols, ld);
+}
+
+void rms_norm(const float* x, int64_t rows, int64_t dim, const float* weight, float offset, float eps, void* out,
+              ElementType t, cudaStream_t s) {
+  if (rows == 0) return;
+  DISPATCH(t, rms_norm_kernel, static_cast<unsigned>(rows), kThreads, s, out, x, dim, weight, offset, eps);
+}
+
+void head_norm_rope(const float* in, int64_t ld_in, int64_t rows, int heads, int d, const float* weight, float eps,
+                    const float* cos, const float* sin, bool interleaved, void* out, int64_t ld_out, ElementType t,
+                    cudaStream_t s) {
+  const int64_t tasks = rows * heads, warps = kThreads / 32;
+  if (tasks == 0) return;
+  const unsigned grid = static_cast<unsigned>((tasks + warps - 1) / warps);
+  if (t == ElementType::kBf16)
+    head_norm_rope_kernel<bf16><<<grid, kThreads, 0, s>>>(in, ld_in, rows, heads, d, weight, eps, cos, sin, interleaved,
+                                                          static_cast<bf16*>(out), ld_out);
+  else
+    head_norm_rope_kernel<float><<<grid, kThreads, 0, s>>>(in, ld_in, rows, heads, d, weight, eps, cos, sin, interleaved,
+                                                           static_cast<float*>(out), ld_out);
+}
+
+void layer_norm_modulate(const float* x, int64_t rows, int64_t dim, float eps, const float* text_scale,
+                         const float* image_scale, int64_t text_rows, void* out, ElementType t, cudaStream_t s) {
+  if (rows == 0) return;
+  DISPATCH(t, layer_norm_modulate_kernel, static_cast<unsigned>(rows), kThreads, s, out, x, dim, eps, text_scale,
+           image_scale, text_rows);
+}
+
+void gated_residual(float* x, const float* delta, int64_t rows, int64_t dim, const float* text_gate,
+                    const float* image_gate, int64_t text_rows, cudaStream_t s) {
+  gated_residual_kernel<<<blocks_for(rows * dim), kThreads, 0, s>>>(x, delta, rows, dim, text_gate, image_gate, text_rows);
+}
+
+void swiglu(const float* gate, const float* up, int64_t n, void* out, ElementType t, cudaStream_t s) {
+  DISPATCH(t, swiglu_kernel, blocks_for(n), kThreads, s, out, gate, up, n);
+}
+void gelu_tanh(const float* in, int64_t n, void* out, ElementType t, cudaStream_t s) {
+  DISPATCH(t, gelu_kernel, blocks_for(n), kThreads, s, out, in, n);
+}
+void silu(const float* in, int64_t n, void* out, ElementType t, cudaStream_t s) {
+  DISPATCH(t, silu_kernel, blocks_for(n), kThreads, s, out, in, n);
+}
+void tanh_gates(float* m, int64_t dim, cudaStream_t s) { tanh_gates_kernel<<<blocks_for(dim), kThreads, 0, s>>>(m, dim); }
+
+void embed_rows(const void* table, ElementType t, const int32_t* ids, int64_t rows, int64_t dim, float* x, cudaStream_t s) {
+  if (t == ElementType::kBf16)
+    embed_kernel<<<blocks_for(rows * dim), kThreads, 0, s>>>(static_cast<const bf16*>(table), ids, rows, dim, x);
+  else
+    embed_kernel<<<blocks_for(rows * dim), kThreads, 0, s>>>(static_cast<const float*>(table), ids, rows, dim, x);
+}
+
+void masked_softmax(const float* scores, int64_t batch, int64_t rows, int64_t cols, int64_t q0, int64_t causal_rows,
+                    void* probs, ElementType t, cudaStream_t s) {
+  if (batch * rows == 0) return;
+  DISPATCH(t, softmax_kernel, static_cast<unsigned>(batch * rows), kThreads, s, probs, scores, rows, cols, q0, causal_rows);
+}
+
+void unpack_latents(const float* tokens, int64_t pixels, const float* mean, const float* std, float* out, cudaStream_t s) {
+  unpack_kernel<<<blocks_for(64 * pixels), kThreads, 0, s>>>(tokens, pixels, mean, std, out);
+}
+
+void channel_rms_norm(const float* x, int64_t channels, int64_t pixels, const float* gamma, bool then_silu, void* out,
+                      ElementType t, cudaStream_t s) {
+  DISPATCH(t, channel_rms_kernel, blocks_for(pixels), kThreads, s, out, x, channels, pixels, gamma, then_silu);
+}
+
+void im2col3x3(const void* x, ElementType t, int64_t channels, int64_t height, int64_t width, int64_t y0, int64_t y1,
+               void* col, cudaStream_t s) {
+  const int blocks = blocks_for(channels * 9 * (y1 - y0) * width);
+  if (t == ElementType::kBf16)
+    im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const bf16*>(x), channels, height, width, y0, y1, static_cast<bf16*>(col));
+  else
+    im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(x), channels, height, width, y0, y1, static_cast<float*>(col));
+}
+
+void fill_bias(float* out, const float* bias, int64_t channels, int64_t pixels, cudaStream_t s) {
+  fill_bias_kernel<<<blocks_for(channels * pixels), kThreads, 0, s>>>(out, bias, channels, pixels);
+}
+
+void upsample2x(const float* x, int64_t channels, int64_t height, int64_t width, void* out, ElementType t, cudaStream_t s) {
+  DISPATCH(t, upsample_kernel, blocks_for(channels * height * width * 4), kThreads, s, out, x, channels, height, width);
+}
+
+void add_dup_up(float* y, int64_t channels, int64_t h2, int64_t w2, const float* x, int64_t in_channels, int ft, cudaStream_t s) {
+  dup_up_kernel<<<blocks_for(channels * h2 * w2), kThreads, 0, s>>>(y, channels, h2, w2, x, in_channels, ft);
+}
+
+void add(float* y, const float* x, int64_t n, cudaStream_t s) { add_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, x, n); }
+void clamp_unit(float* x, int64_t n, cudaStream_t s) { clamp_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n); }
+
+void fill_random(void* p, ElementType t, int64_t n, uint64_t seed, float scale, float offset, cudaStream_t s) {
+  DISPATCH(t, fill_random_kernel, blocks_for(n), kThreads, s, p, n, seed, scale, offset);
+}
+
+void check_launch(int device, const char* what) { check(cudaGetLastError(), device, what); }
+
+}  // namespace rgbaq::engine::cuda

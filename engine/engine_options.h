@@ -1,0 +1,26 @@
+#pragma once
+// How a session opens its backend: which one, and the knobs each understands. A backend ignores the
+// knobs that are not its own (cpu: threads; cuda: device, precision, gpu_memory_gib).
+#include <string>
+
+namespace rgbaq::engine {
+
+enum class Precision {
+  kBf16,  // cuda: bf16 weights and GEMM inputs, fp32 accumulation and residual stream (the default)
+  kFp32,  // cuda: fp32 weights and GEMMs, TF32 off: for parity checks against the cpu backend
+};
+
+struct EngineOptions {
+  std::string backend = "auto";  // auto | cpu | cuda; auto: cuda when a CUDA device is visible, else cpu
+  int threads = 0;               // cpu: worker threads, 0 = one per hardware thread
+  int device = 0;                // cuda: device ordinal
+  Precision precision = Precision::kBf16;
+  double gpu_memory_gib = 0;     // cuda: the device memory the session may use; 0 = what the device has
+  bool force_block_streaming = false;  // cuda: stream the DiT's blocks even when they fit (tests)
+};
+
+// "bf16" | "fp32"; throws std::invalid_argument naming the value.
+Precision parse_precision(const std::string& name);
+const char* precision_name(Precision p);
+
+}  // namespace rgbaq::engine

@@ -1,0 +1,134 @@
+// The cuda backend against the cpu backend on the tiny model (CTest label gpu). Each test skips with
+// the reason when no CUDA device is visible or the build has no CUDA, which is every machine this was
+// written on: none of these has run yet.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "engine/session.h"
+#include "tests/engine/backend_params.h"
+#include "tests/engine/reference_math.h"
+#include "tests/engine/tiny_model_fixture.h"
+#include "tokenizer/prompt_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace rgbaq::engine {
+namespace {
+
+struct Compared {
+  double relative = 0, cosine = 0;
+};
+
+Compared compare(const std::vector<float>& got, const std::vector<float>& want) {
+  Compared c;
+  c.relative = testing::relative_error(got, testing::widen(want));
+  double dot = 0, a = 0, b = 0;
+  for (size_t i = 0; i < want.size(); ++i) dot += double(got[i]) * want[i], a += double(got[i]) * got[i], b += double(want[i]) * want[i];
+  c.cosine = dot / std::sqrt(a * b);
+  return c;
+}
+
+// Every graph on cuda at `precision` against cpu; returns the worst of the three.
+Compared compare_graphs(Precision precision) {
+  const TinyModel model(DType::kBF16);
+  std::string why;
+  auto cuda = testing::open_backend("cuda", model.dir(), &why, precision);
+  if (!cuda) return {-1, -1};
+  auto cpu = testing::open_backend("cpu", model.dir(), &why);
+  const auto tk = tokenizer::Tokenizer::from_file(model.dir() / "tokenizer" / "tokenizer.json");
+  const auto ids = tokenizer::PromptTemplate(tk).apply("a red fox in the snow, game asset").ids;
+  Compared worst{0, 1};
+  auto note = [&](const char* what, const Compared& c) {
+    std::cout << "cuda " << precision_name(precision) << " " << what << " vs cpu: relative " << c.relative << ", cosine " << c.cosine << "\n";
+    worst.relative = std::max(worst.relative, c.relative);
+    worst.cosine = std::min(worst.cosine, c.cosine);
+  };
+  note("encode", compare(cuda->encode(ids).to_f32_vector(), cpu->encode(ids).to_f32_vector()));
+  const host::ImageSize size{192, 128};
+  const int64_t l = 13;
+  const Tensor txt = Tensor::from_f32({l, cpu->text_dim()}, testing::random_floats(l * cpu->text_dim(), 6, 3.0f));
+  const Tensor img = Tensor::from_f32({size.tokens(), 64}, testing::random_floats(size.tokens() * 64, 5, 1.7f));
+  const auto rope = host::build_rope(host::RopeTables::from_formula(), static_cast<int>(l), size);
+  note("velocity", compare(cuda->velocity({&img, &txt, 0.704534f, &rope}).to_f32_vector(),
+                           cpu->velocity({&img, &txt, 0.704534f, &rope}).to_f32_vector()));
+  const Tensor latents = Tensor::from_f32({size.tokens(), 64}, testing::random_floats(size.tokens() * 64, 21, 1.5f));
+  note("decode", compare(cuda->decode(latents, size).to_f32_vector(), cpu->decode(latents, size).to_f32_vector()));
+  return worst;
+}
+
+#define SKIP_WITHOUT_CUDA(model_dir)                                                        \
+  do {                                                                                      \
+    std::string why;                                                                        \
+    if (!testing::open_backend("cuda", model_dir, &why)) GTEST_SKIP() << why;               \
+  } while (0)
+
+TEST(CudaGraphs, Fp32ModeMatchesCpuWithin1e5) {
+  const TinyModel probe;
+  SKIP_WITHOUT_CUDA(probe.dir());
+  const Compared c = compare_graphs(Precision::kFp32);
+  EXPECT_LE(c.relative, 1e-5);
+}
+
+TEST(CudaGraphs, Bf16ModeWithin2e2AndCosine0_9999) {
+  const TinyModel probe;
+  SKIP_WITHOUT_CUDA(probe.dir());
+  const Compared c = compare_graphs(Precision::kBf16);
+  EXPECT_LE(c.relative, 2e-2);
+  EXPECT_GE(c.cosine, 0.9999);
+}
+
+double psnr(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  double se = 0;
+  for (size_t i = 0; i < a.size(); ++i) se += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+  const double mse = se / a.size();
+  return mse == 0 ? 99.0 : 10 * std::log10(255.0 * 255.0 / mse);
+}
+
+TEST(CudaGraphs, WholeRenderBf16Within30DbOfCpuAndDeterministic) {
+  const TinyModel model;
+  SKIP_WITHOUT_CUDA(model.dir());
+  EngineOptions cuda;
+  cuda.backend = "cuda";
+  const RenderRequest request{"a red fox, game asset", 7, {256, 256}};
+  auto gpu = Session::open(model.dir(), cuda);
+  const auto a = gpu->render(request);
+  const auto b = gpu->render(request);
+  EXPECT_EQ(a.rgba, b.rgba) << "same seed, same device: the same bytes";
+  const auto want = Session::open(model.dir(), "cpu", 2)->render(request);
+  const double db = psnr(a.rgba, want.rgba);
+  std::cout << "cuda bf16 render vs cpu: " << db << " dB PSNR\n";
+  EXPECT_GE(db, 30.0);
+}
+
+TEST(CudaGraphs, StreamedBlocksEqualResident) {
+  const TinyModel model;
+  SKIP_WITHOUT_CUDA(model.dir());
+  EngineOptions resident, streamed;
+  resident.backend = streamed.backend = "cuda";
+  streamed.force_block_streaming = true;
+  const RenderRequest request{"a red fox, game asset", 3, {128, 192}};
+  const auto a = Session::open(model.dir(), resident)->render(request);
+  auto s = Session::open(model.dir(), streamed);
+  EXPECT_NE(s->device_description().find("streamed"), std::string::npos) << s->device_description();
+  EXPECT_EQ(s->render(request).rgba, a.rgba);
+}
+
+TEST(CudaGraphs, TooLittleMemoryIsAClearError) {
+  const TinyModel model;
+  SKIP_WITHOUT_CUDA(model.dir());
+  EngineOptions tiny;
+  tiny.backend = "cuda";
+  tiny.gpu_memory_gib = 1.0 / 1024;  // 1 MiB: not even the GEMM workspace fits
+  try {
+    Session::open(model.dir(), tiny);
+    FAIL() << "opened in 1 MiB";
+  } catch (const std::runtime_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("CUDA device"), std::string::npos) << m;
+    EXPECT_NE(m.find("--gpu-memory"), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace rgbaq::engine
