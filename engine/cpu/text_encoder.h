@@ -33,7 +33,5 @@ class TextEncoder {
   std::vector<Layer> layers_;
 };
 
-// "model.language_model." (Qwen3-VL) or "model." (Qwen3), whichever names the embedding in `weights`.
-std::string text_encoder_prefix(const WeightStore& weights);
 
 }  // namespace rgbaq::engine::cpu
