@@ -2,7 +2,7 @@
 // usage: engine_bench [--threads N] | engine_bench --engine cuda (engine_bench_cuda.cpp: real dims on a GPU)
 // Prints achieved GFLOP/s next to sgemm's for: a mid-size Qwen3 text encoder (head_dim 128, hidden 2048,
 // 3 layers, BF16 and F32 weights) at Lfull = 256; one DiT step (hidden 2048 = 16 heads x 128, 2 blocks,
-// L = 64) at N = 256 and 1024; the VAE decode (decoder_base_dim 32) at N = 256 and 1024; and the peak
+// L = 64) at N = 256, 1024 and 4096; the VAE decode (decoder_base_dim 32) at N = 256 and 1024; and the peak
 // resident memory after each.
 #include <cblas.h>
 #include <sys/resource.h>
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   const engine::Tensor txt = engine::Tensor::from_f32({text_len, dc.context_dim}, feats);
   std::printf("DiT step: hidden %lld (%d heads x 128), %d blocks, mlp %lld, L %lld, BF16 weights\n",
               static_cast<long long>(dim), dc.heads, dc.layers, static_cast<long long>(mlp), static_cast<long long>(text_len));
-  for (int side : {256, 512}) {
+  for (int side : {256, 512, 1024}) {
     const host::ImageSize size{side, side};
     const int64_t n = size.tokens();
     const auto rope = host::build_rope(host::RopeTables::from_formula(), int(text_len), size);

@@ -71,7 +71,7 @@ Reads prompts from stdin, one JSON string per line, and prints one JSON array of
 the ids the HF tokenizers library gives (no special tokens added; special-token text is matched).
 With --template, the ids of the whole text-to-image template around the prompt, as the encoder
 receives them (an empty prompt becomes " "; the encoder's 512-token limit is checked).
-The tokenizer is FILE, DIR/tokenizer/tokenizer.json, $RGBAQ_TOKENIZER, or the Qwen3 tokenizer.json
+The tokenizer is FILE, DIR/processor/ or DIR/tokenizer/tokenizer.json, $RGBAQ_TOKENIZER, or the Qwen3 tokenizer.json
 that ships with rgbaq.
 )";
 
@@ -110,7 +110,10 @@ host::ImageSize size_option(const Arguments& a, const char* fallback) {
 
 std::filesystem::path tokenizer_path(const Arguments& a) {
   if (const auto file = a.get("tokenizer")) return *file;
-  if (const auto model = a.get("model")) return std::filesystem::path(*model) / "tokenizer" / "tokenizer.json";
+  if (const auto model = a.get("model")) {  // the published layout keeps it under processor/
+    const auto processor = std::filesystem::path(*model) / "processor" / "tokenizer.json";
+    return std::filesystem::exists(processor) ? processor : std::filesystem::path(*model) / "tokenizer" / "tokenizer.json";
+  }
   if (const char* env = std::getenv("RGBAQ_TOKENIZER"); env && *env) return env;
   return RGBAQ_DEFAULT_TOKENIZER;
 }

@@ -9,6 +9,7 @@
 #include "cli/cli_context.h"
 #include "cli/contact_sheet.h"
 #include "cli/host_commands.h"
+#include "cli/model_command.h"
 #include "cli/queue_commands.h"
 #include "cli/service_command.h"
 #include "cli/submit_command.h"
@@ -38,6 +39,8 @@ constexpr const char* kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]
                           rgbaqd as a launchd agent (macOS) or systemd --user service (Linux)
   host noise|rope|sigmas|tokenize
                           the host contract's values, computed locally (see rgbaq host --help)
+  model check DIR [--json] | model quantize SRC DST [--components transformer,text_encoder]
+                          inspect a model directory; write int8 weights (see rgbaq model --help)
 
 Read commands take --json. The socket is --socket, $RGBAQ_SOCKET, or the platform default.
 Exit codes: 0 ok, 1 failure, 2 usage or bad input, 3 the daemon is not reachable.
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (args[0] == "host") return rgbaq::cli::run_host_command({args.begin() + 1, args.end()}, std::cin, std::cout, std::cerr);
+  if (args[0] == "model") return rgbaq::cli::run_model_command({args.begin() + 1, args.end()}, std::cout, std::cerr);
   static const std::map<std::string, rgbaq::cli::Command> commands = {
       {"submit", rgbaq::cli::submit_command},     {"watch", rgbaq::cli::watch_command},
       {"status", rgbaq::cli::status_command},     {"ls", rgbaq::cli::ls_command},

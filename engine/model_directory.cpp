@@ -1,22 +1,168 @@
 #include "engine/model_directory.h"
 
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
 namespace rgbaq::engine {
+namespace {
+
+using nlohmann::json;
+
+json read_index(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw std::runtime_error(path.string() + " is missing: not a diffusers model directory (it names the pipeline "
+                                             "class and its components)");
+  }
+  try {
+    json doc = json::parse(in);
+    if (!doc.is_object()) throw std::runtime_error(path.string() + ": not a JSON object");
+    return doc;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+std::string found_list(const std::vector<ModelComponent>& found) {
+  std::string s;
+  for (const auto& c : found) s += (s.empty() ? "" : ", ") + c.folder + " (" + c.class_name + ")";
+  return s.empty() ? "none" : s;
+}
+
+// The roles and the classes that fill them; an empty list accepts any class.
+struct RoleRule {
+  const char* role;
+  std::vector<const char*> folders;
+  std::vector<const char*> class_prefixes;
+};
+
+const std::vector<RoleRule>& role_rules() {
+  static const std::vector<RoleRule> rules = {
+      {"tokenizer", {"processor", "tokenizer"}, {}},
+      {"text_encoder", {"text_encoder"}, {"Qwen3VL", "Qwen3"}},
+      {"transformer", {"transformer"}, {"QwenImage21Transformer2DModel"}},
+      {"vae", {"vae"}, {"AutoencoderKLQwenImage21"}},
+      {"scheduler", {"scheduler"}, {"FlowMatchEulerDiscreteScheduler"}},
+  };
+  return rules;
+}
+
+bool starts_with_any(const std::string& s, const std::vector<const char*>& prefixes) {
+  if (prefixes.empty()) return true;
+  for (const char* p : prefixes)
+    if (s.rfind(p, 0) == 0) return true;
+  return false;
+}
+
+void log_report(const ComponentReport& r) {
+  if (r.ignored == 0) return;
+  std::string examples;
+  for (const auto& name : r.ignored_examples) examples += (examples.empty() ? "" : ", ") + name;
+  spdlog::debug("{}: {} of {} tensors are not used by text-to-image and were ignored (e.g. {})", r.dir.string(),
+                r.ignored, r.tensors, examples);
+}
+
+}  // namespace
+
+const ModelComponent& ModelDirectory::component(const std::string& role) const {
+  for (const auto& c : components_)
+    if (c.role == role) return c;
+  throw std::logic_error("ModelDirectory: no component for role " + role);
+}
 
 ModelDirectory ModelDirectory::open(const std::filesystem::path& root) {
   if (!std::filesystem::is_directory(root)) throw std::runtime_error(root.string() + ": no such model directory");
-  for (const char* rel : {"model_index.json", "tokenizer/tokenizer.json", "text_encoder/config.json",
-                          "transformer/config.json", "vae/config.json"}) {
-    if (!std::filesystem::exists(root / rel)) {
-      throw std::runtime_error(root.string() + ": " + rel +
-                               " is missing (a diffusers-layout directory has model_index.json, tokenizer/, "
-                               "text_encoder/, transformer/, vae/ and scheduler/)");
-    }
-  }
+  const auto index_path = root / "model_index.json";
+  const json index = read_index(index_path);
   ModelDirectory dir;
   dir.root_ = root;
+  dir.pipeline_class_ = index.value("_class_name", std::string());
+
+  std::vector<ModelComponent> found;  // every [library, class] entry
+  for (const auto& [key, value] : index.items()) {
+    if (!value.is_array() || value.size() != 2 || !value[1].is_string()) continue;  // [null, null]: absent
+    found.push_back({"", key, value[0].is_string() ? value[0].get<std::string>() : "", value[1].get<std::string>()});
+  }
+  const std::string& pipeline = dir.pipeline_class_;
+  if (pipeline.rfind("QwenImage21", 0) != 0) {
+    const bool v1 = pipeline.rfind("QwenImage", 0) == 0;
+    throw std::runtime_error(index_path.string() + ": pipeline class \"" + pipeline + "\" is " +
+                             (v1 ? "Qwen-Image v1 or one of its variants (a different architecture: dual stream, 60 layers)"
+                                 : std::string(pipeline.empty() ? "missing" : "another pipeline")) +
+                             "; rgbaq runs Qwen-Image-2.1 (QwenImage21Pipeline). Components found: " + found_list(found));
+  }
+  for (const RoleRule& rule : role_rules()) {
+    const ModelComponent* match = nullptr;
+    for (const char* folder : rule.folders) {
+      for (const auto& c : found) {
+        if (c.folder != folder) continue;
+        if (std::string(rule.role) == "tokenizer" && !std::filesystem::exists(root / folder / "tokenizer.json")) continue;
+        match = &c;
+        break;
+      }
+      if (match) break;
+    }
+    if (!match) {
+      std::string wanted;
+      for (const char* f : rule.folders) wanted += (wanted.empty() ? "" : " or ") + std::string(f) + "/";
+      throw std::runtime_error(index_path.string() + ": no " + rule.role + " component (" + wanted +
+                               (std::string(rule.role) == "tokenizer" ? " with a tokenizer.json" : "") +
+                               "); components found: " + found_list(found));
+    }
+    if (!starts_with_any(match->class_name, rule.class_prefixes)) {
+      throw std::runtime_error(index_path.string() + ": component \"" + match->folder + "\" is a " + match->class_name +
+                               ", not the " + rule.class_prefixes.front() + " a Qwen-Image-2.1 " + rule.role + " is");
+    }
+    if (!std::filesystem::is_directory(root / match->folder)) {
+      throw std::runtime_error(root.string() + ": folder " + match->folder + "/ (the " + rule.role +
+                               " model_index.json names) is missing");
+    }
+    ModelComponent c = *match;
+    c.role = rule.role;
+    dir.components_.push_back(c);
+  }
+
+  for (const char* role : {"text_encoder", "transformer", "vae"}) {
+    const auto config = dir.component_dir(role) / "config.json";
+    if (!std::filesystem::exists(config)) {
+      throw std::runtime_error(root.string() + ": " + dir.component(role).folder + "/config.json is missing (the " + role +
+                               "'s dimensions)");
+    }
+  }
+  dir.text_config_ = load_text_encoder_config(dir.text_encoder_dir() / "config.json");
+  dir.dit_config_ = load_dit_config(dir.transformer_dir() / "config.json");
+  dir.vae_config_ = load_vae_config(dir.vae_dir() / "config.json");
+  if (dir.dit_config_.context_dim != dir.text_config_.hidden) {
+    throw std::runtime_error(root.string() + ": the DiT's context_in_dim " + std::to_string(dir.dit_config_.context_dim) +
+                             " is not the text encoder's hidden size " + std::to_string(dir.text_config_.hidden));
+  }
+  dir.scheduler_ = host::load_scheduler_config(root);
+
+  const WeightStore text = WeightStore::open(dir.text_encoder_dir());
+  dir.text_prefix_ = engine::text_encoder_prefix(text);
+  dir.reports_.push_back(check_component(text, text_encoder_schema(dir.text_config_, dir.text_prefix_)));
+  dir.reports_.push_back(check_component(WeightStore::open(dir.transformer_dir()), dit_schema(dir.dit_config_)));
+  dir.reports_.push_back(check_component(WeightStore::open(dir.vae_dir()), vae_schema(dir.vae_config_)));
+  for (const auto& r : dir.reports_) log_report(r);
   return dir;
+}
+
+std::string ModelDirectory::sampler_description() const {
+  std::ostringstream s;
+  s << "FlowMatch Euler, ";
+  if (!scheduler_.sample_sigmas.empty()) {
+    s << scheduler_.sample_sigmas.size() << " fixed sigmas from model_index.json (Turbo)";
+  } else {
+    s << scheduler_.default_steps << " steps on a linspace, "
+      << (scheduler_.use_dynamic_shifting ? "dynamic shift" : "shift " + std::to_string(scheduler_.shift));
+    if (scheduler_.shift_terminal) s << ", terminal " << *scheduler_.shift_terminal;
+    s << " (base)";
+  }
+  return s.str();
 }
 
 }  // namespace rgbaq::engine

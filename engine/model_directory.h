@@ -1,24 +1,63 @@
 #pragma once
-// A diffusers-layout model directory: model_index.json, tokenizer/, text_encoder/, transformer/, vae/,
-// scheduler/. Opening checks that every part is there and says which is not.
+// A diffusers-layout model directory, found through its model_index.json: each component's folder by
+// its role (the tokenizer under `processor/` as the published Qwen-Image-2.1 pipelines keep it, or
+// `tokenizer/`; text_encoder, transformer, vae, scheduler), each config read, and each component's
+// weights checked once against the weight schema (engine/weight_schema.h). Both layouts are accepted:
+// ours, and the published one whose files also hold tensors text-to-image never reads (lm_head, the
+// vision tower, the VAE encoder), which are counted and ignored. A different model (Qwen-Image v1,
+// another pipeline class, a missing component) is refused naming what was found.
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/weight_schema.h"
+#include "host/schedule.h"
 
 namespace rgbaq::engine {
 
+struct ModelComponent {
+  std::string role;        // "tokenizer", "text_encoder", "transformer", "vae", "scheduler"
+  std::string folder;      // its key in model_index.json and its folder: "processor", "tokenizer", ...
+  std::string library, class_name;  // as model_index.json names them
+};
+
 class ModelDirectory {
  public:
-  // Throws std::runtime_error naming the first missing file and the layout expected.
+  // Throws std::runtime_error naming the file, field or tensor at fault and what was found instead.
   static ModelDirectory open(const std::filesystem::path& root);
 
   const std::filesystem::path& root() const { return root_; }
-  std::filesystem::path tokenizer_json() const { return root_ / "tokenizer" / "tokenizer.json"; }
-  std::filesystem::path text_encoder_dir() const { return root_ / "text_encoder"; }
-  std::filesystem::path transformer_dir() const { return root_ / "transformer"; }
-  std::filesystem::path vae_dir() const { return root_ / "vae"; }
+  const std::string& pipeline_class() const { return pipeline_class_; }
+  const std::vector<ModelComponent>& components() const { return components_; }
+  const ModelComponent& component(const std::string& role) const;
+  std::filesystem::path component_dir(const std::string& role) const { return root_ / component(role).folder; }
+
+  std::filesystem::path tokenizer_json() const { return component_dir("tokenizer") / "tokenizer.json"; }
+  std::filesystem::path text_encoder_dir() const { return component_dir("text_encoder"); }
+  std::filesystem::path transformer_dir() const { return component_dir("transformer"); }
+  std::filesystem::path vae_dir() const { return component_dir("vae"); }
+
+  const TextEncoderConfig& text_encoder_config() const { return text_config_; }
+  const DitConfig& dit_config() const { return dit_config_; }
+  const VaeConfig& vae_config() const { return vae_config_; }
+  const std::string& text_encoder_prefix() const { return text_prefix_; }  // "model.language_model." or "model."
+  const host::SchedulerConfig& scheduler() const { return scheduler_; }
+  // "FlowMatch Euler, 8 fixed sigmas (Turbo)" or "... 40 steps, dynamic shift ..." (the base model).
+  std::string sampler_description() const;
+  // text_encoder, transformer, vae: what the schema check found.
+  const std::vector<ComponentReport>& reports() const { return reports_; }
 
  private:
   std::filesystem::path root_;
+  std::string pipeline_class_;
+  std::vector<ModelComponent> components_;
+  TextEncoderConfig text_config_;
+  DitConfig dit_config_;
+  VaeConfig vae_config_;
+  std::string text_prefix_;
+  host::SchedulerConfig scheduler_;
+  std::vector<ComponentReport> reports_;
 };
 
 }  // namespace rgbaq::engine

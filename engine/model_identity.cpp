@@ -63,7 +63,10 @@ std::string text_encoder_identity(const std::filesystem::path& model_dir) {
 std::string model_identity(const std::filesystem::path& model_dir) {
   Hasher h;
   h.add_file(model_dir / "model_index.json");
-  h.add_file(model_dir / "tokenizer" / "tokenizer.json");
+  // The published pipelines keep the tokenizer under processor/ (hashed by file name, so either folder
+  // gives the same identity for the same file).
+  const auto processor_tokenizer = model_dir / "processor" / "tokenizer.json";
+  h.add_file(std::filesystem::exists(processor_tokenizer) ? processor_tokenizer : model_dir / "tokenizer" / "tokenizer.json");
   for (const char* c : {"text_encoder", "transformer", "vae", "scheduler"}) h.add_component(model_dir / c);
   return h.hex();
 }

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "engine/int8_blocks.h"
+
 namespace rgbaq::engine {
 
 std::string shape_string(const Shape& shape) {
@@ -50,6 +52,17 @@ Tensor Tensor::view(DType type, Shape shape, const void* data, std::shared_ptr<c
   return t;
 }
 
+Tensor Tensor::with_block_scales(Tensor values, Tensor scales) {
+  if (values.dtype_ != DType::kI8 || values.rank() != 2 || scales.dtype_ != DType::kBF16 ||
+      scales.shape_ != Shape{values.dim(0), int8_scale_columns(values.dim(1))}) {
+    throw std::invalid_argument("Tensor::with_block_scales: values " + std::string(dtype_name(values.dtype_)) +
+                                shape_string(values.shape_) + " with scales " + std::string(dtype_name(scales.dtype_)) +
+                                shape_string(scales.shape_));
+  }
+  values.scales_ = std::make_shared<const Tensor>(std::move(scales));
+  return values;
+}
+
 void* Tensor::mutable_data() {
   if (!owned_) throw std::logic_error("Tensor::mutable_data on a read-only view");
   return const_cast<void*>(data_);
@@ -67,6 +80,11 @@ float* Tensor::mutable_f32() {
 
 std::vector<float> Tensor::to_f32_vector() const {
   std::vector<float> out(static_cast<size_t>(numel()));
+  if (scales_) {
+    dequantize_int8_rows(static_cast<const int8_t*>(data_), static_cast<const uint16_t*>(scales_->data()), dim(0), dim(1),
+                         out.data());
+    return out;
+  }
   to_f32(dtype_, data_, out.data(), out.size());
   return out;
 }

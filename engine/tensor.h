@@ -24,6 +24,8 @@ class Tensor {
   static Tensor from_f32(Shape shape, std::vector<float> values);
   // A view of `data` (numel * element size bytes) whose lifetime `keep_alive` guarantees.
   static Tensor view(DType type, Shape shape, const void* data, std::shared_ptr<const void> keep_alive);
+  // An I8 Linear weight [out, in] with its block scales [out, ceil(in / 32)] BF16 (engine/int8_blocks.h).
+  static Tensor with_block_scales(Tensor int8_values, Tensor scales);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -38,7 +40,10 @@ class Tensor {
   float* mutable_f32();
   std::span<const float> f32_span() const { return {f32(), static_cast<size_t>(numel())}; }
 
-  // A copy widened to fp32 (a plain copy for F32).
+  // The block scales of a quantized I8 weight, or null.
+  const Tensor* block_scales() const { return scales_.get(); }
+
+  // A copy widened to fp32 (a plain copy for F32; q * scale for a quantized I8 weight).
   std::vector<float> to_f32_vector() const;
 
  private:
@@ -47,6 +52,7 @@ class Tensor {
   std::shared_ptr<const void> storage_;
   const void* data_ = nullptr;
   bool owned_ = false;
+  std::shared_ptr<const Tensor> scales_;
 };
 
 }  // namespace rgbaq::engine

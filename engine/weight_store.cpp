@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/int8_blocks.h"
+
 namespace rgbaq::engine {
 
 WeightStore WeightStore::open(const std::filesystem::path& dir) {
@@ -77,6 +79,19 @@ Tensor WeightStore::get(const std::string& name) const {
   return files_[it->second].tensor(name);
 }
 
+const std::filesystem::path& WeightStore::file_of(const std::string& name) const {
+  const auto it = file_of_.find(name);
+  if (it == file_of_.end()) throw std::runtime_error(dir_.string() + ": tensor \"" + name + "\" is missing");
+  return files_[it->second].path();
+}
+
+std::vector<std::string> WeightStore::names() const {
+  std::vector<std::string> out;
+  out.reserve(file_of_.size());
+  for (const auto& [name, index] : file_of_) out.push_back(name);
+  return out;
+}
+
 Tensor WeightStore::require(const std::string& name, const Shape& shape) const {
   Tensor t = get(name);
   const auto file = files_[file_of_.at(name)].path().string();
@@ -85,7 +100,19 @@ Tensor WeightStore::require(const std::string& name, const Shape& shape) const {
                              shape_string(shape));
   }
   if (t.dtype() == DType::kI8) {
-    throw std::runtime_error(file + ": tensor \"" + name + "\" is I8; a floating-point dtype (F32, BF16, F16) is needed here");
+    const std::string scale_name = int8_scale_name(name);
+    if (t.rank() != 2 || !has(scale_name)) {
+      throw std::runtime_error(file + ": tensor \"" + name + "\" is I8 without its block scales \"" + scale_name +
+                               "\"; a floating-point dtype (F32, BF16, F16) or an int8 Linear weight is needed here");
+    }
+    Tensor scales = get(scale_name);
+    const Shape scale_shape{shape[0], int8_scale_columns(shape[1])};
+    if (scales.dtype() != DType::kBF16 || scales.shape() != scale_shape) {
+      throw std::runtime_error(file_of(scale_name).string() + ": tensor \"" + scale_name + "\" is " +
+                               std::string(dtype_name(scales.dtype())) + " " + shape_string(scales.shape()) +
+                               ", expected BF16 " + shape_string(scale_shape));
+    }
+    return Tensor::with_block_scales(std::move(t), std::move(scales));
   }
   return t;
 }

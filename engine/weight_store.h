@@ -21,8 +21,12 @@ class WeightStore {
   bool has(const std::string& name) const { return file_of_.count(name) > 0; }
   // The tensor; throws "DIR: tensor NAME is missing" when absent.
   Tensor get(const std::string& name) const;
-  // The tensor, checked to have `shape` and a floating-point dtype (F32, BF16, F16).
+  // The tensor, checked to have `shape` and a floating-point dtype (F32, BF16, F16), or to be an I8
+  // weight [out, in] with its block scales NAME_scale beside it (returned attached: Tensor::block_scales).
   Tensor require(const std::string& name, const Shape& shape) const;
+  // The file that holds `name` (which must be present).
+  const std::filesystem::path& file_of(const std::string& name) const;
+  std::vector<std::string> names() const;
   const std::filesystem::path& directory() const { return dir_; }
   size_t size() const { return file_of_.size(); }
 

@@ -1,6 +1,7 @@
 #include "tools/tiny_model.h"
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -65,18 +66,36 @@ void write_json(const std::filesystem::path& path, const json& doc) {
   if (!out) throw std::runtime_error(path.string() + ": write failed");
 }
 
-// A causal 3-D conv as diffusers stores it: [out, in, kt, kh, kw] weight and [out] bias.
-void conv3d(const WeightMaker& w, Named& out, const std::string& name, int64_t cout, int64_t cin, int64_t k, double gain = 1.0) {
-  w.add(out, name + ".weight", {cout, cin, k, k, k}, gain / std::sqrt(static_cast<double>(cin * k * k)));
+// The last time tap of a 5-D weight [out, in, kt, kh, kw] as a 4-D [out, in, kh, kw] one.
+Tensor last_time_tap(const Tensor& five_d) {
+  const Shape& s = five_d.shape();
+  const int64_t taps = s[3] * s[4], kt = s[2];
+  Tensor t = Tensor::zeros(five_d.dtype(), {s[0], s[1], s[3], s[4]});
+  const size_t element = engine::dtype_size(five_d.dtype());
+  const auto* src = static_cast<const uint8_t*>(five_d.data());
+  auto* dst = static_cast<uint8_t*>(t.mutable_data());
+  for (int64_t oi = 0; oi < s[0] * s[1]; ++oi) {
+    std::memcpy(dst + static_cast<size_t>(oi * taps) * element, src + static_cast<size_t>((oi * kt + kt - 1) * taps) * element,
+                static_cast<size_t>(taps) * element);
+  }
+  return t;
+}
+
+// A causal 3-D conv as diffusers stores it: [out, in, kt, kh, kw] weight and [out] bias; in the
+// published layout the 4-D last time tap of the same weight.
+void conv3d(const WeightMaker& w, Named& out, const std::string& name, int64_t cout, int64_t cin, int64_t k, double gain = 1.0,
+            Layout layout = Layout::kOurs, int64_t kt = -1) {
+  w.add(out, name + ".weight", {cout, cin, kt < 0 ? k : kt, k, k}, gain / std::sqrt(static_cast<double>(cin * k * k)));
+  if (layout == Layout::kPublished) out.back().second = last_time_tap(out.back().second);
   w.add(out, name + ".bias", {cout}, 0.02);
 }
 
-void resnet(const WeightMaker& w, Named& out, const std::string& name, int64_t cin, int64_t cout) {
+void resnet(const WeightMaker& w, Named& out, const std::string& name, int64_t cin, int64_t cout, Layout layout) {
   w.norm(out, name + ".norm1.gamma", {cin, 1, 1, 1});
-  conv3d(w, out, name + ".conv1", cout, cin, 3);
+  conv3d(w, out, name + ".conv1", cout, cin, 3, 1.0, layout);
   w.norm(out, name + ".norm2.gamma", {cout, 1, 1, 1});
-  conv3d(w, out, name + ".conv2", cout, cout, 3, 0.5);
-  if (cin != cout) conv3d(w, out, name + ".conv_shortcut", cout, cin, 1);
+  conv3d(w, out, name + ".conv2", cout, cout, 3, 0.5, layout);
+  if (cin != cout) conv3d(w, out, name + ".conv_shortcut", cout, cin, 1, 1.0, layout);
 }
 
 }  // namespace
@@ -120,7 +139,7 @@ engine::VaeConfig tiny_vae_config() {
 }
 
 void write_text_encoder(const std::filesystem::path& dir, const engine::TextEncoderConfig& c, uint64_t seed, DType dtype,
-                        bool sharded) {
+                        bool sharded, Layout layout) {
   std::filesystem::create_directories(dir);
   const int64_t d = c.head_dim;
   write_json(dir / "config.json",
@@ -152,6 +171,13 @@ void write_text_encoder(const std::filesystem::path& dir, const engine::TextEnco
     w.linear(layers, l + "mlp.down_proj.weight", c.hidden, c.intermediate, 0.5);
   }
   w.norm(layers, p + "norm.weight", {c.hidden});  // the final norm: present in checkpoints, unused by the contract
+  if (layout == Layout::kPublished) {  // the rest of Qwen3VLForConditionalGeneration, which text-to-image never reads
+    w.linear(layers, "lm_head.weight", c.vocab, c.hidden);
+    w.add(layers, "model.visual.patch_embed.proj.weight", {32, 3, 2, 16, 16}, 0.02);
+    w.add(layers, "model.visual.patch_embed.proj.bias", {32}, 0.02);
+    w.linear(layers, "model.visual.blocks.0.attn.qkv.weight", 96, 32);
+    w.linear(layers, "model.visual.merger.linear_fc2.weight", c.hidden, 128);
+  }
   if (!sharded) {
     embed.insert(embed.end(), layers.begin(), layers.end());
     engine::write_safetensors(dir / "model.safetensors", embed);
@@ -198,7 +224,7 @@ void write_dit(const std::filesystem::path& dir, const engine::DitConfig& c, uin
   engine::write_safetensors(dir / "diffusion_pytorch_model.safetensors", t);
 }
 
-void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& c, uint64_t seed, DType dtype) {
+void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& c, uint64_t seed, DType dtype, Layout layout) {
   std::filesystem::create_directories(dir);
   std::vector<bool> temporal = c.temporal_downsample;
   write_json(dir / "config.json",
@@ -211,61 +237,75 @@ void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& c, uin
   // Decoder dims: [dim * m for m in [dim_mult[-1]] + reversed(dim_mult)].
   std::vector<int64_t> dims = {int64_t{c.decoder_base_dim} * c.dim_mult.back()};
   for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims.push_back(int64_t{c.decoder_base_dim} * *it);
-  conv3d(w, t, "post_quant_conv", c.z_dim, c.z_dim, 1);
-  conv3d(w, t, "decoder.conv_in", dims[0], c.z_dim, 3);
-  resnet(w, t, "decoder.mid_block.resnets.0", dims[0], dims[0]);
+  if (layout == Layout::kPublished) {  // the encoder half, which a decode never reads (a few of its tensors)
+    conv3d(w, t, "encoder.conv_in", c.base_dim, 4, 3, 1.0, layout);
+    resnet(w, t, "encoder.down_blocks.0", c.base_dim, c.base_dim, layout);
+    w.norm(t, "encoder.norm_out.gamma", {c.base_dim * c.dim_mult.back(), 1, 1, 1});
+    conv3d(w, t, "encoder.conv_out", 2 * c.z_dim, c.base_dim * c.dim_mult.back(), 3, 1.0, layout);
+    conv3d(w, t, "quant_conv", 2 * c.z_dim, 2 * c.z_dim, 1, 1.0, layout);
+  }
+  conv3d(w, t, "post_quant_conv", c.z_dim, c.z_dim, 1, 1.0, layout);
+  conv3d(w, t, "decoder.conv_in", dims[0], c.z_dim, 3, 1.0, layout);
+  resnet(w, t, "decoder.mid_block.resnets.0", dims[0], dims[0], layout);
   w.norm(t, "decoder.mid_block.attentions.0.norm.gamma", {dims[0], 1, 1});
   w.add(t, "decoder.mid_block.attentions.0.to_qkv.weight", {3 * dims[0], dims[0], 1, 1}, 1.0 / std::sqrt(double(dims[0])));
   w.add(t, "decoder.mid_block.attentions.0.to_qkv.bias", {3 * dims[0]}, 0.02);
   w.add(t, "decoder.mid_block.attentions.0.proj.weight", {dims[0], dims[0], 1, 1}, 0.5 / std::sqrt(double(dims[0])));
   w.add(t, "decoder.mid_block.attentions.0.proj.bias", {dims[0]}, 0.02);
-  resnet(w, t, "decoder.mid_block.resnets.1", dims[0], dims[0]);
+  resnet(w, t, "decoder.mid_block.resnets.1", dims[0], dims[0], layout);
   const std::vector<bool> temporal_up(c.temporal_downsample.rbegin(), c.temporal_downsample.rend());
   for (size_t i = 0; i + 1 < dims.size(); ++i) {
     const std::string b = "decoder.up_blocks." + std::to_string(i) + ".";
     int64_t cin = dims[i];
     for (int r = 0; r <= c.num_res_blocks; ++r, cin = dims[i + 1]) {
-      resnet(w, t, b + "resnets." + std::to_string(r), cin, dims[i + 1]);
+      resnet(w, t, b + "resnets." + std::to_string(r), cin, dims[i + 1], layout);
     }
     if (i + 1 < c.dim_mult.size()) {  // up_flag: every block but the last upsamples 2x
       const int64_t d = dims[i + 1];
       w.add(t, b + "upsampler.resample.1.weight", {d, d, 3, 3}, 1.0 / std::sqrt(double(d * 9)));
       w.add(t, b + "upsampler.resample.1.bias", {d}, 0.02);
       if (temporal_up[i]) {  // upsample3d's time_conv: unused for a single frame, present in checkpoints
-        w.add(t, b + "upsampler.time_conv.weight", {2 * d, d, 3, 1, 1}, 1.0 / std::sqrt(double(d * 3)));
-        w.add(t, b + "upsampler.time_conv.bias", {2 * d}, 0.02);
+        conv3d(w, t, b + "upsampler.time_conv", 2 * d, d, 1, 1.0, layout, 3);  // [2d, d, 3, 1, 1]; published [2d, d, 1, 1]
       }
     }
   }
   w.norm(t, "decoder.norm_out.gamma", {dims.back(), 1, 1, 1});
-  conv3d(w, t, "decoder.conv_out", c.out_channels, dims.back(), 3, 0.5);
+  conv3d(w, t, "decoder.conv_out", c.out_channels, dims.back(), 3, 0.5, layout);
   engine::write_safetensors(dir / "diffusion_pytorch_model.safetensors", t);
 }
 
 void write_tiny_model(const std::filesystem::path& dir, const TinyModelOptions& options) {
-  std::filesystem::create_directories(dir / "tokenizer");
+  const bool published = options.layout == Layout::kPublished;
+  const auto tokenizer_dir = dir / (published ? "processor" : "tokenizer");
+  std::filesystem::create_directories(tokenizer_dir);
   if (options.tokenizer_json.empty() || !std::filesystem::exists(options.tokenizer_json)) {
     throw std::runtime_error("tokenizer.json not found at \"" + options.tokenizer_json.string() + "\"");
   }
-  std::filesystem::copy_file(options.tokenizer_json, dir / "tokenizer" / "tokenizer.json",
+  std::filesystem::copy_file(options.tokenizer_json, tokenizer_dir / "tokenizer.json",
                              std::filesystem::copy_options::overwrite_existing);
-  write_json(dir / "model_index.json",
-             {{"_class_name", "QwenImage21Pipeline"},
-              {"_diffusers_version", "0.37.0"},
-              {"sample_sigmas", host::turbo_sample_sigmas_published()},
-              {"scheduler", {"diffusers", "FlowMatchEulerDiscreteScheduler"}},
-              {"text_encoder", {"transformers", "Qwen3VLForConditionalGeneration"}},
-              {"tokenizer", {"transformers", "Qwen2Tokenizer"}},
-              {"transformer", {"diffusers", "QwenImage21Transformer2DModel"}},
-              {"vae", {"diffusers", "AutoencoderKLQwenImage21"}},
-              {"rgbaq_tiny_model", {{"seed", options.seed}, {"dtype", engine::dtype_name(options.dtype)}}}});
+  json index = {{"_class_name", "QwenImage21Pipeline"},
+                {"_diffusers_version", "0.37.0"},
+                {"sample_sigmas", host::turbo_sample_sigmas_published()},
+                {"scheduler", {"diffusers", "FlowMatchEulerDiscreteScheduler"}},
+                {"text_encoder", {"transformers", "Qwen3VLForConditionalGeneration"}},
+                {"transformer", {"diffusers", "QwenImage21Transformer2DModel"}},
+                {"vae", {"diffusers", "AutoencoderKLQwenImage21"}},
+                {"rgbaq_tiny_model", {{"seed", options.seed}, {"dtype", engine::dtype_name(options.dtype)},
+                                      {"layout", published ? "published" : "ours"}}}};
+  if (published) {
+    index["processor"] = {"transformers", "Qwen3VLProcessor"};
+    write_json(tokenizer_dir / "preprocessor_config.json", {{"processor_class", "Qwen3VLProcessor"}});
+  } else {
+    index["tokenizer"] = {"transformers", "Qwen2Tokenizer"};
+  }
+  write_json(dir / "model_index.json", index);
   write_json(dir / "scheduler" / "scheduler_config.json",
              {{"_class_name", "FlowMatchEulerDiscreteScheduler"}, {"num_train_timesteps", 1000}, {"shift", 1.0},
               {"use_dynamic_shifting", false}, {"base_shift", 0.5}, {"max_shift", 0.9}, {"base_image_seq_len", 256},
               {"max_image_seq_len", 8192}, {"shift_terminal", nullptr}, {"time_shift_type", "exponential"}});
-  write_text_encoder(dir / "text_encoder", tiny_text_encoder_config(), options.seed, options.dtype, true);
+  write_text_encoder(dir / "text_encoder", tiny_text_encoder_config(), options.seed, options.dtype, true, options.layout);
   write_dit(dir / "transformer", tiny_dit_config(), options.seed, options.dtype);
-  write_vae(dir / "vae", tiny_vae_config(), options.seed, options.dtype);
+  write_vae(dir / "vae", tiny_vae_config(), options.seed, options.dtype, options.layout);
 }
 
 }  // namespace rgbaq::tools

@@ -10,8 +10,15 @@
 
 namespace rgbaq::tools {
 
+// kOurs: tokenizer/, 5-D causal convolutions, only the tensors the graphs read. kPublished: as the
+// published Qwen-Image-2.1(-Turbo) diffusers directory is laid out: processor/tokenizer.json, the whole
+// Qwen3-VL text encoder (lm_head.weight, model.visual.*), the VAE's encoder and quant_conv, and 4-D
+// convolutions (the last time tap of ours, so both layouts hold the same decoder weights).
+enum class Layout { kOurs, kPublished };
+
 struct TinyModelOptions {
   uint64_t seed = 0;
+  Layout layout = Layout::kOurs;
   engine::DType dtype = engine::DType::kBF16;  // or kF32
   std::filesystem::path tokenizer_json;        // copied into tokenizer/
 };
@@ -27,8 +34,9 @@ void write_tiny_model(const std::filesystem::path& dir, const TinyModelOptions& 
 
 // One component, any dimensions (benchmarks use mid-size ones): config.json plus weights in `dir`.
 void write_text_encoder(const std::filesystem::path& dir, const engine::TextEncoderConfig& config, uint64_t seed,
-                        engine::DType dtype, bool sharded);
+                        engine::DType dtype, bool sharded, Layout layout = Layout::kOurs);
 void write_dit(const std::filesystem::path& dir, const engine::DitConfig& config, uint64_t seed, engine::DType dtype);
-void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& config, uint64_t seed, engine::DType dtype);
+void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& config, uint64_t seed, engine::DType dtype,
+               Layout layout = Layout::kOurs);
 
 }  // namespace rgbaq::tools

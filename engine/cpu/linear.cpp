@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/int8_blocks.h"
+
 namespace rgbaq::engine::cpu {
 namespace {
 
@@ -32,6 +34,9 @@ void sgemm_nn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, cons
 void linear(const float* x, int64_t rows, int64_t ldx, const Tensor& weight, float* y, int64_t ldy, ThreadPool& pool) {
   if (weight.rank() != 2) throw std::invalid_argument("linear: weight of shape " + shape_string(weight.shape()) + " is not 2-D");
   const int64_t out = weight.dim(0), in = weight.dim(1);
+  if (weight.dtype() == DType::kI8 && !weight.block_scales()) {
+    throw std::invalid_argument("linear: I8 weight " + shape_string(weight.shape()) + " without its block scales");
+  }
   if (rows == 0 || out == 0) return;
   const int64_t tiles = (out + kTileRows - 1) / kTileRows;
   const size_t element = dtype_size(weight.dtype());
@@ -42,6 +47,12 @@ void linear(const float* x, int64_t rows, int64_t ldx, const Tensor& weight, flo
     thread_local std::vector<float> scratch;
     if (weight.dtype() == DType::kF32) {
       b = reinterpret_cast<const float*>(w) + n0 * in;
+    } else if (weight.dtype() == DType::kI8) {
+      scratch.resize(static_cast<size_t>(n * in));
+      const auto* scales = static_cast<const uint16_t*>(weight.block_scales()->data());
+      dequantize_int8_rows(reinterpret_cast<const int8_t*>(w) + n0 * in, scales + n0 * int8_scale_columns(in), n, in,
+                           scratch.data());
+      b = scratch.data();
     } else {
       scratch.resize(static_cast<size_t>(n * in));
       to_f32(weight.dtype(), w + static_cast<size_t>(n0 * in) * element, scratch.data(), scratch.size());

@@ -7,16 +7,9 @@
 #include "engine/cpu/attention.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/linear.h"
+#include "engine/weight_schema.h"
 
 namespace rgbaq::engine::cpu {
-
-std::string text_encoder_prefix(const WeightStore& weights) {
-  for (const char* prefix : {"model.language_model.", "model."}) {
-    if (weights.has(std::string(prefix) + "embed_tokens.weight")) return prefix;
-  }
-  throw std::runtime_error(weights.directory().string() +
-                           ": no embed_tokens.weight under model.language_model. or model.; not a Qwen3 text stack");
-}
 
 TextEncoder::TextEncoder(const WeightStore& weights, const TextEncoderConfig& config) : config_(config) {
   const std::string p = text_encoder_prefix(weights);

@@ -40,7 +40,4 @@ class TextEncoder {
 // The rotate-half RoPE tables for positions 0..n-1, [n, head_dim / 2] each (every backend uses these).
 void rotate_half_rope_tables(int64_t n, const TextEncoderConfig& config, std::vector<float>& cos, std::vector<float>& sin);
 
-// "model.language_model." (Qwen3-VL) or "model." (Qwen3), whichever names the embedding in `weights`.
-std::string text_encoder_prefix(const WeightStore& weights);
-
 }  // namespace rgbaq::engine::cpu

@@ -14,13 +14,74 @@ namespace {
 
 using Conv = VaeDecoder::Conv;
 
-// A feature map: channel-major [c, h, w].
+}  // namespace
+
+// Storage for feature maps, kept across decodes: a decode asks for the same sequence of maps every
+// time, so after the first call at a size every map is served from here without the allocator.
+class VaeDecoder::MapBuffers {
+ public:
+  std::vector<float> take(size_t n) {
+    size_t best = free_.size();
+    for (size_t i = 0; i < free_.size(); ++i) {  // the smallest that fits, else the largest
+      const size_t cap = free_[i].capacity();
+      if (best == free_.size()) {
+        best = i;
+        continue;
+      }
+      const size_t best_cap = free_[best].capacity();
+      if ((cap >= n && (best_cap < n || cap < best_cap)) || (best_cap < n && cap > best_cap)) best = i;
+    }
+    std::vector<float> v;
+    if (best < free_.size()) {
+      v = std::move(free_[best]);
+      free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+    }
+    v.resize(n);
+    return v;
+  }
+  void give(std::vector<float>&& v) {
+    if (v.capacity() > 0) free_.push_back(std::move(v));
+  }
+
+ private:
+  std::vector<std::vector<float>> free_;
+};
+
+namespace {
+
+using MapBuffers = VaeDecoder::MapBuffers;
+
+// What every step needs: the threads and the map storage.
+struct Ctx {
+  ThreadPool& pool;
+  MapBuffers& buffers;
+};
+
+// A feature map: channel-major [c, h, w], its storage borrowed from the decoder's MapBuffers.
 struct Map {
   int64_t c = 0, h = 0, w = 0;
   std::vector<float> v;
-  Map() = default;
-  Map(int64_t c_, int64_t h_, int64_t w_) : c(c_), h(h_), w(w_), v(static_cast<size_t>(c_ * h_ * w_)) {}
+  MapBuffers* owner = nullptr;
+  Map(Ctx& ctx, int64_t c_, int64_t h_, int64_t w_)
+      : c(c_), h(h_), w(w_), v(ctx.buffers.take(static_cast<size_t>(c_ * h_ * w_))), owner(&ctx.buffers) {}
+  Map(Map&& o) noexcept : c(o.c), h(o.h), w(o.w), v(std::move(o.v)), owner(o.owner) {}
+  Map& operator=(Map&& o) noexcept {
+    if (this != &o) {
+      release();
+      c = o.c, h = o.h, w = o.w, v = std::move(o.v), owner = o.owner;
+    }
+    return *this;
+  }
+  Map(const Map&) = delete;
+  Map& operator=(const Map&) = delete;
+  ~Map() { release(); }
   int64_t pixels() const { return h * w; }
+
+ private:
+  void release() {
+    if (owner) owner->give(std::move(v));
+    v = {};
+  }
 };
 
 Conv load_conv(const WeightStore& ws, const std::string& name, int64_t out, int64_t in, int64_t k) {
@@ -66,13 +127,17 @@ VaeDecoder::ResBlock load_resblock(const WeightStore& ws, const std::string& p, 
   return r;
 }
 
-constexpr int64_t kStripPixels = 8192;  // im2col columns per task
+// im2col floats per task: about 1 MiB, so a strip's columns stay in cache between im2col and sgemm.
+constexpr int64_t kStripFloats = 256 * 1024;
 
 // out = conv(x) + bias, zero padding (k - 1) / 2.
-Map conv2d(const Map& x, const Conv& c, ThreadPool& pool) {
+Map conv2d(const Map& x, const Conv& c, Ctx& ctx) {
   if (x.c != c.in) throw std::logic_error("conv2d: channel mismatch");
-  Map y(c.out, x.h, x.w);
-  const int64_t pixels = x.pixels(), rows_per_strip = std::max<int64_t>(1, kStripPixels / x.w);
+  Map y(ctx, c.out, x.h, x.w);
+  ThreadPool& pool = ctx.pool;
+  const int64_t pixels = x.pixels();
+  const int64_t rows_per_strip = c.k == 1 ? std::max<int64_t>(1, 8192 / x.w)
+                                          : std::max<int64_t>(1, kStripFloats / (c.in * c.k * c.k * x.w));
   const int64_t strips = (x.h + rows_per_strip - 1) / rows_per_strip, taps = c.k * c.k, pad = (c.k - 1) / 2;
   pool.run(strips, [&](int64_t strip) {
     const int64_t y0 = strip * rows_per_strip, y1 = std::min(x.h, y0 + rows_per_strip), cols = (y1 - y0) * x.w;
@@ -114,8 +179,9 @@ Map conv2d(const Map& x, const Conv& c, ThreadPool& pool) {
 }
 
 // RMS_norm over channels: x / max(||x||, 1e-12) * sqrt(C) * gamma, per pixel; then SiLU when asked.
-Map channel_rms_norm(const Map& x, const std::vector<float>& gamma, bool then_silu, ThreadPool& pool) {
-  Map y(x.c, x.h, x.w);
+Map channel_rms_norm(const Map& x, const std::vector<float>& gamma, bool then_silu, Ctx& ctx) {
+  Map y(ctx, x.c, x.h, x.w);
+  ThreadPool& pool = ctx.pool;
   const int64_t pixels = x.pixels();
   const float root_c = static_cast<float>(std::sqrt(static_cast<double>(x.c)));
   pool.parallel_for(pixels, 1024, [&](int64_t p0, int64_t p1) {
@@ -138,40 +204,54 @@ Map channel_rms_norm(const Map& x, const std::vector<float>& gamma, bool then_si
   return y;
 }
 
-Map res_block(const Map& x, const VaeDecoder::ResBlock& r, ThreadPool& pool) {
-  Map shortcut = r.has_shortcut ? conv2d(x, r.shortcut, pool) : x;
-  Map h = conv2d(channel_rms_norm(x, r.norm1, true, pool), r.conv1, pool);
-  h = conv2d(channel_rms_norm(h, r.norm2, true, pool), r.conv2, pool);
-  for (size_t i = 0; i < h.v.size(); ++i) h.v[i] += shortcut.v[i];
+void add_in_place(Map& y, const Map& x, ThreadPool& pool) {
+  pool.parallel_for(static_cast<int64_t>(y.v.size()), 1 << 15, [&](int64_t a, int64_t b) {
+    for (int64_t i = a; i < b; ++i) y.v[i] += x.v[i];
+  });
+}
+
+Map res_block(const Map& x, const VaeDecoder::ResBlock& r, Ctx& ctx) {
+  Map h = conv2d(channel_rms_norm(x, r.norm1, true, ctx), r.conv1, ctx);
+  h = conv2d(channel_rms_norm(h, r.norm2, true, ctx), r.conv2, ctx);
+  if (r.has_shortcut) {
+    const Map shortcut = conv2d(x, r.shortcut, ctx);
+    add_in_place(h, shortcut, ctx.pool);
+  } else {
+    add_in_place(h, x, ctx.pool);
+  }
   return h;
 }
 
-Map upsample_nearest_2x(const Map& x) {
-  Map y(x.c, x.h * 2, x.w * 2);
-  for (int64_t c = 0; c < x.c; ++c)
-    for (int64_t yy = 0; yy < y.h; ++yy) {
-      const float* src = x.v.data() + (c * x.h + yy / 2) * x.w;
-      float* dst = y.v.data() + (c * y.h + yy) * y.w;
-      for (int64_t xx = 0; xx < y.w; ++xx) dst[xx] = src[xx / 2];
-    }
+Map upsample_nearest_2x(const Map& x, Ctx& ctx) {
+  Map y(ctx, x.c, x.h * 2, x.w * 2);
+  ctx.pool.parallel_for(x.c, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t yy = 0; yy < y.h; ++yy) {
+        const float* src = x.v.data() + (c * x.h + yy / 2) * x.w;
+        float* dst = y.v.data() + (c * y.h + yy) * y.w;
+        for (int64_t xx = 0; xx < y.w; ++xx) dst[xx] = src[xx / 2];
+      }
+  });
   return y;
 }
 
 // DupUp3D for the first frame: out(o, Y, X) = src[c' / r, Y/2, X/2] with
 // c' = ((o * ft + ft - 1) * 2 + Y % 2) * 2 + X % 2 and r = out * ft * 4 / in.
-void add_dup_up(Map& y, const Map& x, int temporal_factor) {
+void add_dup_up(Map& y, const Map& x, int temporal_factor, ThreadPool& pool) {
   const int64_t ft = temporal_factor, repeats = y.c * ft * 4 / x.c;
-  for (int64_t o = 0; o < y.c; ++o)
-    for (int64_t yy = 0; yy < y.h; ++yy)
-      for (int64_t xx = 0; xx < y.w; ++xx) {
-        const int64_t c = ((o * ft + ft - 1) * 2 + yy % 2) * 2 + xx % 2;
-        y.v[(o * y.h + yy) * y.w + xx] += x.v[((c / repeats) * x.h + yy / 2) * x.w + xx / 2];
-      }
+  pool.parallel_for(y.c, 1, [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t yy = 0; yy < y.h; ++yy)
+        for (int64_t xx = 0; xx < y.w; ++xx) {
+          const int64_t c = ((o * ft + ft - 1) * 2 + yy % 2) * 2 + xx % 2;
+          y.v[(o * y.h + yy) * y.w + xx] += x.v[((c / repeats) * x.h + yy / 2) * x.w + xx / 2];
+        }
+  });
 }
 
 }  // namespace
 
-VaeDecoder::VaeDecoder(const WeightStore& ws, const VaeConfig& c) : config_(c) {
+VaeDecoder::VaeDecoder(const WeightStore& ws, const VaeConfig& c) : config_(c), buffers_(std::make_unique<MapBuffers>()) {
   dims_.push_back(int64_t{c.decoder_base_dim} * c.dim_mult.back());
   for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims_.push_back(int64_t{c.decoder_base_dim} * *it);
   post_quant_ = load_conv(ws, "post_quant_conv", c.z_dim, c.z_dim, 1);
@@ -205,28 +285,33 @@ VaeDecoder::VaeDecoder(const WeightStore& ws, const VaeConfig& c) : config_(c) {
   if (c.out_channels != 4) throw std::runtime_error(ws.directory().string() + ": out_channels must be 4 (RGBA)");
 }
 
+VaeDecoder::~VaeDecoder() = default;
+
 Tensor VaeDecoder::decode(const Tensor& latents, int grid_height, int grid_width, ThreadPool& pool) const {
   const int64_t h = grid_height, w = grid_width, n = h * w;
   if (latents.shape() != Shape{n, 64}) {
     throw std::invalid_argument("VAE: latents " + shape_string(latents.shape()) + " for a " + std::to_string(h) + "x" +
                                 std::to_string(w) + " grid");
   }
+  const std::lock_guard<std::mutex> lock(buffers_mutex_);  // one decode at a time uses the buffers
+  Ctx ctx{pool, *buffers_};
   // Unpack tokens to [64, h, w] and undo the latent normalisation.
-  Map x(64, h, w);
+  Map x(ctx, 64, h, w);
   const float* z = latents.f32();
   for (int64_t c = 0; c < 64; ++c)
     for (int64_t t = 0; t < n; ++t) x.v[c * n + t] = z[t * 64 + c] * config_.latents_std[c] + config_.latents_mean[c];
-  x = conv2d(x, post_quant_, pool);
-  x = conv2d(x, conv_in_, pool);
+  x = conv2d(x, post_quant_, ctx);
+  x = conv2d(x, conv_in_, ctx);
 
-  x = res_block(x, mid_0_, pool);
+  x = res_block(x, mid_0_, ctx);
   {  // the mid attention: one head over the h*w pixels, C wide
-    const Map normed = channel_rms_norm(x, attn_norm_, false, pool);
-    const Map qkv = conv2d(normed, attn_qkv_, pool);
     const int64_t c = x.c, pixels = x.pixels();
-    std::vector<float> tokens(static_cast<size_t>(pixels * 3 * c)), out(static_cast<size_t>(pixels * c));
-    for (int64_t ch = 0; ch < 3 * c; ++ch)
-      for (int64_t p = 0; p < pixels; ++p) tokens[p * 3 * c + ch] = qkv.v[ch * pixels + p];
+    Map tokens(ctx, pixels, 3, c), out(ctx, pixels, 1, c);  // token-major [pixels, 3C] and [pixels, C]
+    {
+      const Map qkv = conv2d(channel_rms_norm(x, attn_norm_, false, ctx), attn_qkv_, ctx);
+      for (int64_t ch = 0; ch < 3 * c; ++ch)
+        for (int64_t p = 0; p < pixels; ++p) tokens.v[p * 3 * c + ch] = qkv.v[ch * pixels + p];
+    }
     AttentionShape s;
     s.q_rows = s.kv_rows = pixels;
     s.q_heads = s.kv_heads = 1;
@@ -234,24 +319,27 @@ Tensor VaeDecoder::decode(const Tensor& latents, int grid_height, int grid_width
     s.q_stride = s.k_stride = s.v_stride = 3 * c;
     s.out_stride = c;
     s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c)));
-    attention(tokens.data(), tokens.data() + c, tokens.data() + 2 * c, out.data(), s, pool);
-    Map attended(c, x.h, x.w);
+    attention(tokens.v.data(), tokens.v.data() + c, tokens.v.data() + 2 * c, out.v.data(), s, pool);
+    Map attended(ctx, c, x.h, x.w);
     for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < pixels; ++p) attended.v[ch * pixels + p] = out[p * c + ch];
-    const Map projected = conv2d(attended, attn_proj_, pool);
-    for (size_t i = 0; i < x.v.size(); ++i) x.v[i] += projected.v[i];
+      for (int64_t p = 0; p < pixels; ++p) attended.v[ch * pixels + p] = out.v[p * c + ch];
+    add_in_place(x, conv2d(attended, attn_proj_, ctx), pool);
   }
-  x = res_block(x, mid_1_, pool);
+  x = res_block(x, mid_1_, ctx);
 
   for (const UpBlock& b : up_blocks_) {
-    const Map skip = x;
-    for (const ResBlock& r : b.resnets) x = res_block(x, r, pool);
+    const Map skip = std::move(x);
+    const Map* in = &skip;
+    for (const ResBlock& r : b.resnets) {
+      x = res_block(*in, r, ctx);
+      in = &x;
+    }
     if (b.upsamples) {
-      x = conv2d(upsample_nearest_2x(x), b.upsample_conv, pool);
-      add_dup_up(x, skip, b.temporal_factor);
+      x = conv2d(upsample_nearest_2x(x, ctx), b.upsample_conv, ctx);
+      add_dup_up(x, skip, b.temporal_factor, pool);
     }
   }
-  x = conv2d(channel_rms_norm(x, norm_out_, true, pool), conv_out_, pool);
+  x = conv2d(channel_rms_norm(x, norm_out_, true, ctx), conv_out_, ctx);
   Tensor image = Tensor::zeros(DType::kF32, {4, x.h, x.w});
   float* out = image.mutable_f32();
   for (size_t i = 0; i < x.v.size(); ++i) out[i] = std::clamp(x.v[i], -1.0f, 1.0f);

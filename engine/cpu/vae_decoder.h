@@ -4,6 +4,8 @@
 // only, so 5-D weights [out, in, kt, kh, kw] are used as w[:, :, kt - 1]; 4-D weights as they are.
 // Activations are channel-major [C, H, W]; 3x3 convolutions run as im2col + sgemm over row strips, so
 // the scratch stays small at any size.
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "engine/cpu/thread_pool.h"
@@ -16,8 +18,10 @@ namespace rgbaq::engine::cpu {
 class VaeDecoder {
  public:
   VaeDecoder(const WeightStore& weights, const VaeConfig& config);
+  ~VaeDecoder();
 
-  // latents [h * w, 64] (token n = y * w + x) -> [4, 16h, 16w].
+  // latents [h * w, 64] (token n = y * w + x) -> [4, 16h, 16w]. Feature maps come from buffers kept
+  // across calls (no allocation after the first decode at a size); calls are serialised.
   Tensor decode(const Tensor& latents, int grid_height, int grid_width, ThreadPool& pool) const;
 
   // Multiply-adds x 2 of the convolutions and the mid attention for one decode (for benchmarks).
@@ -40,6 +44,7 @@ class VaeDecoder {
     Conv upsample_conv;
     int temporal_factor = 1;  // DupUp3D's factor_t
   };
+  class MapBuffers;
 
  // The checked, widened weights: read by the cuda backend, which uploads them (engine/cuda/cuda_vae.cpp).
   VaeConfig config_;
@@ -50,6 +55,8 @@ class VaeDecoder {
   std::vector<UpBlock> up_blocks_;
   std::vector<float> norm_out_;
   std::vector<int64_t> dims_;
+  std::unique_ptr<MapBuffers> buffers_;
+  mutable std::mutex buffers_mutex_;
 };
 
 }  // namespace rgbaq::engine::cpu

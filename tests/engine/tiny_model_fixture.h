@@ -10,10 +10,12 @@ namespace rgbaq {
 
 class TinyModel {
  public:
-  explicit TinyModel(engine::DType dtype = engine::DType::kBF16, uint64_t seed = 0) {
+  explicit TinyModel(engine::DType dtype = engine::DType::kBF16, uint64_t seed = 0,
+                     tools::Layout layout = tools::Layout::kOurs) {
     tools::TinyModelOptions options;
     options.seed = seed;
     options.dtype = dtype;
+    options.layout = layout;
     options.tokenizer_json = std::filesystem::path(RGBAQ_SOURCE_DIR_PATH) / "tokenizer/data/qwen3/tokenizer.json";
     tools::write_tiny_model(dir(), options);
   }

@@ -1,0 +1,172 @@
+#include "cli/model_command.h"
+
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/arguments.h"
+#include "engine/model_directory.h"
+#include "engine/model_quantizer.h"
+#include "engine/render_memory.h"
+
+namespace rgbaq::cli {
+namespace {
+
+using common::Arguments;
+using common::UsageError;
+using nlohmann::json;
+
+constexpr const char* kModelHelp = R"(usage: rgbaq model COMMAND [options]
+
+commands:
+  check DIR [--json]      read a model directory without rendering: per component its class, dtypes,
+                          tensors (used / ignored), bytes; the sampler; the memory a render needs on
+                          each engine at 256, 512 and 1024 (estimated). Exit 2 when rgbaq cannot use it.
+  quantize SRC DST [--components transformer,text_encoder]
+                          write a copy of SRC whose Linear weights are int8 (one bf16 scale per 32
+                          inputs, stored as WEIGHT_scale); norms, embeddings and the VAE as stored
+)";
+
+std::string gib(uint64_t bytes) {
+  std::ostringstream s;
+  if (bytes >= (1ull << 30)) {
+    s << std::fixed << std::setprecision(2) << static_cast<double>(bytes) / (1ull << 30) << " GiB";
+  } else {
+    s << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1ull << 20) << " MiB";
+  }
+  return s.str();
+}
+
+int threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+json check_json(const engine::ModelDirectory& model) {
+  json components = json::array();
+  for (const auto& c : model.components()) {
+    json entry = {{"role", c.role}, {"folder", c.folder}, {"library", c.library}, {"class", c.class_name}};
+    for (const auto& r : model.reports()) {
+      if (r.component != c.role) continue;
+      entry["dtypes"] = r.dtypes;
+      entry["tensors"] = r.tensors;
+      entry["used"] = r.used;
+      entry["ignored"] = r.ignored;
+      entry["int8_linears"] = r.quantized;
+      entry["bytes"] = r.bytes;
+      entry["used_bytes"] = r.used_bytes;
+    }
+    components.push_back(entry);
+  }
+  json memory = json::array();
+  for (const auto& m : engine::estimate_render_memory(model, threads())) {
+    memory.push_back({{"engine", m.engine}, {"size", m.size}, {"weights_bytes", m.weights},
+                      {"text_encoder_work_bytes", m.text_encoder}, {"dit_work_bytes", m.dit}, {"vae_work_bytes", m.vae},
+                      {"total_bytes", m.total()}});
+  }
+  return {{"model", model.root().string()}, {"pipeline", model.pipeline_class()}, {"usable", true},
+          {"sampler", model.sampler_description()}, {"steps", model.scheduler().sample_sigmas.empty()
+                                                                  ? model.scheduler().default_steps
+                                                                  : static_cast<int>(model.scheduler().sample_sigmas.size())},
+          {"components", components}, {"memory", memory}, {"memory_threads", threads()}};
+}
+
+void print_check(const engine::ModelDirectory& model, std::ostream& out) {
+  out << model.root().string() << ": " << model.pipeline_class() << ", usable\n";
+  out << "sampler: " << model.sampler_description() << "\n";
+  for (const auto& c : model.components()) {
+    out << "  " << std::left << std::setw(13) << c.role << std::setw(14) << (c.folder + "/") << c.class_name;
+    for (const auto& r : model.reports()) {
+      if (r.component != c.role) continue;
+      std::string dtypes;
+      for (const auto& [name, count] : r.dtypes) dtypes += (dtypes.empty() ? "" : " ") + name + "x" + std::to_string(count);
+      out << "\n      " << r.tensors << " tensors (" << r.used << " used, " << r.ignored << " ignored), " << gib(r.bytes)
+          << " (" << gib(r.used_bytes) << " used), dtypes " << dtypes;
+      if (r.quantized) out << ", " << r.quantized << " int8 Linear weights";
+    }
+    out << "\n";
+  }
+  out << "memory a render needs (estimated: resident weights + the largest graph's work buffers, " << threads()
+      << " threads, a 512-token prompt):\n";
+  for (const auto& m : engine::estimate_render_memory(model, threads())) {
+    out << "  " << std::left << std::setw(5) << m.engine << std::right << std::setw(5) << m.size << "x" << std::left
+        << std::setw(5) << m.size << " " << gib(m.total()) << " (weights " << gib(m.weights) << ", encoder "
+        << gib(m.text_encoder) << ", DiT " << gib(m.dit) << ", VAE " << gib(m.vae) << ")\n";
+  }
+}
+
+int check_command(const std::vector<std::string>& words, std::ostream& out, std::ostream& err) {
+  const Arguments a(words, {}, {"json", "help"});
+  if (a.has("help")) {
+    out << kModelHelp;
+    return 0;
+  }
+  if (a.positionals().size() != 1) throw UsageError("model check takes one directory");
+  const std::string dir = a.positionals()[0];
+  try {
+    const auto model = engine::ModelDirectory::open(dir);
+    if (a.has("json")) {
+      out << check_json(model).dump(2) << "\n";
+    } else {
+      print_check(model, out);
+    }
+    return 0;
+  } catch (const std::runtime_error& e) {
+    if (a.has("json")) out << json{{"model", dir}, {"usable", false}, {"reason", e.what()}}.dump(2) << "\n";
+    err << "rgbaq model check: cannot use " << dir << ": " << e.what() << "\n";
+    return 2;
+  }
+}
+
+int quantize_command(const std::vector<std::string>& words, std::ostream& out, std::ostream& err) {
+  const Arguments a(words, {"components"}, {"help"});
+  if (a.has("help")) {
+    out << kModelHelp;
+    return 0;
+  }
+  if (a.positionals().size() != 2) throw UsageError("model quantize takes SRC and DST");
+  std::vector<std::string> roles;
+  std::stringstream list(a.get("components").value_or("transformer,text_encoder"));
+  for (std::string role; std::getline(list, role, ',');) {
+    if (role != "transformer" && role != "text_encoder") {
+      throw UsageError("--components: \"" + role + "\" is not transformer or text_encoder");
+    }
+    roles.push_back(role);
+  }
+  if (roles.empty()) throw UsageError("--components names no component");
+  try {
+    const auto result = engine::quantize_model(a.positionals()[0], a.positionals()[1], roles);
+    for (const auto& c : result.components) {
+      out << c.role << ": " << c.quantized << " Linear weights to int8, " << gib(c.bytes_before) << " -> "
+          << gib(c.bytes_after) << "\n";
+    }
+    out << "wrote " << a.positionals()[1] << "\n";
+    return 0;
+  } catch (const std::runtime_error& e) {
+    err << "rgbaq model quantize: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace
+
+int run_model_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+      (args.empty() ? err : out) << kModelHelp;
+      return args.empty() ? 2 : 0;
+    }
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (args[0] == "check") return check_command(rest, out, err);
+    if (args[0] == "quantize") return quantize_command(rest, out, err);
+    throw UsageError("unknown model command \"" + args[0] + "\"");
+  } catch (const UsageError& e) {
+    err << "rgbaq model: " << e.what() << "\n" << kModelHelp;
+    return 2;
+  } catch (const std::exception& e) {
+    err << "rgbaq model: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace rgbaq::cli

@@ -1,0 +1,69 @@
+#include "engine/render_memory.h"
+
+#include <algorithm>
+
+namespace rgbaq::engine {
+namespace {
+
+constexpr uint64_t kF32 = 4;
+constexpr int64_t kMaxFullTokens = 512;  // the encoder's axis (contract §2)
+constexpr int64_t kDropIdx = 14;
+constexpr int64_t kLinearTileRows = 256;  // engine/cpu/linear.cpp's widening tile
+constexpr int64_t kVaeStripPixels = 8192;  // engine/cpu/vae_decoder.cpp's im2col strip
+
+uint64_t text_encoder_work(const TextEncoderConfig& c, int threads) {
+  const int64_t n = kMaxFullTokens, q = int64_t{c.heads} * c.head_dim, kv = int64_t{c.kv_heads} * c.head_dim;
+  const int64_t floats = n * c.hidden * 3 + n * q * 2 + n * kv * 2 + n * c.intermediate * 2;
+  return kF32 * (floats + threads * kLinearTileRows * std::max<int64_t>(c.hidden, c.intermediate));
+}
+
+uint64_t dit_work(const DitConfig& c, int64_t image_tokens, int threads) {
+  const int64_t dim = c.dim(), mlp = dim * c.mlp_ratio, l = kMaxFullTokens - kDropIdx, n = image_tokens;
+  const int64_t prefix = int64_t{c.layers} * 2 * l * dim;                  // cached text keys and values
+  const int64_t block = n * dim * 5 + 2 * (l + n) * dim + 2 * n * mlp;    // x, h, q, attn, delta; k, v; gate, up
+  return kF32 * (prefix + block + threads * kLinearTileRows * mlp);
+}
+
+uint64_t vae_work(const VaeConfig& c, int side, int threads) {
+  std::vector<int64_t> dims = {int64_t{c.decoder_base_dim} * c.dim_mult.back()};
+  for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims.push_back(int64_t{c.decoder_base_dim} * *it);
+  int64_t pixels = int64_t{side / 16} * (side / 16), largest = 0;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    // A res block holds its input, the normed input, the conv output and the shortcut; an up block
+    // also its skip input at the lower resolution: about five maps of the stage's size.
+    if (i >= 1 && i < c.dim_mult.size()) pixels *= 4;  // up block i - 1 ends with a 2x upsample (the last does not)
+    largest = std::max(largest, 5 * dims[i] * pixels);
+  }
+  const int64_t attention = 4 * dims[0] * int64_t{side / 16} * (side / 16);
+  const int64_t im2col = threads * dims.front() * 9 * kVaeStripPixels;
+  return kF32 * (std::max(largest, attention) + im2col);
+}
+
+}  // namespace
+
+uint64_t RenderMemory::total() const { return weights + std::max({text_encoder, dit, vae}); }
+
+std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads) {
+  uint64_t mapped = 0, stored = 0, copies = 0;
+  for (const auto& r : model.reports()) {
+    stored += r.used_bytes;
+    copies += r.cpu_copy_bytes;
+    if (r.component != "vae") mapped += r.used_bytes;  // the CPU decoder keeps fp32 copies, not the mapping
+  }
+  std::vector<RenderMemory> out;
+  for (const char* engine : {"cpu", "cuda"}) {
+    for (int side : {256, 512, 1024}) {
+      RenderMemory m;
+      m.engine = engine;
+      m.size = side;
+      m.weights = std::string(engine) == "cpu" ? mapped + copies : stored;
+      m.text_encoder = text_encoder_work(model.text_encoder_config(), threads);
+      m.dit = dit_work(model.dit_config(), int64_t{side / 16} * (side / 16), threads);
+      m.vae = vae_work(model.vae_config(), side, threads);
+      out.push_back(m);
+    }
+  }
+  return out;
+}
+
+}  // namespace rgbaq::engine

@@ -1,0 +1,26 @@
+#pragma once
+// What a render needs in memory, estimated from a checked model directory (no weights are read):
+// resident weights plus the largest work buffers any graph holds at once (the graphs run one after
+// another, so their buffers do not add up). An estimate for `rgbaq model check`, from the buffers the
+// CPU graphs allocate; the CUDA figure assumes the same fp32 activations with weights on the device in
+// their stored dtype.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/model_directory.h"
+
+namespace rgbaq::engine {
+
+struct RenderMemory {
+  std::string engine;           // "cpu", "cuda"
+  uint64_t weights = 0;         // resident weight bytes
+  int size = 0;                 // square image side
+  uint64_t text_encoder = 0, dit = 0, vae = 0;  // work bytes of each graph at this size (prompt of 512 tokens)
+  uint64_t total() const;       // weights + the largest of the three
+};
+
+// For sizes 256, 512 and 1024 on each engine; `threads` sizes the per-thread scratch.
+std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads);
+
+}  // namespace rgbaq::engine

@@ -1,0 +1,128 @@
+// Model discovery: our layout and the published one (processor/, the whole Qwen3-VL text encoder, the
+// VAE encoder, 4-D convolutions) render the same bytes from the same weights; a directory that is a
+// different model, lacks a component or holds a tensor of the wrong shape is refused naming it.
+#include "engine/model_directory.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/safetensors.h"
+#include "engine/session.h"
+#include "tests/engine/tiny_model_fixture.h"
+
+namespace rgbaq::engine {
+namespace {
+
+using nlohmann::json;
+
+std::string open_error(const std::filesystem::path& dir) {
+  try {
+    ModelDirectory::open(dir);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "(opened)";
+}
+
+void edit_index(const std::filesystem::path& dir, const std::function<void(json&)>& edit) {
+  json index;
+  {
+    std::ifstream in(dir / "model_index.json");
+    index = json::parse(in);
+  }
+  edit(index);
+  std::ofstream(dir / "model_index.json") << index.dump(2);
+}
+
+TEST(ModelDirectory, PublishedLayoutRendersTheSameBytesAsOurs) {
+  const TinyModel ours(DType::kBF16, 3), published(DType::kBF16, 3, tools::Layout::kPublished);
+  ASSERT_FALSE(std::filesystem::exists(published.dir() / "tokenizer"));
+  const auto dir = ModelDirectory::open(published.dir());
+  EXPECT_EQ(dir.tokenizer_json(), published.dir() / "processor" / "tokenizer.json");
+  EXPECT_EQ(dir.text_encoder_prefix(), "model.language_model.");
+  ASSERT_EQ(dir.reports().size(), 3u);
+  // Ignored: the final norm, lm_head and four vision tensors; the VAE's encoder, quant_conv and time_convs.
+  EXPECT_EQ(dir.reports()[0].ignored, 6);
+  EXPECT_EQ(dir.reports()[1].ignored, 0);
+  EXPECT_EQ(dir.reports()[2].ignored, 19);
+  EXPECT_EQ(ModelDirectory::open(ours.dir()).reports()[2].ignored, 6);  // the time_convs' weights and biases
+
+  const RenderRequest request{"a lighthouse at dusk, game asset", 11, {256, 256}};
+  const auto a = Session::open(ours.dir(), "cpu", 2)->render(request);
+  const auto b = Session::open(published.dir(), "cpu", 2)->render(request);
+  EXPECT_EQ(a.rgba, b.rgba);
+  EXPECT_EQ(a.full_tokens, b.full_tokens);
+}
+
+TEST(ModelDirectory, TheBaseModelsSchedulerImpliesItsSampler) {
+  const TinyModel model;
+  EXPECT_NE(ModelDirectory::open(model.dir()).sampler_description().find("8 fixed sigmas"), std::string::npos);
+  edit_index(model.dir(), [](json& index) { index.erase("sample_sigmas"); });
+  json scheduler;
+  {
+    std::ifstream in(model.dir() / "scheduler" / "scheduler_config.json");
+    scheduler = json::parse(in);
+  }
+  scheduler["use_dynamic_shifting"] = true;
+  scheduler["shift_terminal"] = 0.02;
+  std::ofstream(model.dir() / "scheduler" / "scheduler_config.json") << scheduler.dump();
+  const auto base = ModelDirectory::open(model.dir());
+  EXPECT_EQ(base.sampler_description(), "FlowMatch Euler, 40 steps on a linspace, dynamic shift, terminal 0.02 (base)");
+}
+
+TEST(ModelDirectory, RefusesAnotherPipelineNamingWhatItFound) {
+  const TinyModel model;
+  edit_index(model.dir(), [](json& index) { index["_class_name"] = "QwenImagePipeline"; });
+  std::string e = open_error(model.dir());
+  EXPECT_NE(e.find("model_index.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("Qwen-Image v1"), std::string::npos) << e;
+  EXPECT_NE(e.find("transformer (QwenImage21Transformer2DModel)"), std::string::npos) << e;
+  edit_index(model.dir(), [](json& index) { index["_class_name"] = "StableDiffusionXLPipeline"; });
+  e = open_error(model.dir());
+  EXPECT_NE(e.find("\"StableDiffusionXLPipeline\" is another pipeline"), std::string::npos) << e;
+  // A v1 transformer under a 2.1 pipeline name is refused by its class.
+  edit_index(model.dir(), [](json& index) {
+    index["_class_name"] = "QwenImage21Pipeline";
+    index["transformer"] = {"diffusers", "QwenImageTransformer2DModel"};
+  });
+  e = open_error(model.dir());
+  EXPECT_NE(e.find("component \"transformer\" is a QwenImageTransformer2DModel"), std::string::npos) << e;
+}
+
+TEST(ModelDirectory, RefusesAMissingComponent) {
+  const TinyModel model;
+  edit_index(model.dir(), [](json& index) { index.erase("vae"); });
+  std::string e = open_error(model.dir());
+  EXPECT_NE(e.find("no vae component"), std::string::npos) << e;
+  EXPECT_NE(e.find("components found: "), std::string::npos) << e;
+  edit_index(model.dir(), [](json& index) { index["vae"] = {"diffusers", "AutoencoderKLQwenImage21"}; });
+  std::filesystem::remove(model.dir() / "tokenizer" / "tokenizer.json");
+  e = open_error(model.dir());
+  EXPECT_NE(e.find("no tokenizer component (processor/ or tokenizer/ with a tokenizer.json)"), std::string::npos) << e;
+  std::filesystem::remove(model.dir() / "model_index.json");
+  EXPECT_NE(open_error(model.dir()).find("model_index.json is missing"), std::string::npos);
+}
+
+TEST(ModelDirectory, RefusesATensorOfTheWrongShapeNamingFileAndTensor) {
+  const TinyModel model;
+  const auto file = model.dir() / "transformer" / "diffusion_pytorch_model.safetensors";
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  {
+    const auto st = SafetensorsFile::open(file);
+    for (const auto& name : st.names()) {
+      Tensor t = st.tensor(name);
+      if (name == "transformer_blocks.1.attn.to_k.weight") t = Tensor::zeros(DType::kBF16, {t.dim(0), t.dim(1) - 1});
+      tensors.emplace_back(name, std::move(t));
+    }
+  }
+  write_safetensors(file, tensors);
+  const std::string e = open_error(model.dir());
+  EXPECT_NE(e.find(file.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("\"transformer_blocks.1.attn.to_k.weight\" has shape [256, 255], expected [256, 256]"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace rgbaq::engine
