@@ -18,7 +18,7 @@ struct Fixture {
   TempDir dir;
   fs::path db = dir.path() / "queue.db";
   DaemonState state;
-  EventHub events{[](std::function<void()> f) { f(); }};
+  EventHub events;
 
   storage::Job claim_one(const std::string& prompt) {
     storage::QueueStore store(db);
