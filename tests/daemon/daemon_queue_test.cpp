@@ -88,7 +88,9 @@ TEST(DaemonQueue, AnOutputPathAnotherImageOwnsIsRefusedAtSubmit) {
 
 TEST(DaemonQueue, TheDaemonChecksNumbersSizesAndPromptsItself) {
   TempDir dir;
-  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  // Request lines up to 64 MiB, so the 40-million-byte prompt below reaches the prompt check (the
+  // default 16 MiB frame limit would refuse its line first).
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--max-frame-mb", "64"}});
   ASSERT_EQ(rgbaq(d, {"pause"}).exit_code, 0);
   const json base = {{"file", "prompt\nfox\n"}, {"out_dir", (dir.path() / "o").string()}};
   for (const json& priority : {json(1099511627777LL), json(-2147483649LL), json(1.5)}) {
