@@ -27,12 +27,12 @@ using stream = asio::local::stream_protocol;
 // Descriptors kept free for the queue database, the log, PNG writes and the embedding cache: clients
 // never get these, so a flood of connections cannot fail a job with "Too many open files".
 constexpr int kReservedDescriptors = 32;
+constexpr size_t kParseInlineBytes = 64u << 10;
 
 std::string to_line(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
 
-bool is_quick(const std::string& method) {
-  return method == "ping" || method == "status" || method == "ls_runs" || method == "pause" || method == "resume";
-}
+// Read-only and small: never queued behind a submit, nor behind a write waiting for the database lock.
+bool is_quick(const std::string& method) { return method == "ping" || method == "status" || method == "ls_runs"; }
 
 class Connection;
 
@@ -47,6 +47,7 @@ struct SocketServer::Shared {
   int cap = 0;
   std::mutex mutex;                                    // guards open (connections die on any thread)
   std::map<const void*, std::weak_ptr<Connection>> open;
+  std::chrono::steady_clock::time_point last_refusal_log;  // a flood of refusals logs once a second
 };
 
 namespace {
@@ -113,7 +114,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto self = shared_from_this();
     socket_.async_read_some(asio::buffer(chunk_), [this, self](const boost::system::error_code& ec, size_t n) {
       reading_ = false;
-      if (ec || closed_) return;  // disconnect: the connection goes with its last reference
+      if (ec || closed_) {  // a hang-up: the connection goes with its last reference (replies in flight first)
+        timer_.cancel();
+        return;
+      }
       pending_.append(chunk_.data(), n);
       process();
     });
@@ -148,11 +152,28 @@ class Connection : public std::enable_shared_from_this<Connection> {
          "a request line is longer than " + std::to_string(limits().max_frame_bytes) + " bytes");
   }
 
+  // Small lines are checked here; a big one (a submit's file) is parsed on the bulk lane, so parsing
+  // megabytes of JSON never holds up the socket thread either.
   void dispatch(std::string line) {
-    ParsedFrame frame = parse_request_frame(line);
-    line.clear();
-    line.shrink_to_fit();
+    busy_ = true;
+    if (line.size() <= kParseInlineBytes) return act(parse_request_frame(line));
+    asio::post(shared_->bulk.executor, [self = shared_from_this(), line = std::move(line)]() mutable {
+      ParsedFrame frame = parse_request_frame(line);
+      line = {};
+      auto& conn = *self;
+      asio::post(conn.socket_.get_executor(), [self = std::move(self), frame = std::move(frame)]() mutable {
+        if (self->closed_) return;
+        self->act(std::move(frame));
+        if (!self->busy_) self->process();
+      });
+    });
+  }
+
+  // On the socket thread, with busy_ set: answers the frame's error, subscribes a watch (busy_ cleared),
+  // or hands the request to its lane (busy_ until its reply is queued).
+  void act(ParsedFrame frame) {
     if (!frame.request) {
+      busy_ = false;
       closing_ = true;  // a malformed frame costs its connection, after the error goes out
       return queue(to_line(frame.error_response));
     }
@@ -164,9 +185,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
       } catch (const RequestError& e) {
         queue(to_line(error_response(request.id, e.code(), e.what(), e.details())));
       }
+      busy_ = false;  // the caller goes on with the next line (no recursion: a client may send many)
       return;
     }
-    busy_ = true;
     RequestLane& lane = is_quick(request.method) ? shared_->quick : shared_->bulk;
     asio::post(lane.executor, [self = shared_from_this(), &lane, request = std::move(request)]() mutable {
       std::string reply;
@@ -341,7 +362,10 @@ void SocketServer::accept() {
                                                         "rgbaqd serves at most " + std::to_string(shared_->cap) +
                                                             " connections at once; try again later"));
         ::send(socket.native_handle(), line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-        spdlog::warn("refused a connection: {} are open", shared_->cap);
+        if (const auto now = std::chrono::steady_clock::now(); now - shared_->last_refusal_log > std::chrono::seconds(1)) {
+          shared_->last_refusal_log = now;
+          spdlog::warn("refused a connection: {} are open", shared_->cap);
+        }
       }
     } else {
       spdlog::warn("accepting a connection failed: {}", ec.message());

@@ -36,8 +36,8 @@ struct RequestLane {
 
 class SocketServer {
  public:
-  // Takes ownership of the listening socket `listen_fd`. Quick requests (ping, status, ls_runs, pause,
-  // resume) go to `quick`, every other one to `bulk`.
+  // Takes ownership of the listening socket `listen_fd`. Quick requests (ping, status, ls_runs) go to
+  // `quick`, every other one to `bulk`.
   SocketServer(boost::asio::io_context& io, int listen_fd, RequestLane quick, RequestLane bulk, EventHub& events,
                ServerLimits limits);
   ~SocketServer();
