@@ -1,5 +1,7 @@
 #include "engine/model_identity.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -18,10 +20,16 @@ class Hasher {
   }
   void add(const std::string& s) { add(s.data(), s.size()); }
   void add_file(const std::filesystem::path& path) {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(path, ec);
-    add(path.filename().string() + ":" + (ec ? "missing" : std::to_string(size)));
-    if (ec) return;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      add(path.filename().string() + ":missing");
+      return;
+    }
+    const auto size = static_cast<uintmax_t>(st.st_size);
+    // Size and modification time as well as sampled bytes: a file rewritten in the middle (same size,
+    // same ends) still changes the identity, so a changed model is a new model at the next open.
+    add(path.filename().string() + ":" + std::to_string(size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+        std::to_string(st.st_mtim.tv_nsec));
     std::ifstream in(path, std::ios::binary);
     std::vector<char> buf(kSample);
     in.read(buf.data(), static_cast<std::streamsize>(std::min<uintmax_t>(size, kSample)));

@@ -1,7 +1,8 @@
 #pragma once
 // Short fingerprints of model files, so caches and outputs can tell one model from another: a 64-bit
-// hash (16 hex digits) over each file's name, size, config text and the first and last 64 KiB of its
-// bytes. Cheap for a 16 GB checkpoint, and it changes when the weights are replaced or fine-tuned.
+// hash (16 hex digits) over each file's name, size, modification time, config text and the first and
+// last 64 KiB of its bytes. Cheap for a 16 GB checkpoint, and it changes when the weights are replaced,
+// fine-tuned or rewritten in place, so a session opened on a changed directory sees a new model.
 #include <filesystem>
 #include <string>
 

@@ -219,19 +219,26 @@ void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vect
 // Disjoint seed ranges, merged: what a row content has listed so far.
 class SeedSet {
  public:
-  // Appends to `out` the parts of r not yet in the set (ascending), then adds r.
-  void take(const SeedRange& r, std::vector<SeedRange>& out) {
+  // Appends to `out` the parts of r not yet in the set (ascending), then adds r. Returns how many seeds
+  // it appended minus one (0 when one; UINT64_MAX when none), so that the full range does not overflow.
+  uint64_t take(const SeedRange& r, std::vector<SeedRange>& out) {
     uint64_t next = r.first;  // the first seed of r not yet accounted for
     bool done = false;
+    uint64_t taken_minus_one = UINT64_MAX;
+    auto push = [&](uint64_t a, uint64_t b) {
+      out.push_back({a, b});
+      taken_minus_one += (b - a) + 1;
+    };
     auto it = ranges_.upper_bound(r.first);
     if (it != ranges_.begin() && std::prev(it)->second >= r.first) --it;
     for (; it != ranges_.end() && it->first <= r.last && !done; ++it) {
-      if (it->first > next) out.push_back({next, it->first - 1});
+      if (it->first > next) push(next, it->first - 1);
       if (it->second >= r.last) done = true;
       else next = std::max(next, it->second + 1);
     }
-    if (!done) out.push_back({next, r.last});
+    if (!done) push(next, r.last);
     add(r);
+    return taken_minus_one;
   }
   void add(SeedRange r) {
     auto it = ranges_.upper_bound(r.first);
@@ -243,19 +250,6 @@ class SeedSet {
     }
     ranges_.emplace(r.first, r.last);
   }
-  // The smallest seed in both sets, if any.
-  std::optional<uint64_t> first_common(const SeedSet& other) const {
-    auto a = ranges_.begin();
-    auto b = other.ranges_.begin();
-    while (a != ranges_.end() && b != other.ranges_.end()) {
-      const uint64_t lo = std::max(a->first, b->first), hi = std::min(a->second, b->second);
-      if (lo <= hi) return lo;
-      if (a->second < b->second) ++a;
-      else ++b;
-    }
-    return std::nullopt;
-  }
-
  private:
   std::map<uint64_t, uint64_t> ranges_;  // first -> last
 };
@@ -393,8 +387,9 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
   };
   using Key = std::tuple<std::string, int, int, std::string>;  // prompt, width, height, name
   std::map<Key, SeedSet> listed;                           // seeds each distinct row content has taken
-  std::map<std::string, std::vector<std::pair<size_t, const Key*>>> by_base;  // output base -> rows (index in out.rows)
-  std::vector<SeedSet> row_sets;                           // each kept row's seeds, as a set
+  // Output base -> its seeds taken so far: first -> (last, row index in out.rows).
+  std::map<std::string, std::map<uint64_t, std::pair<uint64_t, size_t>>> by_base;
+  std::vector<const Key*> keys;                            // each kept row's content
   for (const Validated& v : valid) {
     std::vector<SeedRange> ranges;
     bool random = false;
@@ -413,33 +408,37 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     }
     const auto [kit, fresh_key] = listed.try_emplace(Key{v.prompt, v.size.width, v.size.height, v.name});
     JobRow row{v.prompt, v.name, v.size, v.priority, v.raw->line, random, {}};
-    SeedSet mine;
     for (const SeedRange& r : ranges) {
-      const uint64_t before = row_seed_count(row.seeds);
-      kit->second.take(r, row.seeds);
-      const uint64_t taken = row_seed_count(row.seeds) - before;
-      out.duplicates_skipped += (r.last - r.first) - (taken - 1);  // (size of r) - taken, without overflow
+      const uint64_t taken_minus_one = kit->second.take(r, row.seeds);
+      out.duplicates_skipped += (r.last - r.first) - taken_minus_one;  // (size of r) - taken, without overflow
     }
     if (row.seeds.empty()) continue;  // every job of it was listed before
-    for (const SeedRange& r : row.seeds) mine.add(r);
-    auto& same_base = by_base[output_base_name(v.prompt, v.name, v.size)];
-    bool clash = false;
-    for (const auto& [other, other_key] : same_base) {
-      if (*other_key == kit->first) continue;
-      if (const auto seed = row_sets[other].first_common(mine)) {
-        const RawValue* at = v.raw->find("name");
-        out.errors.push_back({v.raw->line, at ? at->column : 0, v.name.empty() ? "prompt" : "name",
-                              "\"" + (v.name.empty() ? v.prompt : v.name) + "\" with seed " + std::to_string(*seed) +
-                                  " names the image of line " + std::to_string(out.rows[other].line) +
-                                  " too (another prompt or size); give each its own name"});
-        clash = true;
-        break;
+    // Rows of other content whose files share this base must not share a seed: each base keeps its
+    // seeds as disjoint ranges, each with the row that took it.
+    auto& owners = by_base[output_base_name(v.prompt, v.name, v.size)];
+    std::optional<std::pair<uint64_t, size_t>> clash;  // (seed, row index)
+    for (const SeedRange& r : row.seeds) {
+      auto it = owners.upper_bound(r.first);
+      if (it != owners.begin() && std::prev(it)->second.first >= r.first) --it;
+      for (; it != owners.end() && it->first <= r.last; ++it) {
+        if (*keys[it->second.second] != kit->first) {
+          clash = std::pair{std::max(r.first, it->first), it->second.second};
+          break;
+        }
       }
+      if (clash) break;
     }
-    if (clash) continue;
-    same_base.emplace_back(out.rows.size(), &kit->first);
+    if (clash) {
+      const RawValue* at = v.raw->find("name");
+      out.errors.push_back({v.raw->line, at ? at->column : 0, v.name.empty() ? "prompt" : "name",
+                            "\"" + (v.name.empty() ? v.prompt : v.name) + "\" with seed " + std::to_string(clash->first) +
+                                " names the image of line " + std::to_string(out.rows[clash->second].line) +
+                                " too (another prompt or size); give each its own name"});
+      continue;
+    }
+    for (const SeedRange& r : row.seeds) owners.emplace(r.first, std::pair{r.last, out.rows.size()});
+    keys.push_back(&kit->first);
     out.job_count += row_seed_count(row.seeds);
-    row_sets.push_back(std::move(mine));
     out.rows.push_back(std::move(row));
   }
   if (!out.errors.empty()) {

@@ -106,6 +106,21 @@ TEST(JobFileLimits, AMillionJobSweepIsRowsNotJobs) {
   EXPECT_NE(over.errors[0].message.find("--max-jobs"), std::string::npos);
 }
 
+TEST(JobFileLimits, ManyRowsOfOneNameAndLongSeedListsStayLinear) {
+  std::string rows = "prompt,seed,name\n";
+  for (int i = 0; i < 20000; ++i) rows += "p" + std::to_string(i) + "," + std::to_string(i) + ",hero\n";
+  std::string list;
+  for (int i = 0; i < 50000; ++i) list += (i ? "," : "") + std::to_string(2 * i + 1);
+  rows += "q,\"" + list + "\",\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  ParseOptions o = options();
+  o.expand = false;
+  const auto f = parse_job_file(rows, FileFormat::kCsv, o);
+  ASSERT_TRUE(f.errors.empty()) << errors_of(f).substr(0, 300);
+  EXPECT_EQ(f.job_count, 70000u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << "quadratic in rows or list items";
+}
+
 TEST(JobFileLimits, DuplicatesWithinAndAcrossRowsAreLeftOutInOrder) {
   const auto f = parse_job_file("prompt,seed\nfox,\"5,1-3,2,9\"\nfox,3-6\n", FileFormat::kCsv, options());
   ASSERT_TRUE(f.errors.empty()) << errors_of(f);
