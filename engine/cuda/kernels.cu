@@ -156,9 +156,9 @@ __global__ void softmax_kernel(const float* scores, int64_t rows, int64_t cols, 
   for (int64_t c = threadIdx.x; c < visible; c += blockDim.x) m = fmaxf(m, s[c]);
   m = block_max(m);
   float sum = 0;
-  for (int64_t c = threadIdx.x; c < visible; c += blockDim.x) sum += __expf(s[c] - m);
+  for (int64_t c = threadIdx.x; c < visible; c += blockDim.x) sum += expf(s[c] - m);
   const float inv = 1.0f / block_sum(sum);
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) store(p + c, c < visible ? __expf(s[c] - m) * inv : 0.0f);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) store(p + c, c < visible ? expf(s[c] - m) * inv : 0.0f);  // expf, not __expf: fp32 parity
 }
 
 __global__ void unpack_kernel(const float* tokens, int64_t pixels, const float* mean, const float* std, float* out) {
