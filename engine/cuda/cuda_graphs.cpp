@@ -65,6 +65,7 @@ CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options
 }
 
 CudaGraphs::~CudaGraphs() {
+  cudaSetDevice(device_);
   if (stream_) cudaStreamSynchronize(stream_);
   encoder_.reset();
   dit_.reset();
@@ -82,7 +83,11 @@ std::string CudaGraphs::device_description() const {
          (type_ == ElementType::kBf16 ? "bf16" : "fp32") + (dit_ && dit_->streams_blocks() ? ", DiT blocks streamed" : "");
 }
 
+// The current device is per host thread, and the daemon's worker is not the thread that opened us.
+void CudaGraphs::use_device() const { RGBAQ_CUDA_CHECK(cudaSetDevice(device_), device_); }
+
 Tensor CudaGraphs::run_encode(std::span<const int32_t> ids) {
+  use_device();
   if (encoder_) return encoder_->encode(ids);
   // Not resident: up for this prompt, freed after (a sweep's prompts come from the encoder cache).
   WeightSource source(*arena_, type_, stream_);
@@ -91,11 +96,13 @@ Tensor CudaGraphs::run_encode(std::span<const int32_t> ids) {
 }
 
 void CudaGraphs::run_begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) {
+  use_device();
   dit_->begin_image(txt_feats, rope);
   if (vel_.shape() != Shape{rope.image_tokens, 64}) vel_ = Tensor::zeros(DType::kF32, {rope.image_tokens, 64});
 }
 
 const Tensor& CudaGraphs::run_step(const Tensor& img_tokens, float timestep) {
+  use_device();
   dit_->step(img_tokens, timestep, vel_.mutable_f32());
   return vel_;
 }
@@ -103,6 +110,7 @@ const Tensor& CudaGraphs::run_step(const Tensor& img_tokens, float timestep) {
 void CudaGraphs::run_end_image() { dit_->end_image(); }
 
 Tensor CudaGraphs::run_decode(const Tensor& latents, const host::ImageSize& size) {
+  use_device();
   return vae_->decode(latents, size.grid_height(), size.grid_width());
 }
 

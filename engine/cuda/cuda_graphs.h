@@ -42,6 +42,7 @@ class CudaGraphs final : public Graphs {
   Tensor run_decode(const Tensor& latents, const host::ImageSize& size) override;
 
  private:
+  void use_device() const;
   int device_;
   ElementType type_;
   TextEncoderConfig text_config_;
