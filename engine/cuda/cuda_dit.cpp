@@ -100,9 +100,9 @@ void CudaDit::modulation(float t, float* out) {
 
 void CudaDit::ensure_workspace(int64_t rows, int64_t keys) {
   if (rows <= ws_rows_ && keys <= ws_keys_) return;
-  ws_rows_ = std::max(rows, ws_rows_);
-  ws_keys_ = std::max(keys, ws_keys_);
-  const int64_t r = ws_rows_, k = ws_keys_, dim = config_.dim(), mlp = dim * config_.mlp_ratio, f = sizeof(float);
+  // ws_rows_/ws_keys_ change only once every buffer is allocated: after a failed allocation (the job
+  // fails) the next image must not skip this with buffers too small or empty.
+  const int64_t r = std::max(rows, ws_rows_), k = std::max(keys, ws_keys_), dim = config_.dim(), mlp = dim * config_.mlp_ratio, f = sizeof(float);
   const int64_t e = static_cast<int64_t>(esize_);
   arena_.ensure(x_, r * dim * f, "DiT residual stream");
   arena_.ensure(h_, r * std::max<int64_t>(dim, config_.context_dim) * e, "DiT normed rows");
@@ -122,6 +122,8 @@ void CudaDit::ensure_workspace(int64_t rows, int64_t keys) {
   arena_.ensure(tokens_, r * 64 * f, "DiT image tokens");
   arena_.ensure(txt_, r * config_.context_dim * f, "DiT text features");
   arena_.ensure(vel_, r * 64 * f, "DiT velocity");
+  ws_rows_ = r;
+  ws_keys_ = k;
 }
 
 void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows,

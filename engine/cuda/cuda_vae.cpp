@@ -64,7 +64,6 @@ CudaVae::CudaVae(const cpu::VaeDecoder& v, DeviceArena& arena, Gemm& gemm, cudaS
 
 void CudaVae::ensure_maps(int64_t grid_pixels) {
   if (grid_pixels <= map_pixels_) return;
-  map_pixels_ = grid_pixels;
   // The largest C x pixels of any stage: each up block works at its channels and 4x the pixels of the last.
   // (The mid attention's qkv is 3 C wide at the grid's pixels.)
   int64_t largest = std::max<int64_t>(64, 3 * dims_[0]) * grid_pixels, pixels = grid_pixels;
@@ -86,6 +85,7 @@ void CudaVae::ensure_maps(int64_t grid_pixels) {
   score_elements_ = std::max(grid_pixels, std::min(kScoreBudget, grid_pixels * grid_pixels));
   arena_.ensure(scores_, score_elements_ * f, "VAE attention scores");
   arena_.ensure(probs_, score_elements_ * e, "VAE attention probabilities");
+  map_pixels_ = grid_pixels;  // only once all fit: after a failure the next decode tries again
 }
 
 void CudaVae::conv(const void* in, int64_t height, int64_t width, const Conv& c, float* out) {
