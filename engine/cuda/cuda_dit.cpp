@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/cuda/attention_plan.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
@@ -116,7 +117,7 @@ void CudaDit::ensure_workspace(int64_t rows, int64_t keys) {
   arena_.ensure(gate_, r * mlp * f, "DiT MLP gate");
   arena_.ensure(up_, r * mlp * f, "DiT MLP up");
   arena_.ensure(mlp_t_, r * mlp * e, "DiT MLP hidden");
-  score_elements_ = std::max<int64_t>(int64_t{config_.heads} * k, std::min(kScoreBudget, int64_t{config_.heads} * k * r));
+  score_elements_ = attention_score_elements(config_.heads, r, k, kScoreBudget);
   arena_.ensure(scores_, score_elements_ * f, "DiT attention scores");
   arena_.ensure(probs_, score_elements_ * e, "DiT attention probabilities");
   arena_.ensure(tokens_, r * 64 * f, "DiT image tokens");

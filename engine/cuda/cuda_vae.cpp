@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/cuda/attention.h"
+#include "engine/cuda/attention_plan.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
@@ -82,7 +83,7 @@ void CudaVae::ensure_maps(int64_t grid_pixels) {
   arena_.ensure(col_, col_elements_ * e, "VAE im2col strip");
   // The latents (fp32 [n, 64]) pass through it first, then the attention's [n, 3C] tokens.
   arena_.ensure(tokens_, std::max(64 * f, 3 * dims_[0] * e) * grid_pixels, "VAE latents and attention tokens");
-  score_elements_ = std::max(grid_pixels, std::min(kScoreBudget, grid_pixels * grid_pixels));
+  score_elements_ = attention_score_elements(1, grid_pixels, grid_pixels, kScoreBudget);
   arena_.ensure(scores_, score_elements_ * f, "VAE attention scores");
   arena_.ensure(probs_, score_elements_ * e, "VAE attention probabilities");
   map_pixels_ = grid_pixels;  // only once all fit: after a failure the next decode tries again
