@@ -24,12 +24,22 @@ CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
-  if (driver < runtime) {
+  if (driver / 1000 < runtime / 1000) {  // a newer minor runtime runs on an older driver of its major version
     throw CudaError(device_label(device_) + ": the driver supports CUDA " + std::to_string(driver / 1000) + "." +
                     std::to_string(driver % 1000 / 10) + ", this build needs " + std::to_string(runtime / 1000) + "." +
                     std::to_string(runtime % 1000 / 10) + " (update the driver)");
   }
   RGBAQ_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), device_);
+  try {
+    load(model, options);
+  } catch (...) {
+    // No destructor runs for a constructor that throws: free in the same order, then the stream.
+    release();
+    throw;
+  }
+}
+
+void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options) {
   const size_t budget = static_cast<size_t>(options.gpu_memory_gib * 1024.0 * 1024.0 * 1024.0);
   arena_ = std::make_unique<DeviceArena>(device_, budget);
   gemm_ = std::make_unique<Gemm>(*arena_, stream_);
@@ -64,7 +74,9 @@ CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options
   }
 }
 
-CudaGraphs::~CudaGraphs() {
+CudaGraphs::~CudaGraphs() { release(); }
+
+void CudaGraphs::release() noexcept {
   cudaSetDevice(device_);
   if (stream_) cudaStreamSynchronize(stream_);
   encoder_.reset();
@@ -73,6 +85,7 @@ CudaGraphs::~CudaGraphs() {
   gemm_.reset();
   arena_.reset();
   if (stream_) cudaStreamDestroy(stream_);
+  stream_ = nullptr;
 }
 
 std::string CudaGraphs::device_description() const {
