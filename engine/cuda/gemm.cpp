@@ -27,20 +27,33 @@ Gemm::Gemm(DeviceArena& arena, cudaStream_t stream) : arena_(arena), stream_(str
 }
 
 Gemm::~Gemm() {
-  for (auto& [key, p] : plans_) {
-    cublasLtMatmulDescDestroy(p.op);
-    cublasLtMatrixLayoutDestroy(p.a);
-    cublasLtMatrixLayoutDestroy(p.b);
-    cublasLtMatrixLayoutDestroy(p.c);
-  }
+  for (auto& [key, p] : plans_) destroy_plan(p);
   if (handle_) cublasLtDestroy(handle_);
 }
 
+void Gemm::destroy_plan(Plan& p) {
+  if (p.op) cublasLtMatmulDescDestroy(p.op);
+  for (cublasLtMatrixLayout_t l : {p.a, p.b, p.c}) {
+    if (l) cublasLtMatrixLayoutDestroy(l);
+  }
+  p = Plan{};
+}
+
 Gemm::Plan Gemm::make_plan(const GemmShape& s, ElementType type, unsigned alignment) {
+  Plan p;
+  try {
+    build_plan(p, s, type, alignment);
+  } catch (...) {
+    destroy_plan(p);  // whatever was created before the failure
+    throw;
+  }
+  return p;
+}
+
+void Gemm::build_plan(Plan& p, const GemmShape& s, ElementType type, unsigned alignment) {
   const int device = arena_.device();
   const cudaDataType_t in = type == ElementType::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
   // Row-major C = A op(B) is column-major C^T = op(B)^T A^T: cuBLASLt's first operand is our B.
-  Plan p;
   check_cublas(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), device, "cublasLtMatmulDescCreate");
   const cublasOperation_t trans_first = s.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, trans_second = CUBLAS_OP_N;
   check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_first, sizeof trans_first), device,
@@ -82,17 +95,13 @@ Gemm::Plan Gemm::make_plan(const GemmShape& s, ElementType type, unsigned alignm
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
-    cublasLtMatmulDescDestroy(p.op);
-    cublasLtMatrixLayoutDestroy(p.a);
-    cublasLtMatrixLayoutDestroy(p.b);
-    cublasLtMatrixLayoutDestroy(p.c);
     throw CudaError(device_label(device) + ": cuBLASLt has no algorithm for a " +
                     (type == ElementType::kBf16 ? "bf16" : "fp32") + " GEMM of m " + std::to_string(s.m) + ", n " +
                     std::to_string(s.n) + ", k " + std::to_string(s.k) + ", batch " + std::to_string(s.batch) +
+                    ", lda " + std::to_string(s.lda) + ", ldb " + std::to_string(s.ldb) + ", ldc " + std::to_string(s.ldc) +
                     " at " + std::to_string(alignment) + "-byte alignment (status " + std::to_string(status) + ")");
   }
   p.algo = result.algo;
-  return p;
 }
 
 void Gemm::run(const GemmShape& s, ElementType type, const void* a, const void* b, float* c, float alpha, float beta) {
