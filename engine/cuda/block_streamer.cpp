@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "engine/cuda/block_schedule.h"
 #include "engine/cuda/cuda_check.h"
 
 namespace rgbaq::engine::cuda {
@@ -59,7 +60,7 @@ const std::vector<const void*>& BlockStreamer::begin_block(int i) {
   if (loaded_[slot] != i) issue_copy(i);
   RGBAQ_CUDA_CHECK(cudaStreamWaitEvent(compute_, copied_[slot], 0), device_);
   // Copy ahead: the next block (block 0 after the last, when the slots alternate across the wrap).
-  const int next = i + 1 < blocks_ ? i + 1 : (blocks_ % 2 == 0 ? 0 : -1);
+  const int next = copy_ahead_block(i, blocks_);
   if (next >= 0 && loaded_[next % 2] != next) issue_copy(next);
   return parts_[slot];
 }

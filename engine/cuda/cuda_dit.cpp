@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/cuda/attention_plan.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
@@ -100,9 +101,9 @@ void CudaDit::modulation(float t, float* out) {
 
 void CudaDit::ensure_workspace(int64_t rows, int64_t keys) {
   if (rows <= ws_rows_ && keys <= ws_keys_) return;
-  ws_rows_ = std::max(rows, ws_rows_);
-  ws_keys_ = std::max(keys, ws_keys_);
-  const int64_t r = ws_rows_, k = ws_keys_, dim = config_.dim(), mlp = dim * config_.mlp_ratio, f = sizeof(float);
+  // ws_rows_/ws_keys_ change only once every buffer is allocated: after a failed allocation (the job
+  // fails) the next image must not skip this with buffers too small or empty.
+  const int64_t r = std::max(rows, ws_rows_), k = std::max(keys, ws_keys_), dim = config_.dim(), mlp = dim * config_.mlp_ratio, f = sizeof(float);
   const int64_t e = static_cast<int64_t>(esize_);
   arena_.ensure(x_, r * dim * f, "DiT residual stream");
   arena_.ensure(h_, r * std::max<int64_t>(dim, config_.context_dim) * e, "DiT normed rows");
@@ -116,12 +117,14 @@ void CudaDit::ensure_workspace(int64_t rows, int64_t keys) {
   arena_.ensure(gate_, r * mlp * f, "DiT MLP gate");
   arena_.ensure(up_, r * mlp * f, "DiT MLP up");
   arena_.ensure(mlp_t_, r * mlp * e, "DiT MLP hidden");
-  score_elements_ = std::max<int64_t>(int64_t{config_.heads} * k, std::min(kScoreBudget, int64_t{config_.heads} * k * r));
+  score_elements_ = attention_score_elements(config_.heads, r, k, kScoreBudget);
   arena_.ensure(scores_, score_elements_ * f, "DiT attention scores");
   arena_.ensure(probs_, score_elements_ * e, "DiT attention probabilities");
   arena_.ensure(tokens_, r * 64 * f, "DiT image tokens");
   arena_.ensure(txt_, r * config_.context_dim * f, "DiT text features");
   arena_.ensure(vel_, r * 64 * f, "DiT velocity");
+  ws_rows_ = r;
+  ws_keys_ = k;
 }
 
 void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows,

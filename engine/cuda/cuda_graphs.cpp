@@ -24,12 +24,22 @@ CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
-  if (driver < runtime) {
+  if (driver / 1000 < runtime / 1000) {  // a newer minor runtime runs on an older driver of its major version
     throw CudaError(device_label(device_) + ": the driver supports CUDA " + std::to_string(driver / 1000) + "." +
                     std::to_string(driver % 1000 / 10) + ", this build needs " + std::to_string(runtime / 1000) + "." +
                     std::to_string(runtime % 1000 / 10) + " (update the driver)");
   }
   RGBAQ_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), device_);
+  try {
+    load(model, options);
+  } catch (...) {
+    // No destructor runs for a constructor that throws: free in the same order, then the stream.
+    release();
+    throw;
+  }
+}
+
+void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options) {
   const size_t budget = static_cast<size_t>(options.gpu_memory_gib * 1024.0 * 1024.0 * 1024.0);
   arena_ = std::make_unique<DeviceArena>(device_, budget);
   gemm_ = std::make_unique<Gemm>(*arena_, stream_);
@@ -64,7 +74,10 @@ CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options
   }
 }
 
-CudaGraphs::~CudaGraphs() {
+CudaGraphs::~CudaGraphs() { release(); }
+
+void CudaGraphs::release() noexcept {
+  cudaSetDevice(device_);
   if (stream_) cudaStreamSynchronize(stream_);
   encoder_.reset();
   dit_.reset();
@@ -72,6 +85,7 @@ CudaGraphs::~CudaGraphs() {
   gemm_.reset();
   arena_.reset();
   if (stream_) cudaStreamDestroy(stream_);
+  stream_ = nullptr;
 }
 
 std::string CudaGraphs::device_description() const {
@@ -82,7 +96,11 @@ std::string CudaGraphs::device_description() const {
          (type_ == ElementType::kBf16 ? "bf16" : "fp32") + (dit_ && dit_->streams_blocks() ? ", DiT blocks streamed" : "");
 }
 
+// The current device is per host thread, and the daemon's worker is not the thread that opened us.
+void CudaGraphs::use_device() const { RGBAQ_CUDA_CHECK(cudaSetDevice(device_), device_); }
+
 Tensor CudaGraphs::run_encode(std::span<const int32_t> ids) {
+  use_device();
   if (encoder_) return encoder_->encode(ids);
   // Not resident: up for this prompt, freed after (a sweep's prompts come from the encoder cache).
   WeightSource source(*arena_, type_, stream_);
@@ -91,11 +109,13 @@ Tensor CudaGraphs::run_encode(std::span<const int32_t> ids) {
 }
 
 void CudaGraphs::run_begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) {
+  use_device();
   dit_->begin_image(txt_feats, rope);
   if (vel_.shape() != Shape{rope.image_tokens, 64}) vel_ = Tensor::zeros(DType::kF32, {rope.image_tokens, 64});
 }
 
 const Tensor& CudaGraphs::run_step(const Tensor& img_tokens, float timestep) {
+  use_device();
   dit_->step(img_tokens, timestep, vel_.mutable_f32());
   return vel_;
 }
@@ -103,6 +123,7 @@ const Tensor& CudaGraphs::run_step(const Tensor& img_tokens, float timestep) {
 void CudaGraphs::run_end_image() { dit_->end_image(); }
 
 Tensor CudaGraphs::run_decode(const Tensor& latents, const host::ImageSize& size) {
+  use_device();
   return vae_->decode(latents, size.grid_height(), size.grid_width());
 }
 

@@ -42,6 +42,9 @@ class CudaGraphs final : public Graphs {
   Tensor run_decode(const Tensor& latents, const host::ImageSize& size) override;
 
  private:
+  void load(const ModelDirectory& model, const EngineOptions& options);  // the constructor's work after the stream
+  void release() noexcept;                                                // device objects, then the stream
+  void use_device() const;
   int device_;
   ElementType type_;
   TextEncoderConfig text_config_;

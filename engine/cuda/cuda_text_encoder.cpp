@@ -3,10 +3,16 @@
 #include <cmath>
 
 #include "engine/cuda/attention.h"
+#include "engine/cuda/attention_plan.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/kernels.h"
 
 namespace rgbaq::engine::cuda {
+namespace {
+
+constexpr int64_t kScoreBudget = int64_t{16} << 20;  // attention scores per chunk
+
+}  // namespace
 
 size_t CudaTextEncoder::weight_bytes(const cpu::TextEncoder& e, ElementType type) {
   size_t total = static_cast<size_t>(e.embedding().numel()) * element_size(type);
@@ -63,7 +69,8 @@ Tensor CudaTextEncoder::encode(std::span<const int32_t> ids) {
                v = arena_.allocate(n * kv_dim * e, "encoder values"), attn = arena_.allocate(n * q_dim * f, "encoder attention"),
                up = arena_.allocate(n * inter * f, "encoder MLP up"),
                mlp = arena_.allocate(n * std::max(inter, q_dim) * e, "encoder MLP hidden");
-  const int64_t score_elements = int64_t{config_.heads} * n * n;
+  // Query chunks keep the scores linear in Lfull (heads x n x n would be quadratic).
+  const int64_t score_elements = attention_score_elements(config_.heads, n, n, kScoreBudget);
   DeviceBuffer scores = arena_.allocate(score_elements * f, "encoder attention scores"),
                probs = arena_.allocate(score_elements * e, "encoder attention probabilities");
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(ids_d.get(), ids.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_), device);

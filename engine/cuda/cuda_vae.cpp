@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/cuda/attention.h"
+#include "engine/cuda/attention_plan.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
@@ -64,10 +65,9 @@ CudaVae::CudaVae(const cpu::VaeDecoder& v, DeviceArena& arena, Gemm& gemm, cudaS
 
 void CudaVae::ensure_maps(int64_t grid_pixels) {
   if (grid_pixels <= map_pixels_) return;
-  map_pixels_ = grid_pixels;
   // The largest C x pixels of any stage: each up block works at its channels and 4x the pixels of the last.
-  int64_t largest = int64_t{64} * grid_pixels, pixels = grid_pixels;
-  largest = std::max(largest, dims_[0] * pixels);
+  // (The mid attention's qkv is 3 C wide at the grid's pixels.)
+  int64_t largest = std::max<int64_t>(64, 3 * dims_[0]) * grid_pixels, pixels = grid_pixels;
   for (size_t i = 0; i < up_blocks_.size(); ++i) {
     largest = std::max(largest, std::max(dims_[i], dims_[i + 1]) * pixels);
     if (up_blocks_[i].upsamples) pixels *= 4;
@@ -78,13 +78,15 @@ void CudaVae::ensure_maps(int64_t grid_pixels) {
   arena_.ensure(h_, largest * f, "VAE feature map");
   arena_.ensure(sc_, largest * f, "VAE shortcut map");
   arena_.ensure(skip_, largest * f, "VAE up block input");
-  arena_.ensure(t_, std::max(largest, 3 * dims_[0] * grid_pixels) * e, "VAE conv input");
+  arena_.ensure(t_, largest * e, "VAE conv input");
   col_elements_ = std::min(kColumnBudget, largest * 9);
   arena_.ensure(col_, col_elements_ * e, "VAE im2col strip");
-  arena_.ensure(tokens_, 3 * dims_[0] * grid_pixels * e, "VAE attention tokens");
-  score_elements_ = std::max(grid_pixels, std::min(kScoreBudget, grid_pixels * grid_pixels));
+  // The latents (fp32 [n, 64]) pass through it first, then the attention's [n, 3C] tokens.
+  arena_.ensure(tokens_, std::max(64 * f, 3 * dims_[0] * e) * grid_pixels, "VAE latents and attention tokens");
+  score_elements_ = attention_score_elements(1, grid_pixels, grid_pixels, kScoreBudget);
   arena_.ensure(scores_, score_elements_ * f, "VAE attention scores");
   arena_.ensure(probs_, score_elements_ * e, "VAE attention probabilities");
+  map_pixels_ = grid_pixels;  // only once all fit: after a failure the next decode tries again
 }
 
 void CudaVae::conv(const void* in, int64_t height, int64_t width, const Conv& c, float* out) {

@@ -32,6 +32,9 @@ DeviceBuffer upload(DeviceArena& arena, const std::vector<uint8_t>& bytes, const
   DeviceBuffer b = arena.allocate(bytes.size(), what);
   check(cudaMemcpy(b.get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice), arena.device(),
         ("cudaMemcpy of " + what).c_str());
+  // A pageable cudaMemcpy may return before its DMA has landed, and it runs on the legacy default
+  // stream, which the session's non-blocking streams do not wait for: finish it before any kernel reads.
+  check(cudaStreamSynchronize(nullptr), arena.device(), ("cudaMemcpy of " + what + " (waiting for it)").c_str());
   return b;
 }
 

@@ -27,24 +27,39 @@ Gemm::Gemm(DeviceArena& arena, cudaStream_t stream) : arena_(arena), stream_(str
 }
 
 Gemm::~Gemm() {
-  for (auto& [key, p] : plans_) {
-    cublasLtMatmulDescDestroy(p.op);
-    cublasLtMatrixLayoutDestroy(p.a);
-    cublasLtMatrixLayoutDestroy(p.b);
-    cublasLtMatrixLayoutDestroy(p.c);
-  }
+  for (auto& [key, p] : plans_) destroy_plan(p);
   if (handle_) cublasLtDestroy(handle_);
 }
 
+void Gemm::destroy_plan(Plan& p) {
+  if (p.op) cublasLtMatmulDescDestroy(p.op);
+  for (cublasLtMatrixLayout_t l : {p.a, p.b, p.c}) {
+    if (l) cublasLtMatrixLayoutDestroy(l);
+  }
+  p = Plan{};
+}
+
 Gemm::Plan Gemm::make_plan(const GemmShape& s, ElementType type, unsigned alignment) {
+  Plan p;
+  try {
+    build_plan(p, s, type, alignment);
+  } catch (...) {
+    destroy_plan(p);  // whatever was created before the failure
+    throw;
+  }
+  return p;
+}
+
+void Gemm::build_plan(Plan& p, const GemmShape& s, ElementType type, unsigned alignment) {
   const int device = arena_.device();
   const cudaDataType_t in = type == ElementType::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
   // Row-major C = A op(B) is column-major C^T = op(B)^T A^T: cuBLASLt's first operand is our B.
-  Plan p;
   check_cublas(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), device, "cublasLtMatmulDescCreate");
   const cublasOperation_t trans_first = s.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, trans_second = CUBLAS_OP_N;
-  cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_first, sizeof trans_first);
-  cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_second, sizeof trans_second);
+  check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_first, sizeof trans_first), device,
+               "cublasLtMatmulDescSetAttribute(TRANSA)");
+  check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_second, sizeof trans_second), device,
+               "cublasLtMatmulDescSetAttribute(TRANSB)");
   // Our B as stored, column-major: [k x n] when it is [n, k] row-major, else [n x k].
   const uint64_t b_rows = s.b_transposed ? s.k : s.n, b_cols = s.b_transposed ? s.n : s.k;
   check_cublas(cublasLtMatrixLayoutCreate(&p.a, in, b_rows, b_cols, s.ldb), device, "cublasLtMatrixLayoutCreate");
@@ -55,35 +70,38 @@ Gemm::Plan Gemm::make_plan(const GemmShape& s, ElementType type, unsigned alignm
     const int64_t strides[3] = {s.stride_b, s.stride_a, s.stride_c};
     cublasLtMatrixLayout_t layouts[3] = {p.a, p.b, p.c};
     for (int i = 0; i < 3; ++i) {
-      cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
-      cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i], sizeof strides[i]);
+      check_cublas(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+                   device, "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
+      check_cublas(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i],
+                                                    sizeof strides[i]),
+                   device, "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
     }
   }
   cublasLtMatmulPreference_t pref = nullptr;
   check_cublas(cublasLtMatmulPreferenceCreate(&pref), device, "cublasLtMatmulPreferenceCreate");
   size_t ws = workspace_.bytes();
   const uint32_t align = alignment;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
   for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-    cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
+    if (set == CUBLAS_STATUS_SUCCESS) set = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
+  }
+  if (set != CUBLAS_STATUS_SUCCESS) {
+    cublasLtMatmulPreferenceDestroy(pref);
+    check_cublas(set, device, "cublasLtMatmulPreferenceSetAttribute");
   }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
-    cublasLtMatmulDescDestroy(p.op);
-    cublasLtMatrixLayoutDestroy(p.a);
-    cublasLtMatrixLayoutDestroy(p.b);
-    cublasLtMatrixLayoutDestroy(p.c);
     throw CudaError(device_label(device) + ": cuBLASLt has no algorithm for a " +
                     (type == ElementType::kBf16 ? "bf16" : "fp32") + " GEMM of m " + std::to_string(s.m) + ", n " +
                     std::to_string(s.n) + ", k " + std::to_string(s.k) + ", batch " + std::to_string(s.batch) +
+                    ", lda " + std::to_string(s.lda) + ", ldb " + std::to_string(s.ldb) + ", ldc " + std::to_string(s.ldc) +
                     " at " + std::to_string(alignment) + "-byte alignment (status " + std::to_string(status) + ")");
   }
   p.algo = result.algo;
-  return p;
 }
 
 void Gemm::run(const GemmShape& s, ElementType type, const void* a, const void* b, float* c, float alpha, float beta) {

@@ -48,7 +48,9 @@ class Gemm {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
-  Plan make_plan(const GemmShape& s, ElementType type, unsigned alignment);
+  Plan make_plan(const GemmShape& s, ElementType type, unsigned alignment);  // destroys what it made if it throws
+  void build_plan(Plan& p, const GemmShape& s, ElementType type, unsigned alignment);
+  static void destroy_plan(Plan& p);
 
   DeviceArena& arena_;
   cudaStream_t stream_;

@@ -146,19 +146,20 @@ __global__ void embed_kernel(const T* table, const int32_t* ids, int64_t rows, i
 }
 
 template <typename T>
-__global__ void softmax_kernel(const float* scores, int64_t rows, int64_t cols, int64_t q0, int64_t causal_rows, T* probs) {
+__global__ void softmax_kernel(const float* scores, int64_t rows, int64_t cols, int64_t ld, int64_t q0, int64_t causal_rows,
+                               T* probs) {
   const int64_t row = blockIdx.x;  // over batch * rows
   const int64_t q = q0 + row % rows;
-  const int64_t visible = q < causal_rows ? q + 1 : cols;
-  const float* s = scores + row * cols;
-  T* p = probs + row * cols;
+  const int64_t visible = q < causal_rows ? (q + 1 < cols ? q + 1 : cols) : cols;
+  const float* s = scores + row * ld;
+  T* p = probs + row * ld;
   float m = -INFINITY;
   for (int64_t c = threadIdx.x; c < visible; c += blockDim.x) m = fmaxf(m, s[c]);
   m = block_max(m);
   float sum = 0;
-  for (int64_t c = threadIdx.x; c < visible; c += blockDim.x) sum += __expf(s[c] - m);
+  for (int64_t c = threadIdx.x; c < visible; c += blockDim.x) sum += expf(s[c] - m);
   const float inv = 1.0f / block_sum(sum);
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) store(p + c, c < visible ? __expf(s[c] - m) * inv : 0.0f);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) store(p + c, c < visible ? expf(s[c] - m) * inv : 0.0f);  // expf, not __expf: fp32 parity
 }
 
 __global__ void unpack_kernel(const float* tokens, int64_t pixels, const float* mean, const float* std, float* out) {
@@ -303,10 +304,11 @@ void embed_rows(const void* table, ElementType t, const int32_t* ids, int64_t ro
     embed_kernel<<<blocks_for(rows * dim), kThreads, 0, s>>>(static_cast<const float*>(table), ids, rows, dim, x);
 }
 
-void masked_softmax(const float* scores, int64_t batch, int64_t rows, int64_t cols, int64_t q0, int64_t causal_rows,
-                    void* probs, ElementType t, cudaStream_t s) {
+void masked_softmax(const float* scores, int64_t batch, int64_t rows, int64_t cols, int64_t ld, int64_t q0,
+                    int64_t causal_rows, void* probs, ElementType t, cudaStream_t s) {
   if (batch * rows == 0) return;
-  DISPATCH(t, softmax_kernel, static_cast<unsigned>(batch * rows), kThreads, s, probs, scores, rows, cols, q0, causal_rows);
+  DISPATCH(t, softmax_kernel, static_cast<unsigned>(batch * rows), kThreads, s, probs, scores, rows, cols, ld, q0,
+           causal_rows);
 }
 
 void unpack_latents(const float* tokens, int64_t pixels, const float* mean, const float* std, float* out, cudaStream_t s) {

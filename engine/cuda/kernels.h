@@ -46,10 +46,11 @@ void tanh_gates(float* modulation, int64_t dim, cudaStream_t s);
 void embed_rows(const void* table, ElementType table_type, const int32_t* ids, int64_t rows, int64_t dim, float* x,
                 cudaStream_t s);
 
-// Softmax over each row of scores [batch, rows, cols] (fp32, already scaled), into probs (out_type).
+// Softmax over each row of scores [batch, rows, cols] (fp32, already scaled, rows ld apart, ld >= cols),
+// into probs (out_type, the same layout; columns cols..ld are not written).
 // Row r of the chunk is query q0 + r: it sees keys < q0 + r + 1 when q0 + r < causal_rows, else all.
-void masked_softmax(const float* scores, int64_t batch, int64_t rows, int64_t cols, int64_t q0, int64_t causal_rows,
-                    void* probs, ElementType out_type, cudaStream_t s);
+void masked_softmax(const float* scores, int64_t batch, int64_t rows, int64_t cols, int64_t ld, int64_t q0,
+                    int64_t causal_rows, void* probs, ElementType out_type, cudaStream_t s);
 
 // VAE pieces, channel-major maps [C, H, W] in fp32.
 // tokens [h w, 64] -> [64, h, w] with z * std + mean per channel.

@@ -54,6 +54,9 @@ TEST(Daemon, SubmitThreePromptsFourSeedsEncodesEachPromptOnce) {
   EXPECT_EQ(s["counters"]["images_rendered"], 12);
   EXPECT_EQ(s["counters"]["cache_memory_hits"], 9);
   EXPECT_EQ(s["jobs"]["done"], 12);
+  // --engine auto (the default): the engine that runs and its device, as the status reports them.
+  if (s["engine"] == "cpu") EXPECT_EQ(s["engine_device"], "cpu, 2 threads") << s.dump();
+  else EXPECT_EQ(s["engine"], "cuda") << s.dump();
   const auto exported = rgbaq(d, {"export", "1", "--format", "jsonl"});
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   std::istringstream lines(exported.out);

@@ -78,6 +78,28 @@ TEST(CudaGraphs, Bf16ModeWithin2e2AndCosine0_9999) {
   EXPECT_GE(c.cosine, 0.9999);
 }
 
+// Odd sizes everywhere: 9 x 11 grid (99 image tokens, odd map widths and pixel counts in the VAE's
+// bf16 GEMMs), L 13 (odd key counts). cuBLASLt must find algorithms at these leading dimensions.
+TEST(CudaGraphs, OddGridAndTextLengthMatchCpuInBf16) {
+  const TinyModel model(DType::kBF16);
+  std::string why;
+  auto cuda = testing::open_backend("cuda", model.dir(), &why, Precision::kBf16);
+  if (!cuda) GTEST_SKIP() << why;
+  auto cpu = testing::open_backend("cpu", model.dir(), &why);
+  const host::ImageSize size{176, 144};  // width x height: grid 11 x 9
+  const int64_t l = 13;
+  const Tensor txt = Tensor::from_f32({l, cpu->text_dim()}, testing::random_floats(l * cpu->text_dim(), 8, 3.0f));
+  const Tensor img = Tensor::from_f32({size.tokens(), 64}, testing::random_floats(size.tokens() * 64, 9, 1.7f));
+  const auto rope = host::build_rope(host::RopeTables::from_formula(), static_cast<int>(l), size);
+  const Compared v = compare(cuda->velocity({&img, &txt, 0.5f, &rope}).to_f32_vector(),
+                             cpu->velocity({&img, &txt, 0.5f, &rope}).to_f32_vector());
+  const Compared d = compare(cuda->decode(img, size).to_f32_vector(), cpu->decode(img, size).to_f32_vector());
+  std::cout << "odd sizes, bf16: velocity relative " << v.relative << " cosine " << v.cosine << "; decode relative "
+            << d.relative << " cosine " << d.cosine << "\n";
+  EXPECT_LE(std::max(v.relative, d.relative), 2e-2);
+  EXPECT_GE(std::min(v.cosine, d.cosine), 0.9999);
+}
+
 double psnr(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   double se = 0;
   for (size_t i = 0; i < a.size(); ++i) se += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);

@@ -1,0 +1,60 @@
+// rgbaqd's engine flags: --engine auto|cpu|cuda (default auto), --device, --precision, --gpu-memory, and
+// their config-file keys; bad values are usage errors that name the flag.
+#include "daemon/daemon_config.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/arguments.h"
+#include "tests/test_temp_dir.h"
+
+namespace rgbaq::daemon {
+namespace {
+
+DaemonConfig parse(std::vector<std::string> args) {
+  args.insert(args.begin(), {"--model", "/m", "--socket", "/tmp/x.sock", "--data-dir", "/tmp/d"});
+  return parse_daemon_config(args);
+}
+
+std::string usage_error(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const common::UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(DaemonConfig, EngineFlags) {
+  const DaemonConfig d = parse({});
+  EXPECT_EQ(d.engine, "auto");
+  EXPECT_EQ(d.engine_options().backend, "auto");
+  EXPECT_EQ(d.engine_options().precision, engine::Precision::kBf16);
+  EXPECT_EQ(d.engine_options().gpu_memory_gib, 0.0);
+  const DaemonConfig c = parse({"--engine", "cuda", "--device", "1", "--precision", "fp32", "--gpu-memory", "22.5"});
+  const auto o = c.engine_options();
+  EXPECT_EQ(o.backend, "cuda");
+  EXPECT_EQ(o.device, 1);
+  EXPECT_EQ(o.precision, engine::Precision::kFp32);
+  EXPECT_EQ(o.gpu_memory_gib, 22.5);
+  EXPECT_NE(usage_error({"--engine", "metal"}).find("--engine \"metal\" is not one of auto, cpu, cuda"), std::string::npos);
+  EXPECT_NE(usage_error({"--precision", "fp16"}).find("--precision"), std::string::npos);
+  EXPECT_NE(usage_error({"--gpu-memory", "lots"}).find("--gpu-memory \"lots\""), std::string::npos);
+  EXPECT_NE(usage_error({"--gpu-memory", "-1"}).find("--gpu-memory"), std::string::npos);
+}
+
+TEST(DaemonConfig, EngineKeysInTheConfigFile) {
+  TempDir dir;
+  const auto file = dir.path() / "rgbaqd.json";
+  std::ofstream(file) << R"({"engine": "cpu", "device": 0, "precision": "fp32", "gpu_memory_gib": 8})";
+  const auto o = parse({"--config", file.string()}).engine_options();
+  EXPECT_EQ(o.backend, "cpu");
+  EXPECT_EQ(o.precision, engine::Precision::kFp32);
+  EXPECT_EQ(o.gpu_memory_gib, 8.0);
+  std::ofstream(file) << R"({"gpu_memory_gib": "big"})";
+  EXPECT_NE(usage_error({"--config", file.string()}).find("\"gpu_memory_gib\" must be a non-negative number"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rgbaq::daemon
