@@ -93,7 +93,15 @@ QuantizeResult::Component quantize_component(const fs::path& src_dir, const fs::
   }
   if (!index.is_null()) write_json(dst_dir / index_name, index);
   json config = read_json(src_dir / "config.json");
-  config[kQuantizationConfigKey] = {
+  config[kQuantizationConfigKey] = quantization_config_entry(result.quantized);
+  write_json(dst_dir / "config.json", config);
+  return result;
+}
+
+}  // namespace
+
+json quantization_config_entry(int64_t quantized_tensors) {
+  return {
       {"method", "int8_block32"},
       {"weights", "every Linear weight the graphs read; norms, embeddings, convolutions as stored"},
       {"block_size", kInt8Block},
@@ -103,13 +111,9 @@ QuantizeResult::Component quantize_component(const fs::path& src_dir, const fs::
       {"scale_tensor", std::string("<weight name>") + kInt8ScaleSuffix},
       {"scale_shape", "[out, ceil(in / 32)]"},
       {"formula", "w = q * scale; scale = bf16(max|w| over the block / 127); q = round_half_even(w / scale)"},
-      {"quantized_tensors", result.quantized},
+      {"quantized_tensors", quantized_tensors},
   };
-  write_json(dst_dir / "config.json", config);
-  return result;
 }
-
-}  // namespace
 
 QuantizeResult quantize_model(const fs::path& src, const fs::path& dst, const std::vector<std::string>& roles) {
   for (const auto& role : roles) {
