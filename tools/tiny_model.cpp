@@ -166,34 +166,35 @@ void resnet(const WeightMaker& w, Named& out, const std::string& name, int64_t c
 
 // Marks a component written with int8 Linears as `rgbaq model quantize` marks its output.
 void write_int8_entry(const std::filesystem::path& config_json, int64_t quantized) {
-  std::ifstream in(config_json);
-  json config = json::parse(in);
+  json config = engine::read_json_object(config_json);
   config[engine::kQuantizationConfigKey] = engine::quantization_config_entry(quantized);
   write_json(config_json, config);
 }
 
 }  // namespace
 
-engine::TextEncoderConfig tiny_text_encoder_config() {
+namespace {
+
+engine::TextEncoderConfig text_encoder_config(int hidden, int layers, int heads, int kv_heads, int head_dim, int intermediate) {
   engine::TextEncoderConfig c;
-  c.hidden = 64;
-  c.layers = 2;
-  c.heads = 2;
-  c.kv_heads = 1;
-  c.head_dim = 32;
-  c.intermediate = 128;
+  c.hidden = hidden, c.layers = layers, c.heads = heads, c.kv_heads = kv_heads, c.head_dim = head_dim;
+  c.intermediate = intermediate;
   c.vocab = 151936;
   return c;
 }
 
-engine::DitConfig tiny_dit_config() {
+engine::DitConfig dit_config(int layers, int heads, int context_dim) {
   engine::DitConfig c;
-  c.layers = 2;
-  c.heads = 2;
-  c.head_dim = 128;
-  c.context_dim = tiny_text_encoder_config().hidden;
+  c.layers = layers, c.heads = heads, c.head_dim = 128, c.context_dim = context_dim;
   return c;
 }
+
+}  // namespace
+
+engine::TextEncoderConfig tiny_text_encoder_config() { return text_encoder_config(64, 2, 2, 1, 32, 128); }
+engine::DitConfig tiny_dit_config() { return dit_config(2, 2, tiny_text_encoder_config().hidden); }
+engine::TextEncoderConfig real_text_encoder_config() { return text_encoder_config(4096, 36, 32, 8, 128, 12288); }
+engine::DitConfig real_dit_config() { return dit_config(32, 32, 4096); }
 
 engine::VaeConfig tiny_vae_config() {
   engine::VaeConfig c;
@@ -209,27 +210,6 @@ engine::VaeConfig tiny_vae_config() {
     c.latents_mean.push_back(static_cast<float>(0.05 * ((i * 37) % 21 - 10)));
     c.latents_std.push_back(static_cast<float>(0.6 + 0.02 * ((i * 11) % 31)));
   }
-  return c;
-}
-
-engine::TextEncoderConfig real_text_encoder_config() {
-  engine::TextEncoderConfig c;
-  c.hidden = 4096;
-  c.layers = 36;
-  c.heads = 32;
-  c.kv_heads = 8;
-  c.head_dim = 128;
-  c.intermediate = 12288;
-  c.vocab = 151936;
-  return c;
-}
-
-engine::DitConfig real_dit_config() {
-  engine::DitConfig c;
-  c.layers = 32;
-  c.heads = 32;
-  c.head_dim = 128;
-  c.context_dim = 4096;
   return c;
 }
 
