@@ -10,18 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-json read(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open");
-  try {
-    json doc = json::parse(in);
-    if (!doc.is_object()) throw std::runtime_error(path.string() + ": not a JSON object");
-    return doc;
-  } catch (const json::exception& e) {
-    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
-  }
-}
-
 class Fields {
  public:
   Fields(const json& doc, const std::filesystem::path& path) : doc_(doc), path_(path) {}
@@ -58,8 +46,20 @@ class Fields {
 
 }  // namespace
 
+json read_json_object(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path.string() + ": cannot open");
+  try {
+    json doc = json::parse(in);
+    if (!doc.is_object()) throw std::runtime_error(path.string() + ": not a JSON object");
+    return doc;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
 TextEncoderConfig load_text_encoder_config(const std::filesystem::path& path) {
-  const json doc = read(path);
+  const json doc = read_json_object(path);
   const json& text = doc.contains("text_config") && doc["text_config"].is_object() ? doc["text_config"] : doc;
   const Fields f(text, path);
   TextEncoderConfig c;
@@ -84,7 +84,7 @@ TextEncoderConfig load_text_encoder_config(const std::filesystem::path& path) {
 }
 
 DitConfig load_dit_config(const std::filesystem::path& path) {
-  const json doc = read(path);
+  const json doc = read_json_object(path);
   const Fields f(doc, path);
   DitConfig c;
   if (f.optional<int>("patch_size", 1) != 1) throw std::runtime_error(path.string() + ": patch_size must be 1 (Qwen-Image 2.1)");
@@ -111,7 +111,7 @@ DitConfig load_dit_config(const std::filesystem::path& path) {
 }
 
 VaeConfig load_vae_config(const std::filesystem::path& path) {
-  const json doc = read(path);
+  const json doc = read_json_object(path);
   const Fields f(doc, path);
   VaeConfig c;
   c.z_dim = f.positive("z_dim");

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace rgbaq::engine {
 
 // Qwen3(-VL) text stack; a Qwen3-VL config keeps these under "text_config".
@@ -30,6 +32,9 @@ struct VaeConfig {
   bool is_residual = true;
   std::vector<float> latents_mean, latents_std;
 };
+
+// A JSON file holding an object; throws naming the file when it cannot be opened or parsed.
+nlohmann::json read_json_object(const std::filesystem::path& path);
 
 TextEncoderConfig load_text_encoder_config(const std::filesystem::path& config_json);
 DitConfig load_dit_config(const std::filesystem::path& config_json);

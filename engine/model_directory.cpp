@@ -13,18 +13,11 @@ namespace {
 using nlohmann::json;
 
 json read_index(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) {
+  if (!std::filesystem::exists(path)) {
     throw std::runtime_error(path.string() + " is missing: not a diffusers model directory (it names the pipeline "
                                              "class and its components)");
   }
-  try {
-    json doc = json::parse(in);
-    if (!doc.is_object()) throw std::runtime_error(path.string() + ": not a JSON object");
-    return doc;
-  } catch (const json::exception& e) {
-    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
-  }
+  return read_json_object(path);
 }
 
 std::string found_list(const std::vector<ModelComponent>& found) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/int8_blocks.h"
+#include "engine/model_config.h"
 #include "engine/model_directory.h"
 #include "engine/safetensors.h"
 
@@ -15,16 +16,6 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open");
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
-  }
-}
 
 void write_json(const fs::path& path, const json& doc) {
   std::ofstream out(path);
@@ -60,7 +51,7 @@ QuantizeResult::Component quantize_component(const fs::path& src_dir, const fs::
   for (const auto& entry : fs::directory_iterator(src_dir)) {
     const auto name = entry.path().filename().string();
     if (name.ends_with(".safetensors.index.json")) {
-      index = read_json(entry.path());
+      index = read_json_object(entry.path());
       index_name = name;
     }
   }
@@ -92,8 +83,16 @@ QuantizeResult::Component quantize_component(const fs::path& src_dir, const fs::
     write_safetensors(dst_dir / name, out);
   }
   if (!index.is_null()) write_json(dst_dir / index_name, index);
-  json config = read_json(src_dir / "config.json");
-  config[kQuantizationConfigKey] = {
+  json config = read_json_object(src_dir / "config.json");
+  config[kQuantizationConfigKey] = quantization_config_entry(result.quantized);
+  write_json(dst_dir / "config.json", config);
+  return result;
+}
+
+}  // namespace
+
+json quantization_config_entry(int64_t quantized_tensors) {
+  return {
       {"method", "int8_block32"},
       {"weights", "every Linear weight the graphs read; norms, embeddings, convolutions as stored"},
       {"block_size", kInt8Block},
@@ -103,13 +102,9 @@ QuantizeResult::Component quantize_component(const fs::path& src_dir, const fs::
       {"scale_tensor", std::string("<weight name>") + kInt8ScaleSuffix},
       {"scale_shape", "[out, ceil(in / 32)]"},
       {"formula", "w = q * scale; scale = bf16(max|w| over the block / 127); q = round_half_even(w / scale)"},
-      {"quantized_tensors", result.quantized},
+      {"quantized_tensors", quantized_tensors},
   };
-  write_json(dst_dir / "config.json", config);
-  return result;
 }
-
-}  // namespace
 
 QuantizeResult quantize_model(const fs::path& src, const fs::path& dst, const std::vector<std::string>& roles) {
   for (const auto& role : roles) {

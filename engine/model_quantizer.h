@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace rgbaq::engine {
 
 struct QuantizeResult {
@@ -25,7 +27,8 @@ struct QuantizeResult {
 QuantizeResult quantize_model(const std::filesystem::path& src, const std::filesystem::path& dst,
                               const std::vector<std::string>& roles);
 
-// The config.json entry's key.
+// The config.json entry's key, and the entry that describes the int8 form.
 inline constexpr const char* kQuantizationConfigKey = "rgbaq_quantization";
+nlohmann::json quantization_config_entry(int64_t quantized_tensors);
 
 }  // namespace rgbaq::engine

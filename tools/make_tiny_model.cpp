@@ -1,4 +1,4 @@
-// make_tiny_model DIR [--seed N] [--f32] [--layout ours|published] [--tokenizer FILE]: writes the tiny checkpoint (real layout,
+// make_tiny_model DIR [--seed N] [--f32] [--layout ours|published] [--dims tiny|real] [--int8] [--tokenizer FILE]: writes the tiny checkpoint (real layout,
 // real tensor names, small dims) that every rendering test uses.
 #include <iostream>
 #include <string>
@@ -9,14 +9,17 @@
 
 int main(int argc, char** argv) {
   try {
-    const rgbaq::common::Arguments args({argv + 1, argv + argc}, {"seed", "tokenizer", "layout"}, {"f32", "help"});
+    const rgbaq::common::Arguments args({argv + 1, argv + argc}, {"seed", "tokenizer", "layout", "dims"}, {"f32", "int8", "help"});
     if (args.has("help") || args.positionals().size() != 1) {
       (args.has("help") ? std::cout : std::cerr)
-          << "usage: make_tiny_model DIR [--seed N] [--f32] [--layout ours|published] [--tokenizer FILE]\n"
+          << "usage: make_tiny_model DIR [--seed N] [--f32] [--layout ours|published] [--dims tiny|real]\n"
+             "                       [--int8] [--tokenizer FILE]\n"
              "Writes a tiny diffusers-layout RGBA-Image-2.1-Turbo checkpoint to DIR: BF16 weights (F32 with\n"
              "--f32), deterministic for a seed (default 0), the Qwen3 tokenizer.json that ships with rgbaq.\n"
              "--layout published lays it out as the published Qwen-Image-2.1 directory: processor/, the whole\n"
-             "Qwen3-VL text encoder (lm_head, model.visual.*), the VAE encoder, 4-D convolutions.\n";
+             "Qwen3-VL text encoder (lm_head, model.visual.*), the VAE encoder, 4-D convolutions.\n"
+             "--int8 writes the Linear weights as int8 with bf16 block scales. --dims real writes the real\n"
+             "model's dimensions with random weights (bf16: ~30 GB; --int8: ~16 GB), for benchmarks only.\n";
       return args.has("help") ? 0 : 2;
     }
     rgbaq::tools::TinyModelOptions options;
@@ -27,6 +30,10 @@ int main(int argc, char** argv) {
       throw rgbaq::common::UsageError("--layout must be ours or published, not \"" + layout + "\"");
     }
     options.layout = layout == "published" ? rgbaq::tools::Layout::kPublished : rgbaq::tools::Layout::kOurs;
+    const std::string dims = args.get("dims").value_or("tiny");
+    if (dims != "tiny" && dims != "real") throw rgbaq::common::UsageError("--dims must be tiny or real, not \"" + dims + "\"");
+    options.real_dims = dims == "real";
+    options.int8_linears = args.has("int8");
     options.tokenizer_json = args.get("tokenizer").value_or(RGBAQ_DEFAULT_TOKENIZER);
     rgbaq::tools::write_tiny_model(args.positionals()[0], options);
     std::cout << "wrote the tiny model to " << args.positionals()[0] << "\n";

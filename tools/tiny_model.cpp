@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/int8_blocks.h"
+#include "engine/model_quantizer.h"
 #include "engine/safetensors.h"
 #include "host/schedule.h"
 
@@ -26,12 +28,17 @@ using Named = std::vector<std::pair<std::string, Tensor>>;
 // are added.
 class WeightMaker {
  public:
-  WeightMaker(uint64_t seed, DType dtype) : seed_(seed), dtype_(dtype) {}
+  WeightMaker(uint64_t seed, DType dtype, bool int8_linears = false)
+      : seed_(seed), dtype_(dtype), int8_linears_(int8_linears) {}
 
-  void add(Named& out, const std::string& name, Shape shape, double stddev, double center = 0.0) const {
+  std::mt19937_64 generator(const std::string& name) const {
     uint64_t h = seed_ * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
     for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
-    std::mt19937_64 rng(h);
+    return std::mt19937_64(h);
+  }
+
+  void add(Named& out, const std::string& name, Shape shape, double stddev, double center = 0.0) const {
+    std::mt19937_64 rng = generator(name);
     const double half_width = std::sqrt(3.0) * stddev;
     const int64_t n = engine::shape_numel(shape);
     Tensor t = Tensor::zeros(dtype_, shape);
@@ -47,9 +54,22 @@ class WeightMaker {
     out.emplace_back(name, std::move(t));
   }
 
-  // A Linear [out, in] that keeps activations at unit scale.
+  // A Linear [out, in] that keeps activations at unit scale. With int8 Linears: uniform int8 values
+  // and one bf16 scale per 32 inputs (engine/int8_blocks.h), the same distribution without a float copy.
   void linear(Named& out, const std::string& name, int64_t rows, int64_t cols, double gain = 1.0) const {
-    add(out, name, {rows, cols}, gain / std::sqrt(static_cast<double>(cols)));
+    const double stddev = gain / std::sqrt(static_cast<double>(cols));
+    if (!int8_linears_) return add(out, name, {rows, cols}, stddev);
+    std::mt19937_64 rng = generator(name);
+    Tensor q = Tensor::zeros(DType::kI8, {rows, cols});
+    Tensor s = Tensor::zeros(DType::kBF16, {rows, engine::int8_scale_columns(cols)});
+    auto* qv = static_cast<int8_t*>(q.mutable_data());
+    for (int64_t i = 0; i < rows * cols; i += 8) {
+      uint64_t bits = rng();
+      for (int64_t j = i; j < std::min(i + 8, rows * cols); ++j, bits >>= 8) qv[j] = static_cast<int8_t>(int(bits & 0xff) % 255 - 127);
+    }
+    std::fill_n(static_cast<uint16_t*>(s.mutable_data()), s.numel(), engine::f32_to_bf16(static_cast<float>(std::sqrt(3.0) * stddev / 127)));
+    out.emplace_back(name, std::move(q));
+    out.emplace_back(engine::int8_scale_name(name), std::move(s));
   }
   // A norm weight near `center`.
   void norm(Named& out, const std::string& name, Shape shape, double center = 1.0) const { add(out, name, shape, 0.05, center); }
@@ -57,6 +77,52 @@ class WeightMaker {
  private:
   uint64_t seed_;
   DType dtype_;
+  bool int8_linears_;
+};
+
+void write_json(const std::filesystem::path& path, const json& doc);
+
+uint64_t bytes_of(const Named& tensors) {
+  uint64_t n = 0;
+  for (const auto& [name, t] : tensors) n += t.nbytes();
+  return n;
+}
+
+// Writes a component's tensors as BASE.safetensors, or, once they pass shard_bytes, as numbered shards
+// BASE-0000i-of-0000n.safetensors with BASE.safetensors.index.json (how diffusers and transformers
+// shard), so a real-size model is never in memory whole. shard_bytes 0: one file.
+class ShardSink {
+ public:
+  ShardSink(std::filesystem::path dir, std::string base, uint64_t shard_bytes)
+      : dir_(std::move(dir)), base_(std::move(base)), shard_bytes_(shard_bytes) {}
+  void maybe_flush(Named& t) {
+    if (shard_bytes_ > 0 && bytes_of(t) >= shard_bytes_) flush(t);
+  }
+  void finish(Named& t) {
+    if (shards_.empty()) return engine::write_safetensors(dir_ / (base_ + ".safetensors"), t);
+    if (!t.empty()) flush(t);
+    json weight_map = json::object();
+    const size_t n = shards_.size();
+    for (size_t i = 0; i < n; ++i) {
+      char name[96];
+      std::snprintf(name, sizeof name, "%s-%05zu-of-%05zu.safetensors", base_.c_str(), i + 1, n);
+      std::filesystem::rename(dir_ / (".shard-" + std::to_string(i)), dir_ / name);
+      for (const auto& tensor : shards_[i]) weight_map[tensor] = name;
+    }
+    write_json(dir_ / (base_ + ".safetensors.index.json"), {{"metadata", json::object()}, {"weight_map", weight_map}});
+  }
+
+ private:
+  void flush(Named& t) {
+    engine::write_safetensors(dir_ / (".shard-" + std::to_string(shards_.size())), t);
+    shards_.emplace_back();
+    for (const auto& [name, tensor] : t) shards_.back().push_back(name);
+    t.clear();
+  }
+  std::filesystem::path dir_;
+  std::string base_;
+  uint64_t shard_bytes_;
+  std::vector<std::vector<std::string>> shards_;
 };
 
 void write_json(const std::filesystem::path& path, const json& doc) {
@@ -98,28 +164,37 @@ void resnet(const WeightMaker& w, Named& out, const std::string& name, int64_t c
   if (cin != cout) conv3d(w, out, name + ".conv_shortcut", cout, cin, 1, 1.0, layout);
 }
 
+// Marks a component written with int8 Linears as `rgbaq model quantize` marks its output.
+void write_int8_entry(const std::filesystem::path& config_json, int64_t quantized) {
+  json config = engine::read_json_object(config_json);
+  config[engine::kQuantizationConfigKey] = engine::quantization_config_entry(quantized);
+  write_json(config_json, config);
+}
+
 }  // namespace
 
-engine::TextEncoderConfig tiny_text_encoder_config() {
+namespace {
+
+engine::TextEncoderConfig text_encoder_config(int hidden, int layers, int heads, int kv_heads, int head_dim, int intermediate) {
   engine::TextEncoderConfig c;
-  c.hidden = 64;
-  c.layers = 2;
-  c.heads = 2;
-  c.kv_heads = 1;
-  c.head_dim = 32;
-  c.intermediate = 128;
+  c.hidden = hidden, c.layers = layers, c.heads = heads, c.kv_heads = kv_heads, c.head_dim = head_dim;
+  c.intermediate = intermediate;
   c.vocab = 151936;
   return c;
 }
 
-engine::DitConfig tiny_dit_config() {
+engine::DitConfig dit_config(int layers, int heads, int context_dim) {
   engine::DitConfig c;
-  c.layers = 2;
-  c.heads = 2;
-  c.head_dim = 128;
-  c.context_dim = tiny_text_encoder_config().hidden;
+  c.layers = layers, c.heads = heads, c.head_dim = 128, c.context_dim = context_dim;
   return c;
 }
+
+}  // namespace
+
+engine::TextEncoderConfig tiny_text_encoder_config() { return text_encoder_config(64, 2, 2, 1, 32, 128); }
+engine::DitConfig tiny_dit_config() { return dit_config(2, 2, tiny_text_encoder_config().hidden); }
+engine::TextEncoderConfig real_text_encoder_config() { return text_encoder_config(4096, 36, 32, 8, 128, 12288); }
+engine::DitConfig real_dit_config() { return dit_config(32, 32, 4096); }
 
 engine::VaeConfig tiny_vae_config() {
   engine::VaeConfig c;
@@ -138,8 +213,15 @@ engine::VaeConfig tiny_vae_config() {
   return c;
 }
 
+engine::VaeConfig real_vae_config() {
+  engine::VaeConfig c = tiny_vae_config();
+  c.base_dim = 96;
+  c.decoder_base_dim = 144;
+  return c;
+}
+
 void write_text_encoder(const std::filesystem::path& dir, const engine::TextEncoderConfig& c, uint64_t seed, DType dtype,
-                        bool sharded, Layout layout) {
+                        bool sharded, Layout layout, uint64_t shard_bytes, bool int8_linears) {
   std::filesystem::create_directories(dir);
   const int64_t d = c.head_dim;
   write_json(dir / "config.json",
@@ -152,11 +234,18 @@ void write_text_encoder(const std::filesystem::path& dir, const engine::TextEnco
                 {"rope_theta", c.rope_theta}, {"hidden_act", "silu"}, {"attention_bias", false},
                 {"rope_scaling", {{"rope_type", "default"}, {"mrope_section", {d / 8, d * 3 / 16, d * 3 / 16}}, {"mrope_interleaved", true}}},
                 {"torch_dtype", dtype == DType::kF32 ? "float32" : "bfloat16"}}}});
-  const WeightMaker w(seed, dtype);
+  if (int8_linears) write_int8_entry(dir / "config.json", 7 * c.layers);
+  const WeightMaker w(seed, dtype, int8_linears);
   const std::string p = "model.language_model.";
   Named embed, layers;
+  ShardSink sink(dir, "model", shard_bytes);
   w.add(embed, p + "embed_tokens.weight", {c.vocab, c.hidden}, 1.0);
   for (int i = 0; i < c.layers; ++i) {
+    if (shard_bytes > 0) {
+      embed.insert(embed.end(), std::make_move_iterator(layers.begin()), std::make_move_iterator(layers.end()));
+      layers.clear();
+      sink.maybe_flush(embed);
+    }
     const std::string l = p + "layers." + std::to_string(i) + ".";
     w.norm(layers, l + "input_layernorm.weight", {c.hidden});
     w.linear(layers, l + "self_attn.q_proj.weight", c.heads * d, c.hidden);
@@ -178,6 +267,10 @@ void write_text_encoder(const std::filesystem::path& dir, const engine::TextEnco
     w.linear(layers, "model.visual.blocks.0.attn.qkv.weight", 96, 32);
     w.linear(layers, "model.visual.merger.linear_fc2.weight", c.hidden, 128);
   }
+  if (shard_bytes > 0) {
+    embed.insert(embed.end(), std::make_move_iterator(layers.begin()), std::make_move_iterator(layers.end()));
+    return sink.finish(embed);
+  }
   if (!sharded) {
     embed.insert(embed.end(), layers.begin(), layers.end());
     engine::write_safetensors(dir / "model.safetensors", embed);
@@ -192,16 +285,19 @@ void write_text_encoder(const std::filesystem::path& dir, const engine::TextEnco
   write_json(dir / "model.safetensors.index.json", {{"metadata", json::object()}, {"weight_map", weight_map}});
 }
 
-void write_dit(const std::filesystem::path& dir, const engine::DitConfig& c, uint64_t seed, DType dtype) {
+void write_dit(const std::filesystem::path& dir, const engine::DitConfig& c, uint64_t seed, DType dtype, uint64_t shard_bytes,
+               bool int8_linears) {
   std::filesystem::create_directories(dir);
   write_json(dir / "config.json",
              {{"_class_name", "QwenImage21Transformer2DModel"}, {"patch_size", 1}, {"in_channels", 64},
               {"out_channels", 64}, {"num_layers", c.layers}, {"attention_head_dim", c.head_dim},
               {"num_attention_heads", c.heads}, {"context_in_dim", c.context_dim}, {"mlp_ratio", c.mlp_ratio},
               {"axes_dims_rope", {16, 56, 56}}, {"eps", c.eps}, {"causal_condition", true}});
-  const WeightMaker w(seed, dtype);
+  if (int8_linears) write_int8_entry(dir / "config.json", 7 * c.layers + 8);
+  const WeightMaker w(seed, dtype, int8_linears);
   const int64_t dim = c.dim(), mlp = dim * c.mlp_ratio;
   Named t;
+  ShardSink sink(dir, "diffusion_pytorch_model", shard_bytes);
   w.linear(t, "img_in.weight", dim, 64);
   w.norm(t, "txt_in.text_norm.weight", {c.context_dim}, 0.0);  // zero-centred: the scale is weight + 1
   w.linear(t, "txt_in.in_layer.weight", dim, c.context_dim);
@@ -210,6 +306,7 @@ void write_dit(const std::filesystem::path& dir, const engine::DitConfig& c, uin
   w.linear(t, "time_text_embed.timestep_embedder.linear_2.weight", dim, dim);
   w.linear(t, "modulation.1.weight", 4 * dim, dim);
   for (int i = 0; i < c.layers; ++i) {
+    sink.maybe_flush(t);
     const std::string b = "transformer_blocks." + std::to_string(i) + ".";
     for (const char* proj : {"to_q", "to_k", "to_v"}) w.linear(t, b + "attn." + proj + ".weight", dim, dim);
     w.linear(t, b + "attn.to_out.0.weight", dim, dim);
@@ -221,7 +318,7 @@ void write_dit(const std::filesystem::path& dir, const engine::DitConfig& c, uin
   }
   w.linear(t, "norm_out.linear.weight", dim, dim);
   w.linear(t, "proj_out.weight", 64, dim);
-  engine::write_safetensors(dir / "diffusion_pytorch_model.safetensors", t);
+  sink.finish(t);
 }
 
 void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& c, uint64_t seed, DType dtype, Layout layout) {
@@ -303,8 +400,17 @@ void write_tiny_model(const std::filesystem::path& dir, const TinyModelOptions& 
              {{"_class_name", "FlowMatchEulerDiscreteScheduler"}, {"num_train_timesteps", 1000}, {"shift", 1.0},
               {"use_dynamic_shifting", false}, {"base_shift", 0.5}, {"max_shift", 0.9}, {"base_image_seq_len", 256},
               {"max_image_seq_len", 8192}, {"shift_terminal", nullptr}, {"time_shift_type", "exponential"}});
-  write_text_encoder(dir / "text_encoder", tiny_text_encoder_config(), options.seed, options.dtype, true, options.layout);
-  write_dit(dir / "transformer", tiny_dit_config(), options.seed, options.dtype);
+  if (options.real_dims) {
+    constexpr uint64_t kShardBytes = 2ull << 30;
+    write_text_encoder(dir / "text_encoder", real_text_encoder_config(), options.seed, options.dtype, true, options.layout,
+                       kShardBytes, options.int8_linears);
+    write_dit(dir / "transformer", real_dit_config(), options.seed, options.dtype, kShardBytes, options.int8_linears);
+    write_vae(dir / "vae", real_vae_config(), options.seed, options.dtype, options.layout);
+    return;
+  }
+  write_text_encoder(dir / "text_encoder", tiny_text_encoder_config(), options.seed, options.dtype, true, options.layout, 0,
+                     options.int8_linears);
+  write_dit(dir / "transformer", tiny_dit_config(), options.seed, options.dtype, 0, options.int8_linears);
   write_vae(dir / "vae", tiny_vae_config(), options.seed, options.dtype, options.layout);
 }
 

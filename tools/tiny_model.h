@@ -19,6 +19,10 @@ enum class Layout { kOurs, kPublished };
 struct TinyModelOptions {
   uint64_t seed = 0;
   Layout layout = Layout::kOurs;
+  // The real model's dimensions (hidden 4096, 32 DiT blocks, 36 encoder layers, the real VAE), streamed
+  // to shards: for benchmarks only (tens of GB); int8_linears as `rgbaq model quantize` would write them.
+  bool real_dims = false;
+  bool int8_linears = false;
   engine::DType dtype = engine::DType::kBF16;  // or kF32
   std::filesystem::path tokenizer_json;        // copied into tokenizer/
 };
@@ -27,15 +31,23 @@ struct TinyModelOptions {
 engine::TextEncoderConfig tiny_text_encoder_config();
 engine::DitConfig tiny_dit_config();
 engine::VaeConfig tiny_vae_config();
+// The published checkpoint's dimensions (qwen-image-2.1.md); latents_mean/std are the tiny model's.
+engine::TextEncoderConfig real_text_encoder_config();
+engine::DitConfig real_dit_config();
+engine::VaeConfig real_vae_config();
 
 // The whole directory: model_index.json (Turbo sample_sigmas), scheduler/, tokenizer/, text_encoder/
 // (two shards and an index), transformer/, vae/. Throws std::runtime_error on I/O failure.
 void write_tiny_model(const std::filesystem::path& dir, const TinyModelOptions& options);
 
 // One component, any dimensions (benchmarks use mid-size ones): config.json plus weights in `dir`.
+// shard_bytes > 0 streams the weights to shards of about that size (with an index), for real-size
+// models; int8_linears writes the Linear weights as int8 with block scales (random, as the rest).
 void write_text_encoder(const std::filesystem::path& dir, const engine::TextEncoderConfig& config, uint64_t seed,
-                        engine::DType dtype, bool sharded, Layout layout = Layout::kOurs);
-void write_dit(const std::filesystem::path& dir, const engine::DitConfig& config, uint64_t seed, engine::DType dtype);
+                        engine::DType dtype, bool sharded, Layout layout = Layout::kOurs, uint64_t shard_bytes = 0,
+                        bool int8_linears = false);
+void write_dit(const std::filesystem::path& dir, const engine::DitConfig& config, uint64_t seed, engine::DType dtype,
+               uint64_t shard_bytes = 0, bool int8_linears = false);
 void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& config, uint64_t seed, engine::DType dtype,
                Layout layout = Layout::kOurs);
 

@@ -57,6 +57,23 @@ TEST(ModelDirectory, PublishedLayoutRendersTheSameBytesAsOurs) {
   EXPECT_EQ(a.full_tokens, b.full_tokens);
 }
 
+TEST(ModelDirectory, ShardedWeightsWithAnIndexRenderTheSameBytes) {
+  // The writer that streams real-size checkpoints to shards, on the tiny DiT: same weights, many files.
+  const TinyModel one_file(DType::kBF16, 4), sharded(DType::kBF16, 4);
+  std::filesystem::remove_all(sharded.dir() / "transformer");
+  tools::write_dit(sharded.dir() / "transformer", tools::tiny_dit_config(), 4, DType::kBF16, 1 << 20);
+  ASSERT_TRUE(std::filesystem::exists(sharded.dir() / "transformer" / "diffusion_pytorch_model.safetensors.index.json"));
+  int shards = 0;
+  for (const auto& e : std::filesystem::directory_iterator(sharded.dir() / "transformer")) {
+    shards += e.path().filename().string().starts_with("diffusion_pytorch_model-0000");
+  }
+  EXPECT_GE(shards, 2);
+  EXPECT_EQ(ModelDirectory::open(sharded.dir()).reports()[1].used, 27);
+  const RenderRequest request{"x", 3, {128, 128}};
+  EXPECT_EQ(Session::open(one_file.dir(), "cpu", 2)->render(request).rgba,
+            Session::open(sharded.dir(), "cpu", 2)->render(request).rgba);
+}
+
 TEST(ModelDirectory, TheBaseModelsSchedulerImpliesItsSampler) {
   const TinyModel model;
   EXPECT_NE(ModelDirectory::open(model.dir()).sampler_description().find("8 fixed sigmas"), std::string::npos);
