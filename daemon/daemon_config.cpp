@@ -142,6 +142,15 @@ engine::EngineOptions DaemonConfig::engine_options() const {
   return o;
 }
 
+storage::StoreOptions DaemonConfig::store_options() const {
+  storage::StoreOptions o;
+  o.max_attempts = max_attempts;
+  o.max_interruptions = max_interruptions;
+  o.busy_timeout_ms = busy_timeout_ms;
+  o.create_over_invalid = create_queue;
+  return o;
+}
+
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
                          {"model", "engine", "threads", "device", "precision", "gpu-memory", "socket", "data-dir",

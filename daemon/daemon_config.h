@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/engine_options.h"
+#include "storage/queue_store.h"
 
 namespace rgbaq::daemon {
 
@@ -36,6 +37,8 @@ struct DaemonConfig {
 
   // Throws common::UsageError for a bad precision.
   engine::EngineOptions engine_options() const;
+  // What every queue store of this daemon opens with (the serve loop, the worker, the writer, requests).
+  storage::StoreOptions store_options() const;
 
   std::filesystem::path queue_db() const { return data_dir / "queue.db"; }
   std::filesystem::path cache_dir() const { return data_dir / "cache" / "embeddings"; }

@@ -19,13 +19,6 @@ namespace {
 
 constexpr size_t kPreferredPrompts = 32;
 
-storage::StoreOptions store_options(const DaemonConfig& c) {
-  storage::StoreOptions o;
-  o.max_attempts = c.max_attempts;
-  o.busy_timeout_ms = c.busy_timeout_ms;
-  return o;
-}
-
 }  // namespace
 
 RenderWorker::RenderWorker(const DaemonConfig& config, engine::Session& session, const std::string& model_identity,
@@ -35,9 +28,8 @@ RenderWorker::RenderWorker(const DaemonConfig& config, engine::Session& session,
       model_identity_(model_identity),
       state_(state),
       events_(events),
-      store_options_(store_options(config)),
-      store_(config.queue_db(), store_options_),
-      writer_(config.queue_db(), store_options_, state, events),
+      store_(config.queue_db(), config.store_options()),
+      writer_(config.queue_db(), config.store_options(), state, events),
       cache_(engine::text_encoder_identity(config.model_dir), config.encoder_cache_mb << 20, config.cache_dir()),
       worker_id_("rgbaqd-" + std::to_string(getpid())) {}
 

@@ -35,7 +35,6 @@ class RenderWorker {
   std::string model_identity_;
   DaemonState& state_;
   EventHub& events_;
-  storage::StoreOptions store_options_;
   storage::QueueStore store_;
   OutputWriter writer_;
   engine::EncoderCache cache_;

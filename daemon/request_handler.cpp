@@ -64,7 +64,7 @@ RequestHandler::RequestHandler(const DaemonConfig& config, const engine::Session
       session_(session),
       model_identity_(std::move(model_identity)),
       state_(state),
-      store_(config.queue_db(), {.max_attempts = config.max_attempts, .busy_timeout_ms = config.busy_timeout_ms}) {}
+      store_(config.queue_db(), config.store_options()) {}
 
 json RequestHandler::handle(const std::string& method, const json& params) {
   if (!params.is_object()) throw RequestError(protocol::error_code::kBadRequest, "params must be an object");

@@ -111,9 +111,7 @@ int run_serve_command(const std::vector<std::string>& args) {
     }
     spdlog::info("engine {} on {}", session->backend_name(), session->device_description());
     identity = engine::model_identity(config.model_dir);
-    storage::QueueStore store(config.queue_db(), {.max_attempts = config.max_attempts,
-                                                  .max_interruptions = config.max_interruptions,
-                                                  .create_over_invalid = config.create_queue});
+    storage::QueueStore store(config.queue_db(), config.store_options());
     const auto recovered = store.recover(take_crash_record(config.data_dir));
     if (recovered.requeued || recovered.failed) {
       spdlog::info("recovered after a stop: {} job(s) back in the queue, {} failed after too many interruptions",
