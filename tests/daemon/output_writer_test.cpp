@@ -43,7 +43,10 @@ struct Fixture {
 
 TEST(OutputWriter, AStoreErrorInCompleteFailsTheAttemptWithTheReasonAndTheWriterCarriesOn) {
   Fixture f;
+  // Both claimed before the writer starts: with no backoff, the failed first job is claimable again
+  // at once and a later claim could take it instead of the second.
   const auto job = f.claim_one("first");
+  const auto second = f.claim_one("second");
   {
     SQLite::Database raw(f.db.string(), SQLite::OPEN_READWRITE);
     raw.exec("CREATE TRIGGER refuse_done BEFORE UPDATE OF state ON jobs WHEN NEW.state = 'done' AND NEW.prompt = 'first' "
@@ -51,7 +54,6 @@ TEST(OutputWriter, AStoreErrorInCompleteFailsTheAttemptWithTheReasonAndTheWriter
   }
   OutputWriter writer(f.db, {.backoff_seconds = 0}, f.state, f.events);
   writer.enqueue(f.render(job));
-  const auto second = f.claim_one("second");
   writer.enqueue(f.render(second));
   writer.finish();
   storage::QueueStore store(f.db);
