@@ -12,8 +12,8 @@
 namespace rgbaq::engine::cpu {
 namespace {
 
-// Larger blocks keep the two small GEMMs per block efficient; scores stay 64 KiB (in L2).
-constexpr int64_t kQueryBlock = 64;
+// Larger blocks keep the two small GEMMs per block efficient; scores stay 128 KiB (in L2).
+constexpr int64_t kQueryBlock = 128;
 constexpr int64_t kKeyBlock = 256;
 
 // e^x for x <= 0 (softmax's arguments after the max is subtracted): Cephes' expf, range reduction by

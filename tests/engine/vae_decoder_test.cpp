@@ -35,6 +35,26 @@ void expect_matches(const std::filesystem::path& vae_dir, int h, int w) {
   EXPECT_GT(inside, static_cast<int>(want.size() / 2));
 }
 
+// Feature maps come from buffers kept across decodes: decodes at changing sizes on one decoder must give
+// the bytes a fresh decoder gives (no stale data from a larger or smaller earlier map).
+TEST(VaeDecoder, ReusedBuffersAcrossSizesGiveTheSameImages) {
+  const TinyModel model(DType::kBF16);
+  const auto weights = WeightStore::open(model.dir() / "vae");
+  const auto config = load_vae_config(model.dir() / "vae" / "config.json");
+  ThreadPool pool(2);
+  auto decode = [&](const VaeDecoder& vae, int h, int w) {
+    const auto latents = testing::random_floats(static_cast<size_t>(h * w * 64), static_cast<uint32_t>(h * 100 + w), 1.5f);
+    return vae.decode(Tensor::from_f32({h * w, 64}, latents), h, w, pool).to_f32_vector();
+  };
+  const VaeDecoder reused(weights, config);
+  const auto small_first = decode(reused, 4, 6);
+  const auto large = decode(reused, 10, 8);
+  const auto small_again = decode(reused, 4, 6);
+  EXPECT_EQ(small_first, small_again);
+  EXPECT_EQ(large, decode(VaeDecoder(weights, config), 10, 8));
+  EXPECT_EQ(small_first, decode(VaeDecoder(weights, config), 4, 6));
+}
+
 TEST(VaeDecoder, MatchesFloat64ReferenceSmallestGridWithFourDimensionalConvs) {
   const TinyModel model(DType::kF32, 4);
   // Rewrite every 5-D conv weight as the 4-D [out, in, kh, kw] a 2-D export would store: its last tap.
