@@ -55,7 +55,7 @@ namespace {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(stream::socket socket, std::shared_ptr<SocketServer::Shared> shared)
-      : socket_(std::move(socket)), timer_(socket_.get_executor()), shared_(std::move(shared)) {}
+      : socket_(std::move(socket)), timer_(socket_.get_executor()), write_timer_(socket_.get_executor()), shared_(std::move(shared)) {}
 
   ~Connection() {
     if (watch_id_) shared_->events.unsubscribe(watch_id_);
@@ -78,8 +78,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     closed_ = true;
     outbox_.clear();
     outbox_bytes_ = 0;
+    written_ = 0;
     boost::system::error_code ignored;
     timer_.cancel();
+    write_timer_.cancel();
     socket_.shutdown(stream::socket::shutdown_both, ignored);
     socket_.close(ignored);
   }
@@ -254,22 +256,50 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!writing_) write();
   }
 
+  // Writes the front of the outbox a piece at a time, so a reader that stalls is seen to stall.
   void write() {
     writing_ = true;
+    watch_write_progress();
     auto self = shared_from_this();
-    asio::async_write(socket_, asio::buffer(outbox_.front()), [this, self](const boost::system::error_code& ec, size_t) {
-      writing_ = false;
-      if (ec || closed_) return close();
-      outbox_bytes_ -= outbox_.front().size();
-      outbox_.pop_front();
-      if (!outbox_.empty()) return write();
-      if (closing_) return close();
-      process();  // a client that pipelines requests waits for its replies to drain before more are read
+    const std::string& front = outbox_.front();
+    socket_.async_write_some(asio::buffer(front.data() + written_, front.size() - written_),
+                             [this, self](const boost::system::error_code& ec, size_t n) {
+                               writing_ = false;
+                               if (ec || closed_) return close();
+                               ++writes_;
+                               written_ += n;
+                               if (written_ < outbox_.front().size()) return write();
+                               outbox_bytes_ -= outbox_.front().size();
+                               outbox_.pop_front();
+                               written_ = 0;
+                               if (!outbox_.empty()) return write();
+                               if (closing_) return close();
+                               process();  // a client that pipelines requests waits for its replies to drain first
+                             });
+  }
+
+  // A client that takes nothing of its pending output for frame_timeout is disconnected: a reply it
+  // asked for and never reads (a large export) must not hold the daemon's memory for good.
+  void watch_write_progress() {
+    if (write_watch_armed_) return;
+    write_watch_armed_ = true;
+    const uint64_t seen = writes_;
+    write_timer_.expires_after(limits().frame_timeout);
+    auto self = shared_from_this();
+    write_timer_.async_wait([this, self, seen](const boost::system::error_code& ec) {
+      write_watch_armed_ = false;
+      if (ec || closed_ || !writing_) return;
+      if (writes_ == seen) {
+        spdlog::warn("disconnected a client that read nothing of {} pending bytes for {} ms", outbox_bytes_ - written_,
+                     limits().frame_timeout.count());
+        return close();
+      }
+      watch_write_progress();
     });
   }
 
   stream::socket socket_;
-  asio::steady_timer timer_;
+  asio::steady_timer timer_, write_timer_;
   std::shared_ptr<SocketServer::Shared> shared_;
   std::array<char, 65536> chunk_;
   std::string pending_;   // bytes read, not yet dispatched
@@ -277,7 +307,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t frames_ = 0;
   std::deque<std::string> outbox_;
   size_t outbox_bytes_ = 0;
-  bool reading_ = false, writing_ = false, busy_ = false, closing_ = false, closed_ = false, deadline_armed_ = false;
+  size_t written_ = 0;     // of outbox_.front()
+  uint64_t writes_ = 0;    // completed writes, to tell a stalled reader
+  bool reading_ = false, writing_ = false, busy_ = false, closing_ = false, closed_ = false, deadline_armed_ = false,
+       write_watch_armed_ = false;
   int watch_id_ = 0;
 };
 

@@ -145,7 +145,7 @@ TEST(DaemonHostile, ALongSubmitDoesNotDelayAnotherClientsStatus) {
             << " s\n";
   ASSERT_NE(status_reply.find("\"ok\":true"), std::string::npos) << status_reply;
   ASSERT_NE(submit_reply.find("\"dry_run\":true"), std::string::npos) << submit_reply.substr(0, 300);
-  EXPECT_LT(status_s, 0.5);
+  EXPECT_LT(status_s, 1.0);
   EXPECT_GT(submit_s, 0.3 + status_s) << "status answered while the submit was still in flight";
 }
 
@@ -236,10 +236,16 @@ TEST(DaemonHostile, IdlePartialLinesTimeOutAndConnectionsAreCapped) {
     EXPECT_NE(idle.read_line().find("pong"), std::string::npos);
   }
   std::vector<std::unique_ptr<Raw>> open;
-  for (int i = 0; i < 4; ++i) {
-    open.push_back(std::make_unique<Raw>(d.socket()));
-    open.back()->send_all(R"({"v":1,"id":1,"method":"ping"})" "\n");
-    ASSERT_NE(open.back()->read_line().find("pong"), std::string::npos) << i;
+  for (int i = 0, tries = 0; i < 4; ++tries) {
+    ASSERT_LT(tries, 200) << "the daemon notices the two closed connections";
+    auto c = std::make_unique<Raw>(d.socket());
+    c->send_all(R"({"v":1,"id":1,"method":"ping"})" "\n");
+    if (c->read_line().find("pong") == std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      continue;
+    }
+    open.push_back(std::move(c));
+    ++i;
   }
   {
     Raw fifth(d.socket());
@@ -255,6 +261,23 @@ TEST(DaemonHostile, IdlePartialLinesTimeOutAndConnectionsAreCapped) {
     ASSERT_LT(i, 99) << "a freed slot is served again";
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+TEST(DaemonHostile, AClientThatNeverReadsItsBigReplyIsDisconnected) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--frame-timeout-s", "1"}});
+  ASSERT_EQ(rgbaq(d, {"pause"}).exit_code, 0);
+  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--seeds", "1-2000", "--out", (dir.path() / "o").string()}, "prompt\nan owl\n").exit_code, 0);
+  const auto full = rgbaq(d, {"export", "1", "--format", "jsonl"});
+  ASSERT_EQ(full.exit_code, 0);
+  Raw c(d.socket());
+  c.send_all(R"({"v":1,"id":1,"method":"export","params":{"run":1}})" "\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // reads nothing: more than a socket buffer waits
+  const std::string got = c.read_until_close();  // what the kernel held, then the end: the rest was dropped
+  std::cout << "[ figures  ] export reply of a 2,000-job run: " << got.size() << " bytes reached a client that stalled for 3.5 s"
+            << " (the whole export is " << full.out.size() << " bytes as JSONL)\n";
+  EXPECT_EQ(got.find('\n'), std::string::npos) << "the reply never completed";
+  EXPECT_EQ(status(d)["protocol"], 1);
 }
 
 TEST(DaemonHostile, OutOfDescriptorsTheDaemonNeitherSpinsNorFailsJobs) {
@@ -382,7 +405,7 @@ TEST(DaemonHostile, AWatcherConnectedAtSigtermSeesTheStreamEndAndTheDaemonExitsZ
 TEST(DaemonHostile, ABrokenStoreIsVisibleAndEndsTheDaemonWhenItDoesNotHeal) {
   TempDir dir;
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(),
-                  {.extra_args = {"--busy-timeout-ms", "100", "--unhealthy-exit-s", "4"}});
+                  {.extra_args = {"--busy-timeout-ms", "100", "--unhealthy-exit-s", "6"}});
   EXPECT_TRUE(status(d)["health"]["ok"]);
   auto health = [&] {
     const auto r = rgbaq(d, {"status", "--json"});
