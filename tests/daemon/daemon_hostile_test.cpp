@@ -29,6 +29,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Sanitizer builds add shadow memory to VmRSS and run several times slower: their memory figures are
+// printed, not bounded.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // VmRSS of `pid` in KiB, from /proc/PID/status.
@@ -174,8 +188,10 @@ TEST(DaemonHostile, OversizedLinesCostBoundedMemoryThatComesBack) {
   std::cout << "[ figures  ] 30 x 60 MiB unterminated lines: VmRSS before " << before / 1024 << " MiB, peak " << during / 1024
             << " MiB, after " << after / 1024 << " MiB\n";
   EXPECT_EQ(refused.load(), 30);
-  EXPECT_LT(during - before, (30 * 16 + 96) * 1024) << "at most one 16 MiB line per connection is buffered";
-  EXPECT_LT(after - before, 32 * 1024) << "the lines' memory goes back";
+  if (!kSanitized) {
+    EXPECT_LT(during - before, (30 * 16 + 96) * 1024) << "at most one 16 MiB line per connection is buffered";
+    EXPECT_LT(after - before, 32 * 1024) << "the lines' memory goes back";
+  }
   EXPECT_EQ(status(d)["protocol"], 1);
 }
 
@@ -216,8 +232,10 @@ TEST(DaemonHostile, WatchersThatNeverReadAreDroppedAndTheirMemoryComesBack) {
   std::cout << "[ figures  ] 100 watchers that never read, 24 images: VmRSS before " << before / 1024 << " MiB, peak "
             << during / 1024 << " MiB, after " << after / 1024 << " MiB; " << dropped << " dropped\n";
   EXPECT_EQ(dropped, 100);
-  EXPECT_LT(during - before, 100 * 2 * 8 + 32 * 1024) << "each watcher's queue is bounded";
-  EXPECT_LT(after - before, 32 * 1024);
+  if (!kSanitized) {
+    EXPECT_LT(during - before, 100 * 2 * 8 + 32 * 1024) << "each watcher's queue is bounded";
+    EXPECT_LT(after - before, 32 * 1024);
+  }
   EXPECT_EQ(status(d)["jobs"]["done"], 24);
 }
 
@@ -231,7 +249,7 @@ TEST(DaemonHostile, IdlePartialLinesTimeOutAndConnectionsAreCapped) {
     const auto t0 = Clock::now();
     const std::string reply = partial.read_until_close();
     EXPECT_NE(reply.find("stayed incomplete for 1000 ms"), std::string::npos) << reply;
-    EXPECT_LT(seconds_since(t0), 5.0);
+    EXPECT_LT(seconds_since(t0), kSanitized ? 30.0 : 5.0);
     idle.send_all(R"({"v":1,"id":2,"method":"ping"})" "\n");
     EXPECT_NE(idle.read_line().find("pong"), std::string::npos);
   }
@@ -305,7 +323,12 @@ TEST(DaemonHostile, OutOfDescriptorsTheDaemonNeitherSpinsNorFailsJobs) {
   EXPECT_LT(io_cpu, 0.3) << "no busy loop on EMFILE";
   for (const int fd : held) close(fd);
   for (int i = 0; i < 600; ++i) {
-    const auto s = json::parse(rgbaq(d, {"status", "--json"}).out);
+    // Until the daemon has seen the 150 hang-ups, a status may still be refused for the connection cap.
+    const auto s = json::parse(rgbaq(d, {"status", "--json"}).out, nullptr, false);
+    if (!s.is_object()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
     if (s["jobs"]["done"] == 4) break;
     ASSERT_EQ(s["jobs"]["failed"], 0) << s.dump();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -409,7 +432,12 @@ TEST(DaemonHostile, ABrokenStoreIsVisibleAndEndsTheDaemonWhenItDoesNotHeal) {
   EXPECT_TRUE(status(d)["health"]["ok"]);
   auto health = [&] {
     const auto r = rgbaq(d, {"status", "--json"});
-    return std::make_pair(r.exit_code, json::parse(r.out)["health"]);
+    const json s = json::parse(r.out, nullptr, false);
+    if (!s.is_object()) {
+      std::ifstream log(d.log());
+      ADD_FAILURE() << "status exit " << r.exit_code << ": " << r.err << "\nlog:\n" << std::string(std::istreambuf_iterator<char>(log), {});
+    }
+    return std::make_pair(r.exit_code, s.is_object() ? s["health"] : json::object());
   };
   {
     // Another process holds the database's write lock: every claim fails.
