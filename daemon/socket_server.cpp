@@ -55,7 +55,10 @@ namespace {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(stream::socket socket, std::shared_ptr<SocketServer::Shared> shared)
-      : socket_(std::move(socket)), timer_(socket_.get_executor()), write_timer_(socket_.get_executor()), shared_(std::move(shared)) {}
+      : socket_(std::move(socket)),
+        frame_watch_{asio::steady_timer(socket_.get_executor())},
+        write_watch_{asio::steady_timer(socket_.get_executor())},
+        shared_(std::move(shared)) {}
 
   ~Connection() {
     if (watch_id_) shared_->events.unsubscribe(watch_id_);
@@ -80,8 +83,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     outbox_bytes_ = 0;
     written_ = 0;
     boost::system::error_code ignored;
-    timer_.cancel();
-    write_timer_.cancel();
+    frame_watch_.timer.cancel();
+    write_watch_.timer.cancel();
     socket_.shutdown(stream::socket::shutdown_both, ignored);
     socket_.close(ignored);
   }
@@ -117,7 +120,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     socket_.async_read_some(asio::buffer(chunk_), [this, self](const boost::system::error_code& ec, size_t n) {
       reading_ = false;
       if (ec || closed_) {  // a hang-up: the connection goes with its last reference (replies in flight first)
-        timer_.cancel();
+        frame_watch_.timer.cancel();
         return;
       }
       pending_.append(chunk_.data(), n);
@@ -127,24 +130,33 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // A partial request line must complete within frame_timeout of its first wait for more bytes.
   void watch_frame_deadline() {
-    if (deadline_armed_) return;
-    deadline_armed_ = true;
-    const uint64_t frame = frames_;
-    timer_.expires_after(limits().frame_timeout);
-    auto self = shared_from_this();
-    timer_.async_wait([this, self, frame](const boost::system::error_code& ec) {
-      deadline_armed_ = false;
-      if (ec || closed_ || closing_) return;
-      if (frames_ == frame && reading_ && !pending_.empty()) {
-        spdlog::warn("closed a connection whose request line stayed incomplete for {} ms", limits().frame_timeout.count());
-        boost::system::error_code ignored;
-        socket_.cancel(ignored);
-        fail(json(nullptr), protocol::error_code::kBadRequest,
-             "a request line stayed incomplete for " + std::to_string(limits().frame_timeout.count()) + " ms");
-      } else if (reading_ && !pending_.empty()) {
-        watch_frame_deadline();
-      }
+    watch_progress(frame_watch_, frames_, [this] { return !closing_ && reading_ && !pending_.empty(); }, [this] {
+      spdlog::warn("closed a connection whose request line stayed incomplete for {} ms", limits().frame_timeout.count());
+      boost::system::error_code ignored;
+      socket_.cancel(ignored);
+      fail(json(nullptr), protocol::error_code::kBadRequest,
+           "a request line stayed incomplete for " + std::to_string(limits().frame_timeout.count()) + " ms");
     });
+  }
+
+  // When `progress` has not moved for frame_timeout while `waiting()` holds, `stalled()` runs.
+  struct Watch {
+    asio::steady_timer timer;
+    bool armed = false;
+  };
+  template <typename Waiting, typename Stalled>
+  void watch_progress(Watch& watch, const uint64_t& progress, Waiting waiting, Stalled stalled) {
+    if (watch.armed) return;
+    watch.armed = true;
+    const uint64_t seen = progress;
+    watch.timer.expires_after(limits().frame_timeout);
+    watch.timer.async_wait(
+        [this, self = shared_from_this(), &watch, &progress, seen, waiting, stalled](const boost::system::error_code& ec) {
+          watch.armed = false;
+          if (ec || closed_ || !waiting()) return;
+          if (progress == seen) return stalled();
+          watch_progress(watch, progress, waiting, stalled);
+        });
   }
 
   void frame_too_large() {
@@ -281,25 +293,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // A client that takes nothing of its pending output for frame_timeout is disconnected: a reply it
   // asked for and never reads (a large export) must not hold the daemon's memory for good.
   void watch_write_progress() {
-    if (write_watch_armed_) return;
-    write_watch_armed_ = true;
-    const uint64_t seen = writes_;
-    write_timer_.expires_after(limits().frame_timeout);
-    auto self = shared_from_this();
-    write_timer_.async_wait([this, self, seen](const boost::system::error_code& ec) {
-      write_watch_armed_ = false;
-      if (ec || closed_ || !writing_) return;
-      if (writes_ == seen) {
-        spdlog::warn("disconnected a client that read nothing of {} pending bytes for {} ms", outbox_bytes_ - written_,
-                     limits().frame_timeout.count());
-        return close();
-      }
-      watch_write_progress();
+    watch_progress(write_watch_, writes_, [this] { return writing_; }, [this] {
+      spdlog::warn("disconnected a client that read nothing of {} pending bytes for {} ms", outbox_bytes_ - written_,
+                   limits().frame_timeout.count());
+      close();
     });
   }
 
   stream::socket socket_;
-  asio::steady_timer timer_, write_timer_;
+  Watch frame_watch_, write_watch_;
   std::shared_ptr<SocketServer::Shared> shared_;
   std::array<char, 65536> chunk_;
   std::string pending_;   // bytes read, not yet dispatched
@@ -309,8 +311,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t outbox_bytes_ = 0;
   size_t written_ = 0;     // of outbox_.front()
   uint64_t writes_ = 0;    // completed writes, to tell a stalled reader
-  bool reading_ = false, writing_ = false, busy_ = false, closing_ = false, closed_ = false, deadline_armed_ = false,
-       write_watch_armed_ = false;
+  bool reading_ = false, writing_ = false, busy_ = false, closing_ = false, closed_ = false;
   int watch_id_ = 0;
 };
 
