@@ -34,7 +34,8 @@ options (each may also be set in the config file; flags win):
   --log-level LEVEL       trace, debug, info, warn, error (default info)
   --max-frame-mb N        longest request line, so largest submitted file (default 16)
   --max-connections N     clients served at once (default 64; kept under the descriptor limit)
-  --frame-timeout-s N     a partial request line must complete within N seconds (default 30)
+  --frame-timeout-s N     a partial request line must complete, and a client must take some of its
+                          pending output, within N seconds (default 30)
   --client-queue-kb N     unsent events a watch client may have queued before it is dropped (default 1024)
   --busy-timeout-ms N     how long a queue database access waits for a lock (default 10000)
   --unhealthy-exit-s N    exit 1 when the queue database keeps failing for N seconds (default 300)

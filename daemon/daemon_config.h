@@ -28,7 +28,7 @@ struct DaemonConfig {
   // What one client may take (daemon/socket_server.h).
   size_t max_frame_mb = 16;            // a request line, so a submitted file, is at most this
   int max_connections = 64;            // also kept under RLIMIT_NOFILE
-  int frame_timeout_s = 30;            // a partial request line must complete within this
+  int frame_timeout_s = 30;            // a partial request line must complete within this; output must move
   size_t client_queue_kb = 1024;       // unsent events of a watcher before it is disconnected
   int busy_timeout_ms = 10000;         // how long a database access waits for another process's lock
   int unhealthy_exit_s = 300;          // a queue store failing this long ends the daemon (exit 1)

@@ -55,7 +55,10 @@ namespace {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(stream::socket socket, std::shared_ptr<SocketServer::Shared> shared)
-      : socket_(std::move(socket)), timer_(socket_.get_executor()), shared_(std::move(shared)) {}
+      : socket_(std::move(socket)),
+        frame_watch_{asio::steady_timer(socket_.get_executor())},
+        write_watch_{asio::steady_timer(socket_.get_executor())},
+        shared_(std::move(shared)) {}
 
   ~Connection() {
     if (watch_id_) shared_->events.unsubscribe(watch_id_);
@@ -78,8 +81,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     closed_ = true;
     outbox_.clear();
     outbox_bytes_ = 0;
+    written_ = 0;
     boost::system::error_code ignored;
-    timer_.cancel();
+    frame_watch_.timer.cancel();
+    write_watch_.timer.cancel();
     socket_.shutdown(stream::socket::shutdown_both, ignored);
     socket_.close(ignored);
   }
@@ -115,7 +120,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     socket_.async_read_some(asio::buffer(chunk_), [this, self](const boost::system::error_code& ec, size_t n) {
       reading_ = false;
       if (ec || closed_) {  // a hang-up: the connection goes with its last reference (replies in flight first)
-        timer_.cancel();
+        frame_watch_.timer.cancel();
         return;
       }
       pending_.append(chunk_.data(), n);
@@ -125,24 +130,33 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // A partial request line must complete within frame_timeout of its first wait for more bytes.
   void watch_frame_deadline() {
-    if (deadline_armed_) return;
-    deadline_armed_ = true;
-    const uint64_t frame = frames_;
-    timer_.expires_after(limits().frame_timeout);
-    auto self = shared_from_this();
-    timer_.async_wait([this, self, frame](const boost::system::error_code& ec) {
-      deadline_armed_ = false;
-      if (ec || closed_ || closing_) return;
-      if (frames_ == frame && reading_ && !pending_.empty()) {
-        spdlog::warn("closed a connection whose request line stayed incomplete for {} ms", limits().frame_timeout.count());
-        boost::system::error_code ignored;
-        socket_.cancel(ignored);
-        fail(json(nullptr), protocol::error_code::kBadRequest,
-             "a request line stayed incomplete for " + std::to_string(limits().frame_timeout.count()) + " ms");
-      } else if (reading_ && !pending_.empty()) {
-        watch_frame_deadline();
-      }
+    watch_progress(frame_watch_, frames_, [this] { return !closing_ && reading_ && !pending_.empty(); }, [this] {
+      spdlog::warn("closed a connection whose request line stayed incomplete for {} ms", limits().frame_timeout.count());
+      boost::system::error_code ignored;
+      socket_.cancel(ignored);
+      fail(json(nullptr), protocol::error_code::kBadRequest,
+           "a request line stayed incomplete for " + std::to_string(limits().frame_timeout.count()) + " ms");
     });
+  }
+
+  // When `progress` has not moved for frame_timeout while `waiting()` holds, `stalled()` runs.
+  struct Watch {
+    asio::steady_timer timer;
+    bool armed = false;
+  };
+  template <typename Waiting, typename Stalled>
+  void watch_progress(Watch& watch, const uint64_t& progress, Waiting waiting, Stalled stalled) {
+    if (watch.armed) return;
+    watch.armed = true;
+    const uint64_t seen = progress;
+    watch.timer.expires_after(limits().frame_timeout);
+    watch.timer.async_wait(
+        [this, self = shared_from_this(), &watch, &progress, seen, waiting, stalled](const boost::system::error_code& ec) {
+          watch.armed = false;
+          if (ec || closed_ || !waiting()) return;
+          if (progress == seen) return stalled();
+          watch_progress(watch, progress, waiting, stalled);
+        });
   }
 
   void frame_too_large() {
@@ -254,22 +268,40 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!writing_) write();
   }
 
+  // Writes the front of the outbox a piece at a time, so a reader that stalls is seen to stall.
   void write() {
     writing_ = true;
+    watch_write_progress();
     auto self = shared_from_this();
-    asio::async_write(socket_, asio::buffer(outbox_.front()), [this, self](const boost::system::error_code& ec, size_t) {
-      writing_ = false;
-      if (ec || closed_) return close();
-      outbox_bytes_ -= outbox_.front().size();
-      outbox_.pop_front();
-      if (!outbox_.empty()) return write();
-      if (closing_) return close();
-      process();  // a client that pipelines requests waits for its replies to drain before more are read
+    const std::string& front = outbox_.front();
+    socket_.async_write_some(asio::buffer(front.data() + written_, front.size() - written_),
+                             [this, self](const boost::system::error_code& ec, size_t n) {
+                               writing_ = false;
+                               if (ec || closed_) return close();
+                               ++writes_;
+                               written_ += n;
+                               if (written_ < outbox_.front().size()) return write();
+                               outbox_bytes_ -= outbox_.front().size();
+                               outbox_.pop_front();
+                               written_ = 0;
+                               if (!outbox_.empty()) return write();
+                               if (closing_) return close();
+                               process();  // a client that pipelines requests waits for its replies to drain first
+                             });
+  }
+
+  // A client that takes nothing of its pending output for frame_timeout is disconnected: a reply it
+  // asked for and never reads (a large export) must not hold the daemon's memory for good.
+  void watch_write_progress() {
+    watch_progress(write_watch_, writes_, [this] { return writing_; }, [this] {
+      spdlog::warn("disconnected a client that read nothing of {} pending bytes for {} ms", outbox_bytes_ - written_,
+                   limits().frame_timeout.count());
+      close();
     });
   }
 
   stream::socket socket_;
-  asio::steady_timer timer_;
+  Watch frame_watch_, write_watch_;
   std::shared_ptr<SocketServer::Shared> shared_;
   std::array<char, 65536> chunk_;
   std::string pending_;   // bytes read, not yet dispatched
@@ -277,7 +309,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t frames_ = 0;
   std::deque<std::string> outbox_;
   size_t outbox_bytes_ = 0;
-  bool reading_ = false, writing_ = false, busy_ = false, closing_ = false, closed_ = false, deadline_armed_ = false;
+  size_t written_ = 0;     // of outbox_.front()
+  uint64_t writes_ = 0;    // completed writes, to tell a stalled reader
+  bool reading_ = false, writing_ = false, busy_ = false, closing_ = false, closed_ = false;
   int watch_id_ = 0;
 };
 

@@ -4,7 +4,7 @@
 // request runs on a request lane (a thread of its own with its own RequestHandler), so one client's
 // long submit or export never delays another client's status or watch. What one client can take is
 // bounded: its request line (max_frame_bytes), the time a partial line may stay incomplete, its queue
-// of unsent output, and the number of connections. A client from another uid, a malformed frame, an
+// of unsent events, the time it may leave its output unread, and the number of connections. A client from another uid, a malformed frame, an
 // oversized or stalled line, a reader too slow for its events or an abrupt disconnect costs that client
 // its connection and nothing else. Out of file descriptors (EMFILE), the server sheds the excess
 // connection through a reserve descriptor and backs off instead of spinning.
@@ -24,7 +24,8 @@ namespace rgbaq::daemon {
 struct ServerLimits {
   size_t max_frame_bytes = protocol::kMaxFrameBytes;
   size_t max_output_bytes = 1u << 20;                   // unsent events a watcher may have queued
-  std::chrono::milliseconds frame_timeout{30000};      // a partial request line must complete within this
+  std::chrono::milliseconds frame_timeout{30000};      // a partial request line must complete within this, and
+                                                       // a client must take some of its pending output within it
   int max_connections = 64;                            // also kept under RLIMIT_NOFILE
 };
 

@@ -29,6 +29,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Sanitizer builds add shadow memory to VmRSS and run several times slower: their memory figures are
+// printed, not bounded.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // VmRSS of `pid` in KiB, from /proc/PID/status.
@@ -145,7 +159,7 @@ TEST(DaemonHostile, ALongSubmitDoesNotDelayAnotherClientsStatus) {
             << " s\n";
   ASSERT_NE(status_reply.find("\"ok\":true"), std::string::npos) << status_reply;
   ASSERT_NE(submit_reply.find("\"dry_run\":true"), std::string::npos) << submit_reply.substr(0, 300);
-  EXPECT_LT(status_s, 0.5);
+  EXPECT_LT(status_s, 1.0);
   EXPECT_GT(submit_s, 0.3 + status_s) << "status answered while the submit was still in flight";
 }
 
@@ -174,8 +188,10 @@ TEST(DaemonHostile, OversizedLinesCostBoundedMemoryThatComesBack) {
   std::cout << "[ figures  ] 30 x 60 MiB unterminated lines: VmRSS before " << before / 1024 << " MiB, peak " << during / 1024
             << " MiB, after " << after / 1024 << " MiB\n";
   EXPECT_EQ(refused.load(), 30);
-  EXPECT_LT(during - before, (30 * 16 + 96) * 1024) << "at most one 16 MiB line per connection is buffered";
-  EXPECT_LT(after - before, 32 * 1024) << "the lines' memory goes back";
+  if (!kSanitized) {
+    EXPECT_LT(during - before, (30 * 16 + 96) * 1024) << "at most one 16 MiB line per connection is buffered";
+    EXPECT_LT(after - before, 32 * 1024) << "the lines' memory goes back";
+  }
   EXPECT_EQ(status(d)["protocol"], 1);
 }
 
@@ -216,8 +232,10 @@ TEST(DaemonHostile, WatchersThatNeverReadAreDroppedAndTheirMemoryComesBack) {
   std::cout << "[ figures  ] 100 watchers that never read, 24 images: VmRSS before " << before / 1024 << " MiB, peak "
             << during / 1024 << " MiB, after " << after / 1024 << " MiB; " << dropped << " dropped\n";
   EXPECT_EQ(dropped, 100);
-  EXPECT_LT(during - before, 100 * 2 * 8 + 32 * 1024) << "each watcher's queue is bounded";
-  EXPECT_LT(after - before, 32 * 1024);
+  if (!kSanitized) {
+    EXPECT_LT(during - before, 100 * 2 * 8 + 32 * 1024) << "each watcher's queue is bounded";
+    EXPECT_LT(after - before, 32 * 1024);
+  }
   EXPECT_EQ(status(d)["jobs"]["done"], 24);
 }
 
@@ -231,15 +249,21 @@ TEST(DaemonHostile, IdlePartialLinesTimeOutAndConnectionsAreCapped) {
     const auto t0 = Clock::now();
     const std::string reply = partial.read_until_close();
     EXPECT_NE(reply.find("stayed incomplete for 1000 ms"), std::string::npos) << reply;
-    EXPECT_LT(seconds_since(t0), 5.0);
+    EXPECT_LT(seconds_since(t0), kSanitized ? 30.0 : 5.0);
     idle.send_all(R"({"v":1,"id":2,"method":"ping"})" "\n");
     EXPECT_NE(idle.read_line().find("pong"), std::string::npos);
   }
   std::vector<std::unique_ptr<Raw>> open;
-  for (int i = 0; i < 4; ++i) {
-    open.push_back(std::make_unique<Raw>(d.socket()));
-    open.back()->send_all(R"({"v":1,"id":1,"method":"ping"})" "\n");
-    ASSERT_NE(open.back()->read_line().find("pong"), std::string::npos) << i;
+  for (int i = 0, tries = 0; i < 4; ++tries) {
+    ASSERT_LT(tries, 200) << "the daemon notices the two closed connections";
+    auto c = std::make_unique<Raw>(d.socket());
+    c->send_all(R"({"v":1,"id":1,"method":"ping"})" "\n");
+    if (c->read_line().find("pong") == std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      continue;
+    }
+    open.push_back(std::move(c));
+    ++i;
   }
   {
     Raw fifth(d.socket());
@@ -255,6 +279,23 @@ TEST(DaemonHostile, IdlePartialLinesTimeOutAndConnectionsAreCapped) {
     ASSERT_LT(i, 99) << "a freed slot is served again";
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+TEST(DaemonHostile, AClientThatNeverReadsItsBigReplyIsDisconnected) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--frame-timeout-s", "1"}});
+  ASSERT_EQ(rgbaq(d, {"pause"}).exit_code, 0);
+  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--seeds", "1-2000", "--out", (dir.path() / "o").string()}, "prompt\nan owl\n").exit_code, 0);
+  const auto full = rgbaq(d, {"export", "1", "--format", "jsonl"});
+  ASSERT_EQ(full.exit_code, 0);
+  Raw c(d.socket());
+  c.send_all(R"({"v":1,"id":1,"method":"export","params":{"run":1}})" "\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // reads nothing: more than a socket buffer waits
+  const std::string got = c.read_until_close();  // what the kernel held, then the end: the rest was dropped
+  std::cout << "[ figures  ] export reply of a 2,000-job run: " << got.size() << " bytes reached a client that stalled for 3.5 s"
+            << " (the whole export is " << full.out.size() << " bytes as JSONL)\n";
+  EXPECT_EQ(got.find('\n'), std::string::npos) << "the reply never completed";
+  EXPECT_EQ(status(d)["protocol"], 1);
 }
 
 TEST(DaemonHostile, OutOfDescriptorsTheDaemonNeitherSpinsNorFailsJobs) {
@@ -282,7 +323,12 @@ TEST(DaemonHostile, OutOfDescriptorsTheDaemonNeitherSpinsNorFailsJobs) {
   EXPECT_LT(io_cpu, 0.3) << "no busy loop on EMFILE";
   for (const int fd : held) close(fd);
   for (int i = 0; i < 600; ++i) {
-    const auto s = json::parse(rgbaq(d, {"status", "--json"}).out);
+    // Until the daemon has seen the 150 hang-ups, a status may still be refused for the connection cap.
+    const auto s = json::parse(rgbaq(d, {"status", "--json"}).out, nullptr, false);
+    if (!s.is_object()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
     if (s["jobs"]["done"] == 4) break;
     ASSERT_EQ(s["jobs"]["failed"], 0) << s.dump();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -382,11 +428,16 @@ TEST(DaemonHostile, AWatcherConnectedAtSigtermSeesTheStreamEndAndTheDaemonExitsZ
 TEST(DaemonHostile, ABrokenStoreIsVisibleAndEndsTheDaemonWhenItDoesNotHeal) {
   TempDir dir;
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(),
-                  {.extra_args = {"--busy-timeout-ms", "100", "--unhealthy-exit-s", "4"}});
+                  {.extra_args = {"--busy-timeout-ms", "100", "--unhealthy-exit-s", "6"}});
   EXPECT_TRUE(status(d)["health"]["ok"]);
   auto health = [&] {
     const auto r = rgbaq(d, {"status", "--json"});
-    return std::make_pair(r.exit_code, json::parse(r.out)["health"]);
+    const json s = json::parse(r.out, nullptr, false);
+    if (!s.is_object()) {
+      std::ifstream log(d.log());
+      ADD_FAILURE() << "status exit " << r.exit_code << ": " << r.err << "\nlog:\n" << std::string(std::istreambuf_iterator<char>(log), {});
+    }
+    return std::make_pair(r.exit_code, s.is_object() ? s["health"] : json::object());
   };
   {
     // Another process holds the database's write lock: every claim fails.
