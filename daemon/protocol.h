@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <string_view>
 
+#include "common/json_nesting.h"
+
 namespace rgbaq::protocol {
 
 inline constexpr int kVersion = 1;
@@ -32,24 +34,9 @@ inline constexpr std::string_view kTooManyConnections = "too_many_connections";
 }  // namespace error_code
 
 // Whether no array or object in `text` nests deeper than `max_depth` (brackets inside strings do not
-// count). A linear scan, so it is safe on any input; malformed JSON is left for the parser to refuse.
+// count).
 inline bool nesting_within(std::string_view text, int max_depth = kMaxJsonDepth) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
+  return common::json_too_deep_at(text, max_depth) == std::string_view::npos;
 }
 
 }  // namespace rgbaq::protocol

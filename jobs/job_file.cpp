@@ -13,6 +13,7 @@
 
 #include "jobs/csv_reader.h"
 #include "jobs/output_name.h"
+#include "common/json_nesting.h"
 #include "host/rope.h"
 
 namespace rgbaq::jobs {
@@ -131,28 +132,6 @@ void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector
   }
 }
 
-// The byte offset of the first bracket nesting deeper than `max_depth`, or npos. Checked before the
-// JSON parser sees the line: a deeply nested value (a seed list 100,000 levels deep) must be an error,
-// not a stack overflow in the parser, the dump or the destructor.
-size_t too_deep_at(std::string_view line, int max_depth) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return i;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return std::string_view::npos;
-}
-
 void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vector<FileError>& errors) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   int line_no = 0;
@@ -169,7 +148,7 @@ void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vect
       errors.push_back({line_no, static_cast<int>(bad) + 1, "", "invalid UTF-8"});
       continue;
     }
-    if (const size_t deep = too_deep_at(line, kMaxJsonDepth); deep != std::string_view::npos) {
+    if (const size_t deep = common::json_too_deep_at(line, kMaxJsonDepth); deep != std::string_view::npos) {
       errors.push_back({line_no, static_cast<int>(deep) + 1, "", "nests deeper than " + std::to_string(kMaxJsonDepth) +
                                                                      " levels of brackets"});
       continue;
