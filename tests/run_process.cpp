@@ -7,9 +7,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace rgbaq {
+
+int test_time_scale() {
+  if (const char* s = std::getenv("RGBAQ_TEST_TIME_SCALE"); s && std::atoi(s) > 0) return std::atoi(s);
+#if defined(__SANITIZE_THREAD__)
+  return 8;
+#elif defined(__SANITIZE_ADDRESS__)
+  return 3;
+#else
+  return 1;
+#endif
+}
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& stdin_text) {
   int in_pipe[2], out_pipe[2], err_pipe[2];

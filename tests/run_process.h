@@ -13,4 +13,8 @@ struct ProcessResult {
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& stdin_text = {});
 
+// How many times longer than a plain build a process test may wait for the daemon: a sanitizer build
+// runs it several times slower (ThreadSanitizer 8, AddressSanitizer 3). RGBAQ_TEST_TIME_SCALE overrides.
+int test_time_scale();
+
 }  // namespace rgbaq

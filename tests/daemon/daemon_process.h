@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/run_process.h"
+
 namespace rgbaq {
 
 // The address of a Unix socket at `path`, for the tests' own sockets.
@@ -78,9 +80,9 @@ class DaemonProcess {
     }
   }
 
-  // Connectable within 20 s.
+  // Connectable within 20 s (longer in a sanitizer build).
   bool wait_ready() {
-    for (int i = 0; i < 400; ++i) {
+    for (int i = 0; i < 400 * test_time_scale(); ++i) {
       if (connectable()) return true;
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -105,7 +107,7 @@ class DaemonProcess {
 
   // The exit code (or 128 + signal) after waiting up to `timeout`; -1 if it is still running.
   int wait_exit(std::chrono::seconds timeout = std::chrono::seconds(30)) {
-    const auto until = std::chrono::steady_clock::now() + timeout;
+    const auto until = std::chrono::steady_clock::now() + timeout * test_time_scale();
     while (!exited_ && std::chrono::steady_clock::now() < until) {
       if (waitpid(pid_, &exit_status_, WNOHANG) == pid_) exited_ = true;
       else std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -300,7 +300,7 @@ TEST(Daemon, SocketActivationAndSdNotify) {
   close(listener);
   auto receive = [&] {
     char buf[256];
-    timeval tv{5, 0};
+    timeval tv{5 * test_time_scale(), 0};
     setsockopt(notify, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     const ssize_t n = recv(notify, buf, sizeof buf, 0);
     return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();

@@ -88,7 +88,7 @@ struct Raw {
   }
   // The next line (without its newline), or "" after timeout_ms or at the end of the stream.
   std::string read_line(int timeout_ms = 30000) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms) * test_time_scale();
     for (;;) {
       if (const auto nl = buffer.find('\n'); nl != std::string::npos) {
         std::string line = buffer.substr(0, nl);
