@@ -143,7 +143,8 @@ class Watch {
     json running_params = {{"state", "running"}, {"limit", 100}};
     if (run_) running_params["run"] = run_;
     std::map<int64_t, JobInHand> in_hand;
-    for (const auto& j : queries_->call("ls_jobs", running_params)["jobs"]) {
+    const json running = queries_->call("ls_jobs", running_params);  // named: see ls_runs below
+    for (const auto& j : running["jobs"]) {
       const int64_t id = j.value("id", int64_t{0});
       JobInHand job = jobs_.count(id) ? jobs_[id] : JobInHand{};
       job.job = id;
@@ -296,7 +297,10 @@ int watch_run(DaemonClient& client, CliContext& ctx, int64_t run, bool until_don
   struct sigaction sa {};
   sa.sa_handler = on_winch;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGWINCH, &sa, nullptr);  // no SA_RESTART: a resize wakes the poll, and the frame is redrawn
+  // SA_RESTART keeps a resize from failing a write to the terminal; poll() is not restarted, so a
+  // resize still wakes the wait for events and the frame is redrawn at once.
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGWINCH, &sa, nullptr);
   Watch watch(ctx, run, until_done, reconnect);
   return watch.follow(client);
 }
