@@ -32,6 +32,16 @@ constexpr int kSizeSample = 200;  // queued jobs sampled for a run's mix of size
 volatile std::sig_atomic_t g_resized = 0;
 extern "C" void on_winch(int) { g_resized = 1; }
 
+// What a job_started event and an ls_jobs row both say of a job.
+void describe(JobInHand& job, int64_t id, const json& fields) {
+  job.job = id;
+  job.run = fields.value("run", int64_t{0});
+  job.label = fields.value("name", "").empty() ? fields.value("prompt", "") : fields.value("name", "");
+  job.seed = fields.value("seed", uint64_t{0});
+  job.width = fields.value("width", 0);
+  job.height = fields.value("height", 0);
+}
+
 struct Totals {
   int64_t total = 0, done = 0, failed = 0, canceled = 0;
   bool finished() const { return total > 0 && done + failed + canceled >= total; }
@@ -94,12 +104,7 @@ class Watch {
     const int64_t id = e.value("job", int64_t{-1});
     if (kind == "job_started") {
       JobInHand& j = jobs_[id];
-      j.job = id;
-      j.run = e.value("run", int64_t{0});
-      j.label = e.value("name", "").empty() ? e.value("prompt", "") : e.value("name", "");
-      j.seed = e.value("seed", uint64_t{0});
-      j.width = e.value("width", 0);
-      j.height = e.value("height", 0);
+      describe(j, id, e);
       j.step = 0;
       j.decoding = false;
     } else if (kind == "progress") {
@@ -147,12 +152,7 @@ class Watch {
     for (const auto& j : running["jobs"]) {
       const int64_t id = j.value("id", int64_t{0});
       JobInHand job = jobs_.count(id) ? jobs_[id] : JobInHand{};
-      job.job = id;
-      job.run = j.value("run", int64_t{0});
-      job.label = j.value("name", "").empty() ? j.value("prompt", "") : j.value("name", "");
-      job.seed = j.value("seed", uint64_t{0});
-      job.width = j.value("width", 0);
-      job.height = j.value("height", 0);
+      describe(job, id, j);
       in_hand[id] = job;
     }
     // The local job in hand's step, when the watch began after its last progress event.

@@ -140,7 +140,7 @@ TEST(Watch, InTmuxAt120And50ColumnsWithResizePauseAndReconnect) {
       if (columns(l) > 49) return false;
       headers += starts(l, "rgbaqd  all runs");
     }
-    return headers == 1 && any_line(lines, [](const std::string& l) { return starts(l, "run 1 job "); });
+    return headers == 1 && any_line(lines, [](const std::string& l) { return starts(l, "run 1 job ") || starts(l, "run 2 job "); });
   })) << wide.screen();
   // And back to 120: one frame again, the bars wide.
   wide.resize(120, 20);
