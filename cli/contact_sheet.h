@@ -1,8 +1,12 @@
 #pragma once
-// `rgbaq sheet RUN`: one PNG of a run's images, prompts as rows and seeds as columns, each cell a
-// thumbnail composited over a checkerboard so transparency shows. Cells of jobs without an image stay
-// checkerboard.
+// `rgbaq sheet RUN`: one labelled PNG of a run's images, a grid over two axes as AUTOMATIC1111's X/Y
+// plot draws it: seeds across and prompts down by default (`--x`, `--y`: prompt, seed or size), each
+// row labelled with its prompt (wrapped, then cut), each column with its seed, the run and its sizes
+// in a header. When the attribute on neither axis varies (a run with several sizes), it joins the row.
+// Each cell is a thumbnail over a checkerboard, so transparency shows; a cell whose job failed, was
+// canceled, is not rendered yet, or whose image is missing or unreadable says so in words.
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -12,21 +16,60 @@ namespace rgbaq::cli {
 
 int sheet_command(const std::vector<std::string>& args, CliContext& ctx);
 
+enum class SheetAxis { kPrompt, kSeed, kSize };
+
+// One job of the run, as `export` describes it.
+struct SheetJob {
+  std::string prompt;
+  uint64_t seed = 0;
+  int width = 0, height = 0;
+  std::string state;       // done, failed, canceled, queued, running
+  std::string image_path;  // the output, for a done job
+};
+
 struct SheetCell {
   int row = 0, column = 0;
-  std::string image_path;  // empty: no image
+  std::string image_path;  // empty: no image, `mark` says why
+  std::string mark;        // "failed", "canceled", "not rendered yet"
 };
 
 struct SheetLayout {
-  std::vector<std::string> rows;      // prompts, in the order they first appear
-  std::vector<uint64_t> columns;      // seeds, ascending
+  std::string title;                     // "run 3 (name)"
+  std::vector<std::string> sizes;        // "256x256", by pixel count
+  std::vector<std::string> columns;      // x axis labels: "seed 7", a size, or a prompt
+  std::vector<std::string> rows;         // y axis labels
+  std::vector<std::string> row_details;  // the third attribute where it varies (else empty strings)
   std::vector<SheetCell> cells;
 };
 
-// Places each job: (prompt, seed, image path or empty).
-SheetLayout layout_sheet(const std::vector<std::tuple<std::string, uint64_t, std::string>>& jobs);
+// Places each job on the grid; seeds ascend, sizes ascend by pixels, prompts keep their first order.
+SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& jobs, SheetAxis x = SheetAxis::kSeed,
+                         SheetAxis y = SheetAxis::kPrompt);
 
-// Renders the sheet: cells of `thumb` x `thumb` px with a 4 px gutter, RGBA8, row-major.
-std::vector<uint8_t> render_sheet(const SheetLayout& layout, int thumb, int& width, int& height);
+// Where things are on the sheet, in pixels.
+struct SheetGeometry {
+  int width = 0, height = 0;
+  int thumb = 0;
+  int grid_x = 0, grid_y = 0;  // the top-left corner of cell (0, 0)
+  int header_baseline = 0, column_label_baseline = 0, row_label_x = 0, row_label_width = 0;
+  static constexpr int kGutter = 4, kMargin = 8;
+  static constexpr int kHeaderPx = 16, kLabelPx = 13;  // font sizes
+  int cell_x(int column) const { return grid_x + column * (thumb + kGutter); }
+  int cell_y(int row) const { return grid_y + row * (thumb + kGutter); }
+};
+
+struct Sheet {
+  std::vector<uint8_t> rgba;  // row-major RGBA8
+  SheetGeometry geometry;
+};
+
+inline constexpr uint8_t kSheetBackground = 48;          // gray level around the cells
+inline constexpr uint8_t kSheetText[3] = {235, 235, 235};
+inline constexpr uint8_t kSheetFailedFill[3] = {110, 28, 28};   // failed, missing, unreadable
+inline constexpr uint8_t kSheetPendingFill[3] = {72, 72, 72};   // canceled, not rendered yet, no job
+
+// Draws the sheet: `thumb` x `thumb` px cells, labels in `font` (a TrueType file). Throws
+// std::runtime_error when the font is missing or unreadable.
+Sheet render_sheet(const SheetLayout& layout, int thumb, const std::filesystem::path& font);
 
 }  // namespace rgbaq::cli

@@ -24,7 +24,9 @@ constexpr const char* kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]
                 [--format csv|jsonl] [--skip-duplicates] [--dry-run] [--wait] [--max-jobs N]
                           queue a file of prompts (CSV with a header, or JSONL); prints the run id;
                           at most --max-jobs jobs (default 100000, up to rgbaqd --max-jobs-per-submit)
-  watch [RUN]             progress bars: the image in hand and the run, with rate and ETA
+  watch [RUN] [--no-reconnect]
+                          each job in hand and a bar per run in progress, with ETA; waits for a
+                          stopped daemon to return unless --no-reconnect
   status                  the daemon, its queue and its counters
   ls runs | ls jobs [--run R] [--state S] [--limit N]
   cancel RUN | cancel --job JOB
@@ -33,8 +35,9 @@ constexpr const char* kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]
   prioritize RUN N        higher goes first
   export RUN [--format csv|jsonl] [-o FILE]
                           the run's jobs, outputs and metadata
-  sheet RUN [-o FILE] [--thumb PX]
-                          a contact sheet PNG: prompts as rows, seeds as columns
+  sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--font FILE.ttf]
+                          a labelled contact sheet PNG: seeds across, prompts down (AXIS: prompt,
+                          seed or size; default font DejaVu Sans from fonts-dejavu-core)
   service install|uninstall|status [--model DIR] [--print]
                           rgbaqd as a launchd agent (macOS) or systemd --user service (Linux)
   host noise|rope|sigmas|tokenize

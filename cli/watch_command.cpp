@@ -1,10 +1,16 @@
 #include "cli/watch_command.h"
 
-#include <chrono>
-#include <cstdio>
-#include <iostream>
-#include <sstream>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli/watch_display.h"
 #include "common/arguments.h"
 
 namespace rgbaq::cli {
@@ -17,107 +23,291 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-std::string bar(int64_t done, int64_t total, int width = 24) {
-  const int64_t filled = total > 0 ? done * width / total : 0;
-  return "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '-') + "]";
+constexpr int kPollMs = 200;                             // how soon a resize is redrawn
+constexpr auto kRefresh = std::chrono::seconds(1);       // counts, pause and jobs in hand, asked again
+constexpr auto kSizeMixRefresh = std::chrono::seconds(5);
+constexpr auto kReconnectEvery = std::chrono::seconds(1);
+constexpr int kSizeSample = 200;  // queued jobs sampled for a run's mix of sizes
+
+volatile std::sig_atomic_t g_resized = 0;
+extern "C" void on_winch(int) { g_resized = 1; }
+
+// What a job_started event and an ls_jobs row both say of a job.
+void describe(JobInHand& job, int64_t id, const json& fields) {
+  job.job = id;
+  job.run = fields.value("run", int64_t{0});
+  job.label = fields.value("name", "").empty() ? fields.value("prompt", "") : fields.value("name", "");
+  job.seed = fields.value("seed", uint64_t{0});
+  job.width = fields.value("width", 0);
+  job.height = fields.value("height", 0);
 }
 
-struct RunTotals {
+struct Totals {
   int64_t total = 0, done = 0, failed = 0, canceled = 0;
   bool finished() const { return total > 0 && done + failed + canceled >= total; }
 };
 
-RunTotals totals(DaemonClient& client, int64_t run) {
-  RunTotals t;
-  const json runs = client.call("ls_runs");  // named: a temporary's element would dangle in the loop
-  for (const auto& r : runs["runs"]) {
-    if (run != 0 && r.value("id", int64_t{0}) != run) continue;
-    t.total += r.value("total", int64_t{0});
-    t.done += r["counts"].value("done", int64_t{0});
-    t.failed += r["counts"].value("failed", int64_t{0});
-    t.canceled += r["counts"].value("canceled", int64_t{0});
+// One watch: an event connection and a query connection (a call on the event connection would have
+// to skip the events that arrive before its answer), the last known state, and the terminal frame.
+class Watch {
+ public:
+  Watch(CliContext& ctx, int64_t run, bool until_done, bool reconnect)
+      : ctx_(ctx), run_(run), until_done_(until_done), reconnect_(reconnect) {
+    view_.scope = run ? "run " + std::to_string(run) : "all runs";
   }
-  return t;
-}
+
+  int follow(DaemonClient& first) {
+    events_ = &first;
+    subscribe();
+    for (;;) {
+      if (until_done_ && totals_.finished()) break;
+      if (!step()) {
+        if (!reconnect_) {
+          end_frame();
+          ctx_.err << "rgbaqd closed the connection\n";
+          return 1;
+        }
+        wait_for_daemon();
+      }
+    }
+    end_frame();
+    ctx_.out << view_.scope << ": " << totals_.done << " done, " << totals_.failed << " failed, " << totals_.canceled
+             << " canceled of " << totals_.total << "\n";
+    return totals_.failed + totals_.canceled == 0 ? 0 : 1;
+  }
+
+ private:
+  // Subscribes on events_ and reads the state afresh; throws DaemonUnreachable.
+  void subscribe() {
+    queries_ = std::make_unique<DaemonClient>(ctx_.socket);
+    refresh();  // throws UsageError for a run that does not exist, before the watch begins
+    events_->call("watch", {{"run", run_}});
+    refresh();  // again, now that no event can slip between the counts and the watch
+  }
+
+  // One event or one poll interval; false when the daemon went away.
+  bool step() {
+    try {
+      const auto event = events_->next_event(kPollMs);
+      if (!event) return false;
+      handle(*event);
+      if (Clock::now() - last_refresh_ > kRefresh) refresh();
+    } catch (const DaemonUnreachable&) {
+      return false;
+    }
+    draw();
+    return true;
+  }
+
+  void handle(const json& e) {
+    const std::string kind = e.value("event", "");
+    const int64_t id = e.value("job", int64_t{-1});
+    if (kind == "job_started") {
+      JobInHand& j = jobs_[id];
+      describe(j, id, e);
+      j.step = 0;
+      j.decoding = false;
+    } else if (kind == "progress") {
+      JobInHand& j = jobs_[id];
+      j.job = id;
+      j.run = e.value("run", j.run);
+      j.step = e.value("step", 0);
+      j.steps = e.value("steps", 0);
+      j.width = e.value("width", j.width);
+      j.height = e.value("height", j.height);
+      // The first step also carries the image's setup (RoPE tables, the text prefix): not a step's time.
+      if (e.contains("step_s") && j.width > 0 && (j.step > 1 || !times_.image_s(j.width, j.height))) {
+        times_.step(j.width, j.height, j.steps, e.value("step_s", 0.0));
+      }
+    } else if (kind == "decoding") {
+      jobs_[id].decoding = true;
+    } else if (kind == "job_done" || kind == "job_failed" || kind == "job_canceled") {
+      if (kind == "job_done" && !e.value("reused", false) && jobs_.count(id) && e.contains("seconds")) {
+        times_.image_done(jobs_[id].width, jobs_[id].height, e.value("seconds", 0.0));
+      }
+      jobs_.erase(id);
+      refresh();
+      if (!ctx_.out_is_tty) {
+        ctx_.out << "job " << id << " "
+                 << (kind == "job_done" ? "done: " + e.value("path", "")
+                     : kind == "job_failed" ? "failed: " + e.value("error", "") +
+                                                  (e.value("will_retry", false) ? " (will retry)" : "")
+                                            : "canceled")
+                 << "  (" << totals_.done << "/" << totals_.total << " done)\n"
+                 << std::flush;
+      }
+    }
+  }
+
+  // Counts, the pause, the jobs in hand (also those of other hosts on a shared queue) and the size
+  // mix of what is left, from the daemon; then the ETAs.
+  void refresh() {
+    last_refresh_ = Clock::now();
+    const json status = queries_->call("status");
+    view_.paused = status.value("paused", json(false)).is_boolean() && status["paused"].get<bool>();
+    json running_params = {{"state", "running"}, {"limit", 100}};
+    if (run_) running_params["run"] = run_;
+    std::map<int64_t, JobInHand> in_hand;
+    const json running = queries_->call("ls_jobs", running_params);  // named: see ls_runs below
+    for (const auto& j : running["jobs"]) {
+      const int64_t id = j.value("id", int64_t{0});
+      JobInHand job = jobs_.count(id) ? jobs_[id] : JobInHand{};
+      describe(job, id, j);
+      in_hand[id] = job;
+    }
+    // The local job in hand's step, when the watch began after its last progress event.
+    if (const auto& current = status["current"]; current.is_object()) {
+      const auto it = in_hand.find(current.value("job", int64_t{-1}));
+      if (it != in_hand.end() && it->second.steps == 0) {
+        it->second.step = current.value("step", 0);
+        it->second.steps = current.value("steps", 0);
+      }
+    }
+    jobs_ = std::move(in_hand);
+
+    totals_ = {};
+    view_.runs.clear();
+    const json runs = queries_->call("ls_runs");  // named: a temporary's element would dangle in the loop
+    bool found = false;
+    for (const auto& r : runs["runs"]) {
+      const int64_t id = r.value("id", int64_t{0});
+      if (run_ != 0 && id != run_) continue;
+      found = true;
+      RunInProgress p;
+      p.id = id;
+      p.name = r.value("name", "");
+      p.total = r.value("total", int64_t{0});
+      p.done = r["counts"].value("done", int64_t{0});
+      p.failed = r["counts"].value("failed", int64_t{0});
+      p.canceled = r["counts"].value("canceled", int64_t{0});
+      totals_.total += p.total, totals_.done += p.done, totals_.failed += p.failed, totals_.canceled += p.canceled;
+      const bool in_progress = p.done + p.failed + p.canceled < p.total;
+      if (!in_progress && run_ == 0) continue;  // history is `rgbaq ls runs`
+      if (in_progress) p.eta_s = eta(p, r["counts"].value("queued", int64_t{0}));
+      view_.runs.push_back(p);
+    }
+    if (run_ != 0 && !found) throw UsageError("there is no run " + std::to_string(run_));
+  }
+
+  // The run's jobs in hand to their end, then its queued jobs at the measured time for their sizes.
+  std::optional<double> eta(const RunInProgress& run, int64_t queued) {
+    double seconds = 0;
+    for (const auto& [id, j] : jobs_) {
+      if (j.run != run.id) continue;
+      const auto rest = times_.rest_of_job_s(j);
+      if (!rest) return std::nullopt;
+      seconds += *rest;
+    }
+    if (queued == 0) return seconds;
+    auto& mix = size_mix_[run.id];
+    if (mix.sizes.empty() || Clock::now() - mix.at > kSizeMixRefresh) {
+      mix.sizes.clear();
+      mix.at = Clock::now();
+      const json sample = queries_->call("ls_jobs", {{"run", run.id}, {"state", "queued"}, {"limit", kSizeSample}});
+      for (const auto& j : sample["jobs"]) ++mix.sizes[{j.value("width", 0), j.value("height", 0)}];
+    }
+    int64_t sampled = 0;
+    double per_job = 0;
+    for (const auto& [size, n] : mix.sizes) {
+      const auto image = times_.image_s(size.first, size.second);
+      if (!image) return std::nullopt;
+      per_job += *image * n;
+      sampled += n;
+    }
+    if (sampled == 0) return std::nullopt;
+    return seconds + per_job / sampled * queued;
+  }
+
+  void wait_for_daemon() {
+    const auto since = Clock::now();
+    jobs_.clear();
+    if (!ctx_.out_is_tty) ctx_.out << "rgbaqd went away; waiting for it to return\n" << std::flush;
+    for (;;) {
+      const auto away = std::chrono::duration<double>(Clock::now() - since).count();
+      view_.daemon_gone = "rgbaqd went away " + format_duration(away) + " ago; reconnecting (Ctrl-C to stop)";
+      draw();
+      try {
+        owned_events_ = std::make_unique<DaemonClient>(ctx_.socket);
+        events_ = owned_events_.get();
+        subscribe();
+        view_.daemon_gone.clear();
+        if (!ctx_.out_is_tty) ctx_.out << "rgbaqd is back\n" << std::flush;
+        draw();
+        return;
+      } catch (const DaemonUnreachable&) {
+      }
+      const auto until = Clock::now() + kReconnectEvery;
+      while (Clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+        if (g_resized) draw();
+      }
+    }
+  }
+
+  void draw() {
+    if (!ctx_.out_is_tty) return;
+    winsize ws{};
+    const bool known = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0;
+    const int width = known ? ws.ws_col : 80, rows = known && ws.ws_row > 0 ? ws.ws_row : 24;
+    view_.jobs.clear();
+    for (const auto& [id, j] : jobs_) view_.jobs.push_back(j);
+    // One column spare: a line that fills the last column leaves some terminals waiting to wrap.
+    const auto lines = render_watch(view_, width - 1, rows - 1);
+    std::string frame;
+    if (g_resized) {
+      // The terminal may have rewrapped what was drawn: start from a clean screen.
+      g_resized = 0;
+      frame = "\x1b[H\x1b[2J";
+    } else if (drawn_lines_ > 1) {
+      frame = "\x1b[" + std::to_string(drawn_lines_ - 1) + "A";
+    }
+    frame += "\r\x1b[J";
+    for (size_t i = 0; i < lines.size(); ++i) frame += (i ? "\n" : "") + lines[i];
+    ctx_.out << frame << std::flush;
+    drawn_lines_ = static_cast<int>(lines.size());
+  }
+
+  void end_frame() {
+    if (drawn_lines_ > 0) ctx_.out << "\n" << std::flush;  // before any message on stderr
+    drawn_lines_ = 0;
+  }
+
+  struct SizeMix {
+    std::map<std::pair<int, int>, int64_t> sizes;
+    Clock::time_point at;
+  };
+
+  CliContext& ctx_;
+  int64_t run_;
+  bool until_done_, reconnect_;
+  DaemonClient* events_ = nullptr;
+  std::unique_ptr<DaemonClient> owned_events_, queries_;
+  WatchView view_;
+  Totals totals_;
+  std::map<int64_t, JobInHand> jobs_;
+  std::map<int64_t, SizeMix> size_mix_;
+  StepTimes times_;
+  Clock::time_point last_refresh_;
+  int drawn_lines_ = 0;
+};
 
 }  // namespace
 
-int watch_run(DaemonClient& client, CliContext& ctx, int64_t run, bool until_done) {
-  RunTotals t = totals(client, run);
-  if (run != 0 && t.total == 0) throw UsageError("there is no run " + std::to_string(run));
-  client.call("watch", {{"run", run}});
-  t = totals(client, run);  // again, now that no event can slip between the count and the watch
-  const auto start = Clock::now();
-  const int64_t done_at_start = t.done;
-  int64_t job = -1;
-  int step = 0, steps = 0;
-  bool drawn = false;
-  const std::string label = run ? "run " + std::to_string(run) : "all runs";
-  auto draw = [&] {
-    if (!ctx.out_is_tty) return;
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    const int64_t fresh = t.done - done_at_start;
-    const double rate = elapsed > 0 && fresh > 0 ? fresh / elapsed : 0;
-    const int64_t left = t.total - t.done - t.failed - t.canceled;
-    char line2[160];
-    std::snprintf(line2, sizeof line2, "%-9s %s %lld/%lld images%s  %.2f img/s  ETA %s", label.c_str(), bar(t.done, t.total).c_str(),
-                  static_cast<long long>(t.done), static_cast<long long>(t.total),
-                  t.failed ? (" (" + std::to_string(t.failed) + " failed)").c_str() : "", rate,
-                  rate > 0 ? (std::to_string(static_cast<int64_t>(left / rate)) + "s").c_str() : "?");
-    std::ostringstream line1;
-    if (job >= 0) {
-      line1 << "job " << job << std::string(job < 10000 ? 5 - std::to_string(job).size() : 0, ' ') << bar(step, steps) << " "
-            << step << "/" << steps << " steps";
-    } else {
-      line1 << "idle";
-    }
-    ctx.out << (drawn ? "\x1b[1A\r\x1b[K" : "") << line1.str() << "\n\r\x1b[K" << line2 << std::flush;
-    drawn = true;
-  };
-  draw();
-  auto last_check = Clock::now();
-  for (;;) {
-    if (until_done && t.finished()) break;
-    const auto event = client.next_event(1000);
-    if (!event) {
-      if (drawn) ctx.out << "\n";
-      ctx.err << "rgbaqd closed the connection\n";
-      return 1;
-    }
-    const std::string kind = event->value("event", "");
-    if (kind == "progress") {
-      job = event->value("job", int64_t{-1});
-      step = event->value("step", 0);
-      steps = event->value("steps", 0);
-    } else if (kind == "job_started") {
-      job = event->value("job", int64_t{-1});
-      step = 0;
-    } else if (kind == "job_done" || kind == "job_failed" || kind == "job_canceled") {
-      t = totals(client, run);
-      if (!ctx.out_is_tty) {
-        ctx.out << "job " << event->value("job", 0) << " "
-                << (kind == "job_done" ? "done: " + event->value("path", "")
-                    : kind == "job_failed" ? "failed: " + event->value("error", "") +
-                                                 (event->value("will_retry", false) ? " (will retry)" : "")
-                                           : "canceled")
-                << "  (" << t.done << "/" << t.total << " done)\n"
-                << std::flush;
-      }
-      job = -1;
-    } else if (kind.empty() || Clock::now() - last_check > std::chrono::seconds(2)) {
-      t = totals(client, run);  // also covers events this watch could not see
-      last_check = Clock::now();
-    }
-    draw();
-  }
-  if (drawn) ctx.out << "\n";
-  ctx.out << label << ": " << t.done << " done, " << t.failed << " failed, " << t.canceled << " canceled of " << t.total << "\n";
-  return t.failed + t.canceled == 0 ? 0 : 1;
+int watch_run(DaemonClient& client, CliContext& ctx, int64_t run, bool until_done, bool reconnect) {
+  struct sigaction sa {};
+  sa.sa_handler = on_winch;
+  sigemptyset(&sa.sa_mask);
+  // SA_RESTART keeps a resize from failing a write to the terminal; poll() is not restarted, so a
+  // resize still wakes the wait for events and the frame is redrawn at once.
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGWINCH, &sa, nullptr);
+  Watch watch(ctx, run, until_done, reconnect);
+  return watch.follow(client);
 }
 
 int watch_command(const std::vector<std::string>& args, CliContext& ctx) {
-  const Arguments a(args, {}, {"until-done"});
-  if (a.positionals().size() > 1) throw UsageError("usage: rgbaq watch [RUN]");
+  const Arguments a(args, {}, {"until-done", "no-reconnect"});
+  if (a.positionals().size() > 1) throw UsageError("usage: rgbaq watch [RUN] [--until-done] [--no-reconnect]");
   int64_t run = 0;
   if (!a.positionals().empty()) {
     const auto v = parse_u64(a.positionals()[0]);
@@ -125,7 +315,7 @@ int watch_command(const std::vector<std::string>& args, CliContext& ctx) {
     run = static_cast<int64_t>(*v);
   }
   DaemonClient client(ctx.socket);
-  return watch_run(client, ctx, run, run != 0 || a.has("until-done"));
+  return watch_run(client, ctx, run, run != 0 || a.has("until-done"), !a.has("no-reconnect"));
 }
 
 }  // namespace rgbaq::cli

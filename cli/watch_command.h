@@ -1,6 +1,8 @@
 #pragma once
-// `rgbaq watch [RUN]`: progress of the image in hand (its steps) and of the run (images, rate, ETA),
-// redrawn in place on a terminal, as plain lines otherwise.
+// `rgbaq watch [RUN]`: each job in hand (run, name or prompt, seed, size, step or decode) and a bar
+// for each run in progress with its ETA, redrawn in place on a terminal (and for its new width on
+// SIGWINCH), as plain lines otherwise. When the daemon goes away the watch says so and reconnects when
+// it returns (`--no-reconnect`: exit 1 instead).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,8 +14,9 @@ namespace rgbaq::cli {
 
 int watch_command(const std::vector<std::string>& args, CliContext& ctx);
 
-// Follows `run` (0: every run) until it finishes (when `until_done`) or the daemon goes. Returns 0 when
-// every job of the run is done, 1 when some failed or were canceled.
-int watch_run(DaemonClient& client, CliContext& ctx, int64_t run, bool until_done);
+// Follows `run` (0: every run) until it finishes (when `until_done`), or the daemon goes and not
+// `reconnect`. Returns 0 when every job of the run is done, 1 when some failed or were canceled or the
+// daemon went away.
+int watch_run(DaemonClient& client, CliContext& ctx, int64_t run, bool until_done, bool reconnect = false);
 
 }  // namespace rgbaq::cli

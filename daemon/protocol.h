@@ -6,6 +6,13 @@
 //             {"v": 1, "id": 7, "ok": false, "error": {"code": "not_found", "message": "...", "details": [...]}}
 //   event     {"v": 1, "event": "progress", ...}     (only on a connection that asked to "watch")
 //
+// Events (fields beyond "v", "event", "job", "run"; a client ignores events and fields it does not know):
+//   job_started  prompt, name, seed, width, height, encoder_cache_hit
+//   progress     step, steps, width, height, step_s (that step's wall time)
+//   decoding     (after the last step: the VAE decode and the PNG write follow)
+//   job_done     path, seconds (the image's wall time) | reused
+//   job_failed   error, will_retry        job_canceled        run_done  done, failed, canceled
+//
 // Methods: ping, status, submit, ls_runs, ls_jobs, cancel, retry, pause, resume, prioritize, export,
 // watch. A malformed or oversized frame costs its connection (after an error response), nothing else.
 // Header-only: the client (cli/) and the server (daemon/) share these names and limits, nothing more.

@@ -136,13 +136,21 @@ void RenderWorker::handle(const storage::Job& job) {
     const auto t2 = std::chrono::steady_clock::now();
     cached_prompts_.push_front(job.prompt_key);
     if (cached_prompts_.size() > kPreferredPrompts) cached_prompts_.pop_back();
-    events_.publish("job_started", {{"job", job.id}, {"run", job.run_id}, {"prompt", job.prompt}, {"seed", job.seed},
+    events_.publish("job_started", {{"job", job.id}, {"run", job.run_id}, {"prompt", job.prompt}, {"name", job.name},
+                                    {"seed", job.seed}, {"width", job.width}, {"height", job.height},
                                     {"encoder_cache_hit", cache_hit}});
     bool canceled = false;
+    auto step_began = std::chrono::steady_clock::now();
     engine::RenderResult result = session_.render_embedded(embeds, request, [&](int done, int total) {
       state_.counters.current_step = done;
       state_.counters.current_steps = total;
-      events_.publish("progress", {{"job", job.id}, {"run", job.run_id}, {"step", done}, {"steps", total}});
+      // step_s: this step's wall time, so a watcher's ETA comes from measured steps at this size.
+      const auto now = std::chrono::steady_clock::now();
+      events_.publish("progress", {{"job", job.id}, {"run", job.run_id}, {"step", done}, {"steps", total},
+                                   {"width", job.width}, {"height", job.height},
+                                   {"step_s", std::chrono::duration<double>(now - step_began).count()}});
+      step_began = now;
+      if (done == total) events_.publish("decoding", {{"job", job.id}, {"run", job.run_id}});
       if (state_.stopping()) return false;
       canceled = store_.cancel_requested(job.id);
       return !canceled;

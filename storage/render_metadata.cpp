@@ -4,14 +4,26 @@
 
 namespace rgbaq::storage {
 
+namespace {
+
+// A1111 writes "Model hash: <10 hex>" before "Model: <name>"; ours is the model identity's first 10 hex.
+std::string model_hash_field(const RenderMetadata& m) {
+  const std::string hash = model_hash(m.model_identity);
+  return hash.empty() ? "" : ", Model hash: " + hash;
+}
+
+}  // namespace
+
+std::string model_hash(const std::string& model_identity) { return model_identity.substr(0, kModelHashDigits); }
+
 std::string a1111_parameters(const RenderMetadata& m) {
   const int steps = m.sigmas.empty() ? 0 : static_cast<int>(m.sigmas.size()) - 1;
   return m.prompt + "\nSteps: " + std::to_string(steps) + ", Sampler: Euler, Schedule type: FlowMatch, CFG scale: 1, Seed: " +
          std::to_string(m.seed) + ", Size: " + std::to_string(m.width) + "x" + std::to_string(m.height) +
-         ", Model: " + m.model_name + ", Version: rgbaq " + kRgbaqVersion;
+         model_hash_field(m) + ", Model: " + m.model_name + ", Version: rgbaq " + kRgbaqVersion;
 }
 
-std::string metadata_json(const RenderMetadata& m) {
+std::string metadata_json(const RenderMetadata& m, bool with_local_path) {
   nlohmann::json j = {
       {"prompt", m.prompt},
       {"seed", m.seed},
@@ -19,20 +31,21 @@ std::string metadata_json(const RenderMetadata& m) {
       {"height", m.height},
       {"steps", m.sigmas.empty() ? 0 : m.sigmas.size() - 1},
       {"sigmas", m.sigmas},
-      {"model", {{"name", m.model_name}, {"path", m.model_path}, {"identity", m.model_identity}}},
+      {"model", {{"name", m.model_name}, {"identity", m.model_identity}}},
       {"backend", m.backend},
       {"timings", {{"tokenize_s", m.tokenize_s}, {"encode_s", m.encode_s}, {"steps_s", m.step_s},
                    {"decode_s", m.decode_s}, {"total_s", m.total_s}}},
       {"encoder_cache_hit", m.encoder_cache_hit},
       {"rgbaq_version", kRgbaqVersion},
   };
+  if (with_local_path) j["model"]["path"] = m.model_path;
   j["job_id"] = m.job_id ? nlohmann::json(*m.job_id) : nlohmann::json(nullptr);
   j["run_id"] = m.run_id ? nlohmann::json(*m.run_id) : nlohmann::json(nullptr);
   return j.dump();
 }
 
 std::vector<PngText> png_texts(const RenderMetadata& m) {
-  return {{"parameters", a1111_parameters(m)}, {"rgbaq", metadata_json(m)}};
+  return {{"parameters", a1111_parameters(m)}, {"rgbaq", metadata_json(m, /*with_local_path=*/false)}};
 }
 
 std::optional<int64_t> job_id_of(const PngImage& image) {

@@ -26,10 +26,18 @@ struct RenderMetadata {
 };
 
 // The `parameters` text: "<prompt>\nSteps: 8, Sampler: Euler, Schedule type: FlowMatch, CFG scale: 1,
-// Seed: 7, Size: 256x256, Model: <name>, Version: rgbaq <v>".
+// Seed: 7, Size: 256x256, Model hash: <10 hex>, Model: <name>, Version: rgbaq <v>" (no Model hash
+// when the identity is unknown).
 std::string a1111_parameters(const RenderMetadata& m);
-std::string metadata_json(const RenderMetadata& m);
+// The full record as JSON; the model directory's absolute path only `with_local_path` (the queue
+// database keeps it; an image that may be shared does not).
+std::string metadata_json(const RenderMetadata& m, bool with_local_path = true);
+// The chunks of an output PNG: name and identity of the model, never its local path.
 std::vector<PngText> png_texts(const RenderMetadata& m);
+
+// A1111's "Model hash": the first kModelHashDigits hex digits of the model identity.
+inline constexpr size_t kModelHashDigits = 10;
+std::string model_hash(const std::string& model_identity);
 
 // The job id recorded in an output's `rgbaq` chunk, if the chunk is there and well formed.
 std::optional<int64_t> job_id_of(const PngImage& image);

@@ -75,8 +75,13 @@ TEST(Daemon, SubmitThreePromptsFourSeedsEncodesEachPromptOnce) {
   const auto sheet = rgbaq(d, {"sheet", "1", "-o", (dir.path() / "sheet.png").string()});
   ASSERT_EQ(sheet.exit_code, 0) << sheet.err;
   const auto sheet_png = storage::read_png(dir.path() / "sheet.png");
-  EXPECT_EQ(sheet_png.width, 4 + 4 * (128 + 4));
-  EXPECT_EQ(sheet_png.height, 4 + 3 * (128 + 4));
+  // 8 px margins, a 192 px prompt column (128 * 1.5), 4 columns of 128 px with 4 px gutters; the rows
+  // below a header and a line of seed labels.
+  EXPECT_EQ(sheet_png.width, 8 + 192 + 4 + 4 * (128 + 4) - 4 + 8);
+  EXPECT_GT(sheet_png.height, 8 + 3 * (128 + 4) - 4 + 8 + 30);
+  const json legend = json::parse(sheet_png.texts.at("rgbaq-sheet"));
+  EXPECT_EQ(legend["columns"].size(), 4u);
+  EXPECT_EQ(legend["rows"].size(), 3u);
 
   // A restart: the same prompts with new seeds need no encoder run (the disk cache).
   d.signal(SIGTERM);

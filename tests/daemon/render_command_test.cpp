@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/backend_registry.h"
+#include "engine/model_identity.h"
 #include "storage/png_file.h"
 #include "tests/engine/tiny_model_fixture.h"
 #include "tests/run_process.h"
@@ -26,8 +27,17 @@ TEST(RenderCommand, WritesAnRgbaPngWithItsParameters) {
   EXPECT_EQ(png.channels, 4);
   const std::string& params = png.texts.at("parameters");
   EXPECT_EQ(params.rfind("a red fox, 狐\nSteps: 8, Sampler: Euler", 0), 0u) << params;
-  EXPECT_NE(params.find("Seed: 18446744073709551615, Size: 192x128, Model: model"), std::string::npos) << params;
+  // A1111's "Model hash": the first 10 hex digits of the model identity, computed here from the directory.
+  const std::string hash = engine::model_identity(model.dir()).substr(0, 10);
+  EXPECT_NE(params.find("Seed: 18446744073709551615, Size: 192x128, Model hash: " + hash + ", Model: model, Version: rgbaq "),
+            std::string::npos) << params;
+  // A shared image names the model and its hash, never where it lies on this machine.
+  const std::string model_dir = std::filesystem::absolute(model.dir()).lexically_normal().string();
+  for (const auto& [key, text] : png.texts) EXPECT_EQ(text.find(model_dir), std::string::npos) << key << ": " << text;
   const auto meta = nlohmann::json::parse(png.texts.at("rgbaq"));
+  EXPECT_EQ(meta["model"]["name"], "model");
+  EXPECT_EQ(meta["model"]["identity"], engine::model_identity(model.dir()));
+  EXPECT_FALSE(meta["model"].contains("path")) << meta["model"].dump();
   EXPECT_EQ(meta["seed"].get<uint64_t>(), 18446744073709551615ull);
   EXPECT_EQ(meta["sigmas"].size(), 9u);
   EXPECT_EQ(meta["backend"], "cpu");

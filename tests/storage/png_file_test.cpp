@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "storage/render_metadata.h"
 #include "tests/test_temp_dir.h"
 
@@ -57,7 +59,15 @@ TEST(RenderMetadata, A1111ParametersAndJobId) {
   m.model_name = "tiny";
   m.job_id = 42;
   EXPECT_EQ(a1111_parameters(m), std::string("a red fox\nSteps: 2, Sampler: Euler, Schedule type: FlowMatch, CFG scale: 1, Seed: 7, "
-                                             "Size: 256x128, Model: tiny, Version: rgbaq ") + kRgbaqVersion);
+                                             "Size: 256x128, Model: tiny, Version: rgbaq ") + kRgbaqVersion)
+      << "no identity, no Model hash";
+  m.model_identity = "0123456789abcdef";
+  m.model_path = "/home/someone/models/tiny";
+  EXPECT_EQ(a1111_parameters(m), std::string("a red fox\nSteps: 2, Sampler: Euler, Schedule type: FlowMatch, CFG scale: 1, Seed: 7, "
+                                             "Size: 256x128, Model hash: 0123456789, Model: tiny, Version: rgbaq ") + kRgbaqVersion);
+  // The queue database's record keeps the local path; the PNG's chunks do not.
+  EXPECT_EQ(nlohmann::json::parse(metadata_json(m))["model"]["path"], "/home/someone/models/tiny");
+  for (const auto& t : png_texts(m)) EXPECT_EQ(t.value.find("/home/someone"), std::string::npos) << t.key;
   PngImage img;
   for (const auto& t : png_texts(m)) img.texts[t.key] = t.value;
   EXPECT_EQ(job_id_of(img), 42);

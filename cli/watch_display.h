@@ -1,0 +1,73 @@
+#pragma once
+// What `rgbaq watch` draws on a terminal, as lines that fit a width: each job in hand (run, name or
+// prompt, seed, size, step or decode), a bar for each run in progress, a paused queue, the ETA from
+// measured per-step times for each image size, and a daemon that went away. No I/O here, so the layout
+// is tested for any width without a terminal.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rgbaq::cli {
+
+struct JobInHand {
+  int64_t job = 0, run = 0;
+  std::string label;  // the job's name, else its prompt
+  uint64_t seed = 0;
+  int width = 0, height = 0;
+  int step = 0, steps = 0;  // steps 0: not reported yet (another host's job, or none since the watch began)
+  bool decoding = false;
+};
+
+struct RunInProgress {
+  int64_t id = 0;
+  std::string name;
+  int64_t total = 0, done = 0, failed = 0, canceled = 0;
+  std::optional<double> eta_s;  // the run's remaining work, once every size it needs has been measured
+};
+
+struct WatchView {
+  std::string scope;  // "all runs" or "run 3"
+  std::vector<JobInHand> jobs;
+  std::vector<RunInProgress> runs;
+  bool paused = false;
+  std::string daemon_gone;  // non-empty: the daemon is away, and what the watch does about it
+};
+
+// The frame: lines of at most `width` display columns (a wide character counts two), at most
+// `max_lines` of them (the last says how many were left out).
+std::vector<std::string> render_watch(const WatchView& view, int width, int max_lines);
+
+// Text safe to print on a terminal: control characters (newline, ESC) become spaces, invalid UTF-8 "?".
+std::string printable(std::string_view text);
+// Columns `text` takes on a terminal (printable text).
+int display_columns(std::string_view text);
+// `text` cut to at most `columns` columns, ending in "…" when cut.
+std::string fit_columns(std::string_view text, int columns);
+// "45s", "3m20s", "2h05m".
+std::string format_duration(double seconds);
+
+// Measured seconds per step, and per image for the rest of its work (encode, decode, write), for each
+// image size; from them, the time an image or the rest of a job will take.
+class StepTimes {
+ public:
+  void step(int width, int height, int steps, double step_s);
+  void image_done(int width, int height, double seconds);
+  // One whole image of this size; nullopt until a step of that size was measured.
+  std::optional<double> image_s(int width, int height) const;
+  // The rest of a job in hand (its remaining steps and the decode).
+  std::optional<double> rest_of_job_s(const JobInHand& job) const;
+
+ private:
+  struct Size {
+    double step_s = 0, other_s = 0;
+    int steps = 0;
+    bool other_measured = false;
+  };
+  std::map<std::pair<int, int>, Size> sizes_;
+};
+
+}  // namespace rgbaq::cli
