@@ -188,6 +188,7 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   }
   if (!a.has("wait") || a.has("dry-run") || !made_run || queued == 0) return 0;
   const int64_t run = r.value("run", int64_t{0});
+  ctx.out.flush();  // the run id now, also through a pipe: the wait may be long
   say_on_interrupt(run, ctx.socket);
   const int code = watch_run(client, ctx, run, true);
   signal(SIGINT, SIG_DFL);

@@ -72,7 +72,7 @@ void check_output_dir(const std::filesystem::path& out_dir) {
   std::filesystem::path at = out_dir;
   struct stat st {};
   while (::stat(at.c_str(), &st) != 0) {
-    if (errno != ENOENT || at == at.root_path()) {
+    if ((errno != ENOENT && errno != ENOTDIR) || at == at.root_path()) {
       throw RequestError(protocol::error_code::kBadRequest, "output directory " + out_dir.string() + ": " + at.string() + ": " + std::strerror(errno));
     }
     at = at.parent_path();
