@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/finished_output.h"
 #include "daemon/protocol.h"
 #include "daemon/request_handler.h"
 #include "jobs/output_name.h"
@@ -96,11 +97,7 @@ ExistingOutput existing_output(const storage::NewJob& job, const std::string& mo
   } catch (const std::exception&) {
     return ExistingOutput::kNone;  // not a finished PNG: the worker renders and replaces it
   }
-  const auto it = png.texts.find("rgbaq");
-  const auto meta = it == png.texts.end() ? json() : json::parse(it->second, nullptr, false);
-  const bool same = meta.is_object() && meta.value("prompt", "") == job.prompt && meta.value("seed", uint64_t{0}) == job.seed &&
-                    png.width == job.width && png.height == job.height && meta.contains("model") &&
-                    meta["model"].is_object() && meta["model"].value("identity", "") == model_identity;
+  const bool same = holds_image(png, {job.prompt, job.seed, job.width, job.height, model_identity});
   return same ? ExistingOutput::kSameImage : ExistingOutput::kOtherImage;
 }
 
