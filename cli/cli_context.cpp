@@ -15,7 +15,7 @@ int guarded(const std::string& command, CliContext& ctx, const std::function<int
   try {
     return body();
   } catch (const UsageError& e) {
-    ctx.err << prefix << e.what() << "\n(see rgbaq --help)\n";
+    ctx.err << prefix << e.what() << "\n(see rgbaq " << command << " --help)\n";
     return 2;
   } catch (const DaemonUnreachable& e) {
     ctx.err << prefix << e.what() << "\n";

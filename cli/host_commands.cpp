@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/arguments.h"
+#include "common/data_files.h"
 #include "host/image_size.h"
 #include "host/noise.h"
 #include "host/rope.h"
@@ -115,7 +116,7 @@ std::filesystem::path tokenizer_path(const Arguments& a) {
     return std::filesystem::exists(processor) ? processor : std::filesystem::path(*model) / "tokenizer" / "tokenizer.json";
   }
   if (const char* env = std::getenv("RGBAQ_TOKENIZER"); env && *env) return env;
-  return RGBAQ_DEFAULT_TOKENIZER;
+  return common::data_file("tokenizer/qwen3/tokenizer.json", RGBAQ_DEFAULT_TOKENIZER);
 }
 
 int tokenize_command(const Arguments& a, std::istream& in, std::ostream& out) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/cli_context.h"
+#include "cli/command_help.h"
 #include "cli/contact_sheet.h"
 #include "cli/host_commands.h"
 #include "cli/model_command.h"
@@ -14,42 +15,9 @@
 #include "cli/service_command.h"
 #include "cli/submit_command.h"
 #include "cli/watch_command.h"
+#include "common/build_info.h"
 #include "daemon/socket_paths.h"
-
-namespace {
-
-constexpr const char* kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]
-
-  submit FILE|- [--seeds S] [--size SIZE] [--count N] [--priority N] [--out DIR] [--name RUN]
-                [--format csv|jsonl] [--skip-duplicates] [--dry-run] [--wait] [--max-jobs N]
-                          queue a file of prompts (CSV with a header, or JSONL); prints the run id;
-                          at most --max-jobs jobs (default 100000, up to rgbaqd --max-jobs-per-submit)
-  watch [RUN] [--no-reconnect]
-                          each job in hand and a bar per run in progress, with ETA; waits for a
-                          stopped daemon to return unless --no-reconnect
-  status                  the daemon, its queue and its counters
-  ls runs | ls jobs [--run R] [--state S] [--limit N]
-  cancel RUN | cancel --job JOB
-  retry RUN [--canceled]  failed (and canceled) jobs back to the queue
-  pause | resume          stop or restart taking new jobs
-  prioritize RUN N        higher goes first
-  export RUN [--format csv|jsonl] [-o FILE]
-                          the run's jobs, outputs and metadata
-  sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--font FILE.ttf]
-                          a labelled contact sheet PNG: seeds across, prompts down (AXIS: prompt,
-                          seed or size; default font DejaVu Sans from fonts-dejavu-core)
-  service install|uninstall|status [--model DIR] [--print]
-                          rgbaqd as a launchd agent (macOS) or systemd --user service (Linux)
-  host noise|rope|sigmas|tokenize
-                          the host contract's values, computed locally (see rgbaq host --help)
-  model check DIR [--json] | model quantize SRC DST [--components transformer,text_encoder]
-                          inspect a model directory; write int8 weights (see rgbaq model --help)
-
-Read commands take --json. The socket is --socket, $RGBAQ_SOCKET, or the platform default.
-Exit codes: 0 ok, 1 failure, 2 usage or bad input, 3 the daemon is not reachable.
-)";
-
-}  // namespace
+#include "engine/backend_registry.h"
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
@@ -65,10 +33,18 @@ int main(int argc, char** argv) {
       args.push_back(a);
     }
   }
+  using rgbaq::cli::kUsage;
   if (args.empty()) {
     std::cerr << kUsage;
     return 2;
   }
+  if (args[0] == "--version") {
+    std::vector<std::string> engines;
+    for (const auto& b : rgbaq::engine::backends()) engines.push_back(b.name);
+    std::cout << rgbaq::common::version_text("rgbaq", engines);
+    return 0;
+  }
+  if (args[0] == "help" && args.size() > 1) args = {args[1], "--help"};
   if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;
     return 0;
@@ -91,8 +67,10 @@ int main(int argc, char** argv) {
   rgbaq::cli::CliContext ctx{std::filesystem::absolute(socket), std::cin, std::cout, std::cerr, isatty(STDOUT_FILENO) != 0};
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   for (const auto& a : rest) {
+    if (a == "--") break;
     if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
+      const char* help = rgbaq::cli::command_help(args[0]);
+      std::cout << (help ? help : kUsage);
       return 0;
     }
   }

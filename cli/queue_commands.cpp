@@ -7,6 +7,7 @@
 
 #include "common/arguments.h"
 #include "cli/daemon_client.h"
+#include "cli/plural.h"
 
 namespace rgbaq::cli {
 
@@ -16,6 +17,9 @@ using common::parse_u64;
 namespace {
 
 using nlohmann::json;
+
+constexpr int64_t kDefaultJobLimit = 50;  // a screenful or two; --all for everything
+constexpr int64_t kJobPage = 10000;        // --all asks in pages, as export does
 
 int64_t positive_id(const std::string& text, const char* what) {
   const auto v = parse_u64(text);
@@ -99,7 +103,7 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
 }
 
 int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
-  const Arguments a(args, {"run", "state", "limit", "offset"}, {"json"});
+  const Arguments a(args, {"run", "state", "limit", "offset"}, {"json", "all"});
   if (a.positionals().size() != 1 || (a.positionals()[0] != "runs" && a.positionals()[0] != "jobs")) {
     throw UsageError("say what to list: `rgbaq ls runs` or `rgbaq ls jobs [--run R] [--state S]`");
   }
@@ -111,21 +115,42 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
       return 0;
     }
     ctx.out << std::left << std::setw(6) << "RUN" << std::setw(24) << "NAME" << std::right << std::setw(8) << "TOTAL"
-            << std::setw(8) << "DONE" << std::setw(8) << "FAILED" << std::setw(8) << "QUEUED" << "  OUT\n";
+            << std::setw(8) << "DONE" << std::setw(8) << "FAILED" << std::setw(10) << "CANCELED" << std::setw(8) << "QUEUED"
+            << "  OUT\n";
     for (const auto& run : r["runs"]) {
+      const json& c = run["counts"];
       ctx.out << std::left << std::setw(6) << run.value("id", 0) << std::setw(24) << clip(run.value("name", ""), 23) << std::right
-              << std::setw(8) << run.value("total", 0) << std::setw(8) << run["counts"].value("done", 0) << std::setw(8)
-              << run["counts"].value("failed", 0) << std::setw(8) << run["counts"].value("queued", 0) << "  "
+              << std::setw(8) << run.value("total", 0) << std::setw(8) << c.value("done", 0) << std::setw(8) << c.value("failed", 0)
+              << std::setw(10) << c.value("canceled", 0) << std::setw(8) << c.value("queued", 0) + c.value("running", 0) << "  "
               << run.value("out_dir", "") << "\n";
     }
     return 0;
   }
   json params = json::object();
   if (const auto run = a.get("run")) params["run"] = positive_id(*run, "--run");
-  if (const auto state = a.get("state")) params["state"] = *state;
-  params["limit"] = a.get_int("limit", 1000);
-  params["offset"] = a.get_int("offset", 0);
-  const json r = client.call("ls_jobs", params);
+  if (const auto state = a.get("state")) params["state"] = *state == "cancelled" ? "canceled" : *state;
+  if (a.has("all") && a.has("limit")) throw UsageError("give --limit N or --all, not both");
+  const int64_t limit = a.get_int("limit", kDefaultJobLimit);
+  const int64_t offset = a.get_int("offset", 0);
+  if (limit < 1) throw UsageError("--limit must be 1 or more");
+  if (offset < 0) throw UsageError("--offset must be 0 or more");
+  json r = {{"jobs", json::array()}};
+  bool more = false;
+  if (a.has("all")) {
+    for (int64_t at = offset;; at += kJobPage) {
+      params["limit"] = kJobPage;
+      params["offset"] = at;
+      const json page = client.call("ls_jobs", params);
+      for (const auto& j : page["jobs"]) r["jobs"].push_back(j);
+      if (static_cast<int64_t>(page["jobs"].size()) < kJobPage) break;
+    }
+  } else {
+    params["limit"] = limit + 1;  // one more than shown: whether there are more to tell of
+    params["offset"] = offset;
+    r = client.call("ls_jobs", params);
+    more = static_cast<int64_t>(r["jobs"].size()) > limit;
+    if (more) r["jobs"].erase(r["jobs"].end() - 1);
+  }
   if (a.has("json")) {
     ctx.out << r.dump() << "\n";
     return 0;
@@ -140,6 +165,10 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
             << "\n" << std::string(57, ' ')
             << (state == "failed" ? "error: " + j.value("error", "") : j.value("output", "")) << "\n";
   }
+  if (more) {
+    ctx.out << "(the first " << limit << " from " << offset << "; more with --offset " << offset + limit
+            << ", or --all for every job)\n";
+  }
   return 0;
 }
 
@@ -147,13 +176,26 @@ int cancel_command(const std::vector<std::string>& args, CliContext& ctx) {
   const Arguments a(args, {"job"}, {"json"});
   if (const auto job = a.get("job")) {
     if (!a.positionals().empty()) throw UsageError("give a run or --job, not both");
-    return simple(ctx, a, "cancel", {{"job", positive_id(*job, "--job")}}, "job " + *job + " canceled");
+    const int64_t id = positive_id(*job, "--job");
+    DaemonClient client(ctx.socket);
+    const json r = client.call("cancel", {{"job", id}});
+    const std::string state = r.value("state", "");
+    // Nothing to cancel in a finished job: say what became of it, and exit 1 (it was not canceled).
+    const int code = r.value("affected", 0) == 0 && (state == "done" || state == "failed") ? 1 : 0;
+    if (a.has("json")) {
+      ctx.out << r.dump() << "\n";
+    } else if (r.value("affected", 0) == 0) {
+      (code ? ctx.err : ctx.out) << "job " << id << " was already " << state << (code ? "; nothing to cancel" : "") << "\n";
+    } else {
+      ctx.out << "job " << id << (state == "running" ? " will stop at its next step" : " canceled") << "\n";
+    }
+    return code;
   }
   if (a.positionals().size() != 1) throw UsageError("which run? `rgbaq cancel RUN` or `rgbaq cancel --job JOB`");
   DaemonClient client(ctx.socket);
   const json r = client.call("cancel", {{"run", positive_id(a.positionals()[0], "run")}});
-  ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + std::to_string(r.value("affected", 0)) +
-                                             " job(s) canceled (a running one stops at its next step)")
+  ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + count_of(r.value("affected", 0), "job") +
+                                             " canceled (a running one stops at its next step)")
           << "\n";
   return 0;
 }
@@ -163,7 +205,7 @@ int retry_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (a.positionals().size() != 1) throw UsageError("which run? `rgbaq retry RUN [--failed] [--canceled]`");
   DaemonClient client(ctx.socket);
   const json r = client.call("retry", {{"run", positive_id(a.positionals()[0], "run")}, {"canceled", a.has("canceled")}});
-  ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + std::to_string(r.value("requeued", 0)) + " job(s) queued again")
+  ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + count_of(r.value("requeued", 0), "job") + " queued again")
           << "\n";
   return 0;
 }
@@ -189,8 +231,8 @@ int prioritize_command(const std::vector<std::string>& args, CliContext& ctx) {
   }
   DaemonClient client(ctx.socket);
   const json r = client.call("prioritize", {{"run", positive_id(a.positionals()[0], "run")}, {"priority", priority}});
-  ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + std::to_string(r.value("updated", 0)) +
-                                             " job(s) now at priority " + a.positionals()[1])
+  ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + count_of(r.value("updated", 0), "job") +
+                                             " now at priority " + a.positionals()[1])
           << "\n";
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/arguments.h"
+#include "common/data_files.h"
 #include "daemon/socket_paths.h"
 #include "launchd/service_templates.h"
 
@@ -31,13 +32,12 @@ std::string xml_escape(const std::string& s) {
   return replace_all(replace_all(replace_all(s, "&", "&amp;"), "<", "&lt;"), ">", "&gt;");
 }
 
-// The rgbaqd next to this rgbaq (an install), or in the build tree beside it, or on PATH.
+// The rgbaqd next to this rgbaq (an install), or in the build tree beside it, or on PATH: an absolute
+// path to a file that exists, since the service manager runs it from elsewhere.
 std::string find_rgbaqd() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (const auto& candidate : {self.parent_path() / "rgbaqd", self.parent_path().parent_path() / "daemon" / "rgbaqd"}) {
-      if (std::filesystem::exists(candidate)) return candidate.string();
+  if (const auto bin = common::executable_dir(); !bin.empty()) {
+    for (const auto& candidate : {bin / "rgbaqd", bin.parent_path() / "daemon" / "rgbaqd"}) {
+      if (access(candidate.c_str(), X_OK) == 0) return candidate.lexically_normal().string();
     }
   }
   if (const char* path = std::getenv("PATH")) {
@@ -45,11 +45,11 @@ std::string find_rgbaqd() {
     for (size_t start = 0; start <= p.size();) {
       const size_t colon = std::min(p.find(':', start), p.size());
       const auto candidate = std::filesystem::path(p.substr(start, colon - start)) / "rgbaqd";
-      if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+      if (candidate.is_absolute() && access(candidate.c_str(), X_OK) == 0) return candidate.string();
       start = colon + 1;
     }
   }
-  throw UsageError("cannot find rgbaqd; say where it is with --rgbaqd PATH");
+  throw UsageError("cannot find rgbaqd beside this rgbaq or on PATH; say where it is with --rgbaqd PATH");
 }
 
 // Runs a service-manager command (RGBAQ_SYSTEMCTL / RGBAQ_LAUNCHCTL replace the program, for tests and
@@ -124,13 +124,14 @@ int service_command(const std::vector<std::string>& args, CliContext& ctx) {
   const auto model = a.get("model");
   if (!model) throw UsageError("--model DIR is required: the service runs rgbaqd with it");
   const auto model_dir = std::filesystem::absolute(*model).lexically_normal();
-  if (!a.has("print") && !std::filesystem::exists(model_dir / "model_index.json")) {
+  if (!std::filesystem::exists(model_dir / "model_index.json")) {
     throw UsageError("--model " + model_dir.string() + " has no model_index.json");
   }
   const auto data_dir = std::filesystem::absolute(a.get("data-dir").value_or(paths::default_data_dir().string())).lexically_normal();
-  const std::string rgbaqd = a.get("rgbaqd").value_or(a.has("print") ? "rgbaqd" : find_rgbaqd());
+  const std::string rgbaqd = a.has("rgbaqd") ? std::filesystem::absolute(*a.get("rgbaqd")).lexically_normal().string() : find_rgbaqd();
+  if (access(rgbaqd.c_str(), X_OK) != 0) throw UsageError("--rgbaqd " + rgbaqd + " is not an executable file");
   const std::string socket = kLaunchd || std::getenv("RGBAQ_SOCKET") ? paths::default_socket_path().string() : "%t/rgbaq/rgbaqd.sock";
-  const auto files = service_files(kLaunchd, std::filesystem::absolute(rgbaqd).string(), model_dir.string(), data_dir.string(),
+  const auto files = service_files(kLaunchd, rgbaqd, model_dir.string(), data_dir.string(),
                                    socket, (data_dir / "logs" / "rgbaqd.out").string());
   if (a.has("print")) {
     for (const auto& [name, text] : files) ctx.out << "# " << (dir / name).string() << "\n" << text << "\n";

@@ -1,37 +1,112 @@
 #include "cli/submit_command.h"
 
-#include <fstream>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 
 #include "common/arguments.h"
 #include "cli/daemon_client.h"
+#include "cli/plural.h"
 #include "cli/watch_command.h"
+#include "daemon/socket_paths.h"
 #include "jobs/job_file.h"
 
 namespace rgbaq::cli {
 
 using common::Arguments;
 using common::UsageError;
+namespace {
 
-int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
-  const Arguments a(args, {"seeds", "size", "count", "priority", "out", "name", "format", "max-jobs"},
-                    {"dry-run", "wait", "skip-duplicates", "json"});
-  if (a.positionals().size() != 1) throw UsageError("usage: rgbaq submit FILE|- [--seeds S] [--size SIZE] [--out DIR] ...");
-  const std::string path = a.positionals()[0];
+// The job file's bytes, or a UsageError that says why not (the OS's reason: no such file, permission).
+std::string read_job_file(const std::string& path, std::istream& in) {
   std::string text;
   if (path == "-") {
     std::ostringstream s;
-    s << ctx.in.rdbuf();
-    text = s.str();
-  } else {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw UsageError(path + ": cannot open");
-    std::ostringstream s;
-    s << f.rdbuf();
-    text = s.str();
+    s << in.rdbuf();
+    return s.str();
   }
-  const std::string format = a.get("format").value_or(jobs::format_for_path(path) == jobs::FileFormat::kJsonl ? "jsonl" : "csv");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw UsageError(path + ": " + std::strerror(errno));
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;
+      ::close(fd);
+      throw UsageError(path + ": " + std::strerror(error));  // a directory: "Is a directory"
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+// The first `bytes` of a prompt on one line, cut at a character boundary: a run's name.
+std::string run_name_from_prompt(const std::string& prompt, size_t bytes = 40) {
+  std::string s = prompt;
+  for (char& c : s) c = (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  if (s.size() <= bytes) return s;
+  size_t cut = bytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "...";
+}
+
+std::string line_list(const std::vector<int>& lines) {
+  std::string s;
+  const size_t shown = std::min<size_t>(lines.size(), 10);
+  for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(lines[i]);
+  if (lines.size() > shown) s += " and " + std::to_string(lines.size() - shown) + " more";
+  return s;
+}
+
+// Ctrl-C while `submit --wait` follows a run: the run is the daemon's and goes on; say so and how to
+// follow or stop it. Composed before the handler is installed: a handler may only write(2) and _exit.
+char interrupt_message[512];
+size_t interrupt_message_size = 0;
+void on_interrupt(int) {
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, interrupt_message, interrupt_message_size);
+  _exit(130);
+}
+
+void say_on_interrupt(int64_t run, const std::filesystem::path& socket) {
+  const std::string rgbaq = socket == std::filesystem::absolute(paths::default_socket_path())
+                                ? std::string("rgbaq")
+                                : "rgbaq --socket " + socket.string();
+  const std::string id = std::to_string(run);
+  const std::string text = "\nrgbaq: stopped following run " + id + "; the run goes on in rgbaqd.\n  follow it: " + rgbaq +
+                           " watch " + id + "\n  stop it:   " + rgbaq + " cancel " + id + "\n";
+  interrupt_message_size = std::min(text.size(), sizeof interrupt_message);
+  std::memcpy(interrupt_message, text.data(), interrupt_message_size);
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+}  // namespace
+
+int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
+  const Arguments a(args, {"prompt", "seeds", "size", "count", "priority", "out", "name", "format", "max-jobs"},
+                    {"dry-run", "wait", "skip-duplicates", "json"});
+  const auto prompt = a.get("prompt");
+  if (prompt && !a.positionals().empty()) throw UsageError("give a job file or --prompt TEXT, not both");
+  if (!prompt && a.positionals().size() != 1) {
+    throw UsageError("say what to queue: `rgbaq submit FILE|- [options]` or `rgbaq submit --prompt TEXT [--seeds S]`");
+  }
+  if (prompt && a.has("format")) throw UsageError("--format is for a job file, not --prompt");
+  const std::string path = prompt ? std::string() : a.positionals()[0];
+  // One prompt is a one-row JSONL file: the same checks, the same expansion, the same errors.
+  const std::string text = prompt ? nlohmann::json({{"prompt", *prompt}}).dump() + "\n" : read_job_file(path, ctx.in);
+  const std::string format =
+      prompt ? "jsonl" : a.get("format").value_or(jobs::format_for_path(path) == jobs::FileFormat::kJsonl ? "jsonl" : "csv");
   if (format != "csv" && format != "jsonl") throw UsageError("--format \"" + format + "\" is not csv or jsonl");
 
   jobs::ParseOptions options;
@@ -42,12 +117,24 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   options.max_jobs = a.get_u64("max-jobs", jobs::kDefaultMaxJobs);
   if (options.max_jobs < 1 || options.max_jobs > static_cast<uint64_t>(INT64_MAX)) throw UsageError("--max-jobs must be 1 or more");
   options.expand = false;  // the daemon expands; here only the rows are validated and counted
-  const std::string file_name = path == "-" ? "<stdin>" : path;
+  const std::string file_name = prompt ? "--prompt" : path == "-" ? "<stdin>" : path;
   const auto file = jobs::parse_job_file(text, format == "jsonl" ? jobs::FileFormat::kJsonl : jobs::FileFormat::kCsv, options);
   if (!file.errors.empty()) {
-    for (const auto& e : file.errors) ctx.err << e.to_string(file_name) << "\n";
-    ctx.err << file.errors.size() << " error" << (file.errors.size() == 1 ? "" : "s") << "; nothing was queued\n";
+    for (const auto& e : file.errors) {
+      // An option's error is the command line's, not the file's.
+      const bool option = e.line == 0 && e.field.rfind("--", 0) == 0;
+      ctx.err << (option ? "rgbaq submit: " + e.field + ": " + e.message : e.to_string(file_name)) << "\n";
+    }
+    ctx.err << count_of(file.errors.size(), "error") << "; nothing was queued\n";
     return 2;
+  }
+  if (!file.seed_rows_over_option.empty()) {
+    // Never silently: the row's own seed wins, and the user hears on which rows.
+    ctx.err << "note: " << file_name << ": the seed column wins over --seeds " << *options.defaults.seeds << " on "
+            << (file.seed_rows_over_option.size() == 1 ? "line " : "lines ") << line_list(file.seed_rows_over_option)
+            << (file.seed_rows_over_option.size() == file.rows.size() ? " (every row: --seeds is not used)"
+                                                                       : " (--seeds applies to the rows without a seed)")
+            << "\n";
   }
 
   nlohmann::json defaults = {{"size", options.defaults.size}, {"count", options.defaults.count},
@@ -62,7 +149,13 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
                            {"skip_duplicates", a.has("skip-duplicates")},
                            {"dry_run", a.has("dry-run")},
                            {"max_jobs", options.max_jobs}};
-  if (const auto name = a.get("name")) params["name"] = *name;
+  if (const auto name = a.get("name")) {
+    params["name"] = *name;
+  } else if (prompt) {
+    params["name"] = run_name_from_prompt(*prompt);
+  } else if (path == "-") {
+    params["name"] = "stdin";
+  }
   DaemonClient client(ctx.socket);
   nlohmann::json r;
   try {
@@ -71,18 +164,41 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
     for (const auto& d : e.details) ctx.err << d.value("text", d.value("message", "")) << "\n";
     throw;
   }
+  const uint64_t queued = r.value("jobs", uint64_t{0}), reusable = r.value("reusable", uint64_t{0});
+  const bool made_run = r.contains("run") && r["run"].is_number();
   if (a.has("json")) {
     ctx.out << r.dump() << "\n";
   } else if (a.has("dry-run")) {
-    ctx.out << file_name << ": " << r.value("jobs", 0) << " jobs, valid; nothing was queued (--dry-run)\n";
+    ctx.out << file_name << ": " << count_of(queued, "job") << ", valid; nothing was queued (--dry-run)\n";
+  } else if (!made_run) {
+    ctx.out << "nothing to queue: " << (r.value("skipped", 0) == 1 ? "its 1 job is" : "all " + count_of(r.value("skipped", 0), "job") + " are")
+            << " already queued, running or done (--skip-duplicates); no run was made\n";
   } else {
-    ctx.out << "run " << r.value("run", 0) << ": " << r.value("jobs", 0) << " jobs queued, images to " << out_dir.string();
+    ctx.out << "run " << r.value("run", 0) << ": " << count_of(queued, "job") << " queued, images to " << out_dir.string();
     if (r.value("skipped", 0)) ctx.out << " (" << r.value("skipped", 0) << " already queued or done, skipped)";
-    if (r.value("duplicates_in_file", 0)) ctx.out << " (" << r.value("duplicates_in_file", 0) << " repeated rows left out)";
+    if (r.value("duplicates_in_file", 0)) {
+      ctx.out << " (" << count_of(r.value("duplicates_in_file", 0), "repeated row") << " left out)";
+    }
+    ctx.out << "\n";
+    if (reusable) {
+      ctx.out << "  " << (reusable == queued ? (queued == 1 ? "its image is" : "all their images are")
+                                             : count_of(reusable, "image is", "images are"))
+              << " already there from an earlier run: reused, not rendered again\n";
+    }
+  }
+  if (!a.has("wait") || a.has("dry-run") || !made_run || queued == 0) return 0;
+  const int64_t run = r.value("run", int64_t{0});
+  ctx.out.flush();  // the run id now, also through a pipe: the wait may be long
+  say_on_interrupt(run, ctx.socket);
+  const int code = watch_run(client, ctx, run, true);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  if (reusable && !a.has("json")) {
+    ctx.out << "run " << run << ": reused " << count_of(reusable, "finished image");
+    if (code == 0) ctx.out << ", rendered " << (queued - reusable);
     ctx.out << "\n";
   }
-  if (!a.has("wait") || a.has("dry-run") || r.value("jobs", 0) == 0) return 0;
-  return watch_run(client, ctx, r.value("run", int64_t{0}), true);
+  return code;
 }
 
 }  // namespace rgbaq::cli

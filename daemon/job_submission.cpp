@@ -1,15 +1,22 @@
 #include "daemon/job_submission.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/finished_output.h"
 #include "daemon/protocol.h"
 #include "daemon/request_handler.h"
 #include "jobs/output_name.h"
+#include "storage/png_file.h"
 
 namespace rgbaq::daemon {
 namespace {
@@ -59,6 +66,45 @@ json file_error_details(const std::vector<jobs::FileError>& errors, const std::s
   return details;
 }
 
+// Refuses an output directory that can never be written (a file where a directory must be, no write
+// permission), so its jobs are not queued, rendered and failed one by one: the nearest existing
+// ancestor must be a directory this daemon (the client's own uid) may create entries in.
+void check_output_dir(const std::filesystem::path& out_dir) {
+  std::filesystem::path at = out_dir;
+  struct stat st {};
+  while (::stat(at.c_str(), &st) != 0) {
+    if ((errno != ENOENT && errno != ENOTDIR) || at == at.root_path()) {
+      throw RequestError(protocol::error_code::kBadRequest, "output directory " + out_dir.string() + ": " + at.string() + ": " + std::strerror(errno));
+    }
+    at = at.parent_path();
+  }
+  const auto refuse = [&](const std::string& why) {
+    throw RequestError(protocol::error_code::kBadRequest,
+                       "output directory " + out_dir.string() + " cannot be written: " + at.string() + " " + why);
+  };
+  if (!S_ISDIR(st.st_mode)) refuse("is not a directory");
+  if (::access(at.c_str(), W_OK | X_OK) != 0) refuse(std::string("cannot be written to (") + std::strerror(errno) + ")");
+}
+
+// What the file at a job's output path holds, as the worker will judge it when it claims the job.
+enum class ExistingOutput { kNone, kSameImage, kOtherImage };
+ExistingOutput existing_output(const storage::NewJob& job, const std::string& model_identity) {
+  struct stat st {};
+  if (::stat(job.output_path.c_str(), &st) != 0) return ExistingOutput::kNone;
+  storage::PngImage png;
+  try {
+    png = storage::read_png_info(job.output_path);
+  } catch (const std::exception&) {
+    return ExistingOutput::kNone;  // not a finished PNG: the worker renders and replaces it
+  }
+  const bool same = holds_image(png, {job.prompt, job.seed, job.width, job.height, model_identity});
+  return same ? ExistingOutput::kSameImage : ExistingOutput::kOtherImage;
+}
+
+std::string plural(uint64_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 }  // namespace
 
 storage::NewJob to_queue_row(const jobs::JobSpec& s, const std::filesystem::path& out_dir) {
@@ -83,8 +129,8 @@ std::vector<storage::NewJob> to_queue_rows(const std::vector<jobs::JobSpec>& spe
   return rows;
 }
 
-json submit_job_file(storage::QueueStore& store, const engine::Session& session, const json& params,
-                     const SubmitLimits& limits) {
+json submit_job_file(storage::QueueStore& store, const engine::Session& session, const std::string& model_identity,
+                     const json& params, const SubmitLimits& limits) {
   const json* file_text = find(params, "file");
   if (!file_text || !file_text->is_string()) bad_param("file", "is required (a string)");
   const auto file_name = text_param(params, "file_name", "-");
@@ -135,6 +181,7 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
     result["dry_run"] = true;
     return result;
   }
+  check_output_dir(out_dir);
   storage::RunOptions run;
   run.name = text_param(params, "name", std::filesystem::path(file_name).stem().string());
   run.out_dir = out_dir.string();
@@ -144,6 +191,8 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
                          .dump();
   const int64_t run_id = store.begin_run(run);
   storage::SubmitResult total;
+  uint64_t reusable = 0;
+  std::vector<jobs::FileError> taken_by_files;  // outputs where a PNG of another image already is
   std::chrono::steady_clock::duration longest{};
   try {
     std::vector<storage::NewJob> batch;
@@ -162,10 +211,34 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
     };
     jobs::for_each_job(file, [&](const jobs::JobSpec& spec) {
       batch.push_back(to_queue_row(spec, out_dir));
+      const ExistingOutput existing = existing_output(batch.back(), model_identity);
+      reusable += existing == ExistingOutput::kSameImage;
+      if (existing == ExistingOutput::kOtherImage && taken_by_files.size() < 20) {
+        taken_by_files.push_back({spec.line, 0, "", "output " + batch.back().output_path + " is already there and holds another "
+                                  "image; move it, give the row its own name, or submit with another --out"});
+      }
       if (batch.size() == limits.batch_jobs) flush();
     });
     if (!batch.empty()) flush();
+    if (!taken_by_files.empty()) {
+      store.discard_run(run_id);
+      throw RequestError(protocol::error_code::kInvalidFile,
+                         plural(taken_by_files.size(), "output path is", "output paths are") + " taken by existing files in " +
+                             file_name + "; nothing was queued",
+                         file_error_details(taken_by_files, file_name));
+    }
+    if (total.inserted == 0 && total.skipped > 0) {
+      // --skip-duplicates left nothing to do: no empty run in the listings.
+      store.discard_run(run_id);
+      result["run"] = nullptr;
+      result["jobs"] = 0;
+      result["skipped"] = total.skipped;
+      result["reusable"] = 0;
+      return result;
+    }
     store.publish_run(run_id, total.inserted);
+  } catch (const RequestError&) {
+    throw;
   } catch (const storage::OutputClashError& e) {
     store.discard_run(run_id);
     std::vector<jobs::FileError> errors;
@@ -176,7 +249,7 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
                                            "); give the row its own name, or submit with another --out"});
     }
     throw RequestError(protocol::error_code::kInvalidFile,
-                       std::to_string(errors.size()) + " output path clash" + (errors.size() == 1 ? "" : "es") + " in " +
+                       plural(errors.size(), "output path clash", "output path clashes") + " in " +
                            file_name + "; nothing was queued",
                        file_error_details(errors, file_name));
   } catch (...) {
@@ -192,6 +265,7 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
   result["run"] = run_id;
   result["jobs"] = total.inserted;
   result["skipped"] = total.skipped;
+  result["reusable"] = reusable;
   return result;
 }
 

@@ -20,12 +20,16 @@ struct SubmitLimits {
   size_t batch_jobs = 1000;                   // jobs a transaction inserts: a few ms of write lock each
 };
 
-// Handles the protocol's "submit": returns {"run", "jobs", "skipped", "duplicates_in_file"} (or
-// {"jobs", "dry_run"}). Throws RequestError: bad_request for a malformed or out-of-range parameter
-// (naming it), invalid_file with one detail per error (line, column, field) for a bad file or an
-// output path another job owns; nothing of a refused submit stays in the queue.
-nlohmann::json submit_job_file(storage::QueueStore& store, const engine::Session& session, const nlohmann::json& params,
-                               const SubmitLimits& limits);
+// Handles the protocol's "submit": returns {"run", "jobs", "skipped", "duplicates_in_file", "reusable"}
+// (or {"jobs", "dry_run"}). "reusable" counts the jobs whose output already holds their image (an
+// earlier run's, same prompt, seed, size and model `model_identity`): the worker marks them done
+// without rendering. When --skip-duplicates leaves nothing to queue, no run is made: "run" is null.
+// Throws RequestError: bad_request for a malformed or out-of-range parameter (naming it) or an output
+// directory that cannot be written (with the OS's reason), invalid_file with one detail per error
+// (line, column, field) for a bad file or an output path another job owns or where a PNG holding
+// another image already is; nothing of a refused submit stays in the queue.
+nlohmann::json submit_job_file(storage::QueueStore& store, const engine::Session& session, const std::string& model_identity,
+                               const nlohmann::json& params, const SubmitLimits& limits);
 
 storage::NewJob to_queue_row(const jobs::JobSpec& spec, const std::filesystem::path& out_dir);
 std::vector<storage::NewJob> to_queue_rows(const std::vector<jobs::JobSpec>& specs, const std::filesystem::path& out_dir);

@@ -9,6 +9,7 @@
 
 #include "daemon/listen_socket.h"
 #include "daemon/crash_record.h"
+#include "daemon/finished_output.h"
 #include "daemon/render_record.h"
 #include "engine/model_identity.h"
 #include "storage/png_file.h"
@@ -85,12 +86,9 @@ bool RenderWorker::reuse_finished_output(const storage::Job& job) {
     return false;  // not a finished PNG: render and replace it
   }
   const auto it = png.texts.find("rgbaq");
-  const auto meta = it == png.texts.end() ? nlohmann::json() : nlohmann::json::parse(it->second, nullptr, false);
   const bool ours = storage::job_id_of(png) == job.id;
   // The same image from another job (a resubmission): same prompt, seed, size and model.
-  const bool same = meta.is_object() && meta.value("prompt", "") == job.prompt && meta.value("seed", uint64_t{0}) == job.seed &&
-                    png.width == job.width && png.height == job.height &&
-                    meta.contains("model") && meta["model"].value("identity", "") == model_identity_;
+  const bool same = holds_image(png, {job.prompt, job.seed, job.width, job.height, model_identity_});
   if (!ours && !same) {
     throw std::runtime_error("output " + job.output_path + " exists and holds another image; move it or submit with another --out");
   }

@@ -84,9 +84,10 @@ json RequestHandler::handle(const std::string& method, const json& params) {
     std::optional<int64_t> run;
     if (params.contains("run")) run = run_param(store_, params);
     std::optional<JobState> state;
-    if (const auto s = param<std::string>(params, "state", ""); !s.empty()) {
+    if (auto s = param<std::string>(params, "state", ""); !s.empty()) {
+      if (s == "cancelled") s = "canceled";  // both spellings are in use
       state = storage::parse_state(s);
-      if (!state) throw RequestError(protocol::error_code::kBadRequest, "state \"" + s + "\" is not one of queued, running, done, failed, canceled");
+      if (!state) throw RequestError(protocol::error_code::kBadRequest, "state \"" + s + "\" is not one of queued, running, done, failed, canceled (or cancelled)");
     }
     json jobs = json::array();
     for (const auto& j : store_.list_jobs(run, state, param<int64_t>(params, "limit", 1000), param<int64_t>(params, "offset", 0))) {
@@ -98,7 +99,10 @@ json RequestHandler::handle(const std::string& method, const json& params) {
     if (params.contains("job")) {
       const auto id = required<int64_t>(params, "job");
       if (!store_.job(id)) throw RequestError(protocol::error_code::kNotFound, "there is no job " + std::to_string(id));
-      return {{"affected", store_.cancel_job(id) ? 1 : 0}};
+      const bool affected = store_.cancel_job(id);
+      // The state after the request: a finished job says so, for the client to tell the user.
+      const auto job = store_.job(id);
+      return {{"affected", affected ? 1 : 0}, {"state", job ? storage::state_name(job->state) : "unknown"}};
     }
     return {{"affected", store_.cancel_run(run_param(store_, params))}};
   }
@@ -120,7 +124,7 @@ json RequestHandler::handle(const std::string& method, const json& params) {
 }
 
 json RequestHandler::submit(const json& params) {
-  json result = submit_job_file(store_, session_, params, {.max_jobs = config_.max_jobs_per_submit});
+  json result = submit_job_file(store_, session_, model_identity_, params, {.max_jobs = config_.max_jobs_per_submit});
   state_.wake_worker();
   return result;
 }

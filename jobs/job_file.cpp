@@ -274,6 +274,15 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
   if (options.defaults.priority < kMinPriority || options.defaults.priority > kMaxPriority) {
     out.errors.push_back({0, 0, "--priority", std::to_string(options.defaults.priority) + " is not an integer in -1000000..1000000"});
   }
+  // A bad --size is one error about the option, not one per row that would have used it.
+  bool default_size_ok = true;
+  try {
+    host::check_rope_positions(host::parse_image_size(options.defaults.size));
+  } catch (const std::invalid_argument& e) {
+    out.errors.push_back({0, 0, "--size", e.what()});
+    default_size_ok = false;
+  }
+  bool too_many_reported = false;  // the job limit is one cause: reported once
 
   struct Validated {
     const RawRow* raw;
@@ -305,6 +314,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
       if (const std::string why = options.check_prompt(v.prompt); !why.empty()) error("prompt", why);
     }
     if (const auto* s = value("seed")) {
+      if (options.defaults.seeds) out.seed_rows_over_option.push_back(row.line);
       std::string why;
       v.seeds = parse_seed_spec(*s, why);
       if (!v.seeds) error("seed", why);
@@ -320,11 +330,13 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     if (value("count") && v.seeds && !v.seeds->single()) {
       error("count", "count goes with one starting seed; this row gives a range or list of seeds");
     }
-    try {
-      v.size = host::parse_image_size(value("size") ? *value("size") : options.defaults.size);
-      host::check_rope_positions(v.size);  // what the render checks, checked before anything is queued
-    } catch (const std::invalid_argument& e) {
-      error("size", e.what());
+    if (value("size") || default_size_ok) {
+      try {
+        v.size = host::parse_image_size(value("size") ? *value("size") : options.defaults.size);
+        host::check_rope_positions(v.size);  // what the render checks, checked before anything is queued
+      } catch (const std::invalid_argument& e) {
+        error("size", e.what());
+      }
     }
     if (const auto* n = value("name")) {
       v.name = trim(*n);
@@ -341,14 +353,24 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
         v.priority = static_cast<int>(*n);
       }
     }
-    if (out.errors.size() != errors_before) continue;
-    const uint64_t images = v.seeds && !v.seeds->single() ? v.seeds->count() : v.count;
+    if (out.errors.size() != errors_before || !default_size_ok) continue;
+    const bool seed_list = v.seeds && !v.seeds->single();
+    const uint64_t images = seed_list ? v.seeds->count() : v.count;
     if (images > options.max_jobs || total > options.max_jobs - images) {
-      out.errors.push_back({row.line, 0, value("seed") ? "seed" : "count",
-                            "this row is " + std::to_string(images) + " images and the file " +
-                                (total > options.max_jobs - images ? "would hold more than " : "may hold at most ") +
-                                std::to_string(options.max_jobs) + " in one submit (rgbaq submit --max-jobs raises "
-                                "it, up to the daemon's --max-jobs-per-submit)"});
+      if (too_many_reported) continue;
+      too_many_reported = true;
+      // Blame what made the images: the row's own column, or the option it took them from.
+      const bool from_row = seed_list ? value("seed") != nullptr : value("count") != nullptr;
+      const std::string cause = seed_list ? (from_row ? "seed" : "--seeds") : (from_row ? "count" : "--count");
+      const std::string limit = std::to_string(options.max_jobs) +
+                                " images (rgbaq submit --max-jobs raises it, up to the daemon's --max-jobs-per-submit)";
+      std::string message;
+      if (images > options.max_jobs) {
+        message = (from_row ? "this row is " : "gives each row ") + std::to_string(images) + " images; one submit may hold at most " + limit;
+      } else {
+        message = "with line " + std::to_string(row.line) + " the file would hold more than " + limit;
+      }
+      out.errors.push_back({from_row ? row.line : 0, 0, cause, message});
       continue;
     }
     total += images;

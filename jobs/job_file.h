@@ -58,6 +58,7 @@ struct JobFile {
   uint64_t job_count = 0;     // the jobs the rows expand to
   std::vector<FileError> errors;
   uint64_t duplicates_skipped = 0;  // identical jobs (same prompt, seed, size, name) listed twice
+  std::vector<int> seed_rows_over_option;  // lines whose own seed won over SubmitDefaults::seeds
 };
 
 inline constexpr uint64_t kDefaultMaxJobs = 100'000;

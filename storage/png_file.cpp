@@ -92,7 +92,18 @@ std::string encode(FILE* f, const uint8_t* rgba, int width, int height, const st
   return ok ? std::string() : std::string(sink.message);
 }
 
-std::string decode(FILE* f, PngImage& image) {
+void collect_texts(png_structp png, png_infop info, PngImage& image) {
+  png_textp text = nullptr;
+  int count = 0;
+  png_get_text(png, info, &text, &count);
+  for (int i = 0; i < count; ++i) {
+    const size_t len = text[i].compression >= PNG_ITXT_COMPRESSION_NONE ? text[i].itxt_length : text[i].text_length;
+    image.texts[text[i].key] = std::string(text[i].text, len);
+  }
+}
+
+// `pixels` false: the header and the text chunks before the image data only.
+std::string decode(FILE* f, PngImage& image, bool pixels) {
   ErrorSink sink;
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &sink, on_png_error, on_png_warning);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
@@ -103,6 +114,8 @@ std::string decode(FILE* f, PngImage& image) {
   std::string error;
   if (!read_header(png, info, f, &image.width, &image.height, &image.channels, &sink)) {
     error = sink.message;
+  } else if (!pixels) {
+    collect_texts(png, info, image);
   } else if (static_cast<uint64_t>(image.width) * image.height > (1ull << 28)) {
     error = "image of " + std::to_string(image.width) + "x" + std::to_string(image.height) + " is too large";
   } else {
@@ -112,13 +125,7 @@ std::string decode(FILE* f, PngImage& image) {
     if (!read_rows(png, info, rows.data(), &sink)) {
       error = sink.message;
     } else {
-      png_textp text = nullptr;
-      int count = 0;
-      png_get_text(png, info, &text, &count);
-      for (int i = 0; i < count; ++i) {
-        const size_t len = text[i].compression >= PNG_ITXT_COMPRESSION_NONE ? text[i].itxt_length : text[i].text_length;
-        image.texts[text[i].key] = std::string(text[i].text, len);
-      }
+      collect_texts(png, info, image);
     }
   }
   png_destroy_read_struct(&png, &info, nullptr);
@@ -199,7 +206,7 @@ void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, in
   ::close(dfd);
 }
 
-PngImage read_png(const std::filesystem::path& path) {
+static PngImage read_png_file(const std::filesystem::path& path, bool pixels) {
   FILE* f = open_regular_for_reading(path);
   unsigned char signature[8] = {0};
   const size_t got = std::fread(signature, 1, 8, f);
@@ -209,10 +216,14 @@ PngImage read_png(const std::filesystem::path& path) {
   }
   std::rewind(f);
   PngImage image;
-  const std::string error = decode(f, image);
+  const std::string error = decode(f, image, pixels);
   std::fclose(f);
   if (!error.empty()) fail(path, "corrupt PNG: " + error);
   return image;
 }
+
+PngImage read_png(const std::filesystem::path& path) { return read_png_file(path, true); }
+
+PngImage read_png_info(const std::filesystem::path& path) { return read_png_file(path, false); }
 
 }  // namespace rgbaq::storage

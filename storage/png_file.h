@@ -33,4 +33,8 @@ struct PngImage {
 // file, or one that is not a regular file.
 PngImage read_png(const std::filesystem::path& path);
 
+// As read_png, without decoding the pixels (rgba stays empty): the size and the text chunks that come
+// before the image data (where write_png_atomic puts its own), for a cheap look at a finished output.
+PngImage read_png_info(const std::filesystem::path& path);
+
 }  // namespace rgbaq::storage

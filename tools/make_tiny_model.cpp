@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/arguments.h"
+#include "common/data_files.h"
 #include "tools/tiny_model.h"
 
 int main(int argc, char** argv) {
@@ -34,7 +35,8 @@ int main(int argc, char** argv) {
     if (dims != "tiny" && dims != "real") throw rgbaq::common::UsageError("--dims must be tiny or real, not \"" + dims + "\"");
     options.real_dims = dims == "real";
     options.int8_linears = args.has("int8");
-    options.tokenizer_json = args.get("tokenizer").value_or(RGBAQ_DEFAULT_TOKENIZER);
+    options.tokenizer_json = args.get("tokenizer").value_or(
+        rgbaq::common::data_file("tokenizer/qwen3/tokenizer.json", RGBAQ_DEFAULT_TOKENIZER).string());
     rgbaq::tools::write_tiny_model(args.positionals()[0], options);
     std::cout << "wrote the tiny model to " << args.positionals()[0] << "\n";
     return 0;

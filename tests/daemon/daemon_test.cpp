@@ -233,8 +233,11 @@ TEST(Daemon, UnwritableOutputFailsThatJobAndTheDaemonCarriesOn) {
   TempDir dir;
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--max-attempts", "1"}});
   const auto blocked = dir.path() / "blocked";
-  write_file(blocked, "a file where a directory should be");
+  // Blocked after the submit (a submit to an output directory that cannot be written is refused).
+  ASSERT_EQ(rgbaq(d, {"pause"}).exit_code, 0);
   ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", (blocked / "sub").string()}, "prompt,seed\nx,1\n").exit_code, 0);
+  write_file(blocked, "a file where a directory should be");
+  ASSERT_EQ(rgbaq(d, {"resume"}).exit_code, 0);
   const auto good = dir.path() / "good";
   const auto r = rgbaq(d, {"submit", "-", "--size", "128", "--out", good.string(), "--wait"}, "prompt,seed\ny,2\n");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -110,8 +110,9 @@ TEST(JobFile, EveryErrorIsCollectedWithLineColumnAndField) {
 TEST(JobFile, SweepSizeIsCheckedBeforeAnythingIsBuilt) {
   const auto f = parse_csv("prompt,seed\nfox,1-100000000\n");
   ASSERT_EQ(f.errors.size(), 1u);
-  EXPECT_EQ(f.errors[0].message.rfind("this row is 100000000 images and the file may hold at most 100000 in one submit "
+  EXPECT_EQ(f.errors[0].message.rfind("this row is 100000000 images; one submit may hold at most 100000 images "
                                       "(rgbaq submit --max-jobs raises it", 0), 0u) << f.errors[0].message;
+  EXPECT_EQ(f.errors[0].field, "seed");
   const auto all = parse_csv("prompt,seed\nfox,0-18446744073709551615\n");
   EXPECT_NE(all.errors.at(0).message.find("18446744073709551615 images"), std::string::npos);
   ParseOptions o = fixed_options();
@@ -119,6 +120,44 @@ TEST(JobFile, SweepSizeIsCheckedBeforeAnythingIsBuilt) {
   const auto two = parse_csv("prompt,seed\na,1-6\nb,1-6\n", o);
   ASSERT_EQ(two.errors.size(), 1u);
   EXPECT_EQ(two.errors[0].line, 3);
+  // One cause, one error: the limit is passed once, however many rows follow.
+  const auto many = parse_csv("prompt,seed\na,1-6\nb,1-6\nc,1-6\nd,1-6\n", o);
+  ASSERT_EQ(many.errors.size(), 1u);
+  EXPECT_EQ(many.errors[0].message, "with line 3 the file would hold more than 10 images (rgbaq submit --max-jobs raises it, "
+                                    "up to the daemon's --max-jobs-per-submit)");
+}
+
+TEST(JobFile, OptionsAreBlamedOnceNotOnEveryRow) {
+  ParseOptions o = fixed_options();
+  o.defaults.size = "300";
+  const auto bad_size = parse_csv("prompt\na\nb\nc\n", o);
+  ASSERT_EQ(bad_size.errors.size(), 1u);
+  EXPECT_EQ(bad_size.errors[0].line, 0);
+  EXPECT_EQ(bad_size.errors[0].field, "--size");
+  EXPECT_NE(bad_size.errors[0].message.find("300"), std::string::npos) << bad_size.errors[0].message;
+
+  ParseOptions sweep = fixed_options();
+  sweep.defaults.seeds = "1-200000";
+  const auto big = parse_csv("prompt\na\nb\n", sweep);
+  ASSERT_EQ(big.errors.size(), 1u);
+  EXPECT_EQ(big.errors[0].field, "--seeds");
+  EXPECT_EQ(big.errors[0].line, 0);
+  EXPECT_EQ(big.errors[0].message.rfind("gives each row 200000 images; one submit may hold at most 100000 images", 0), 0u)
+      << big.errors[0].message;
+
+  ParseOptions counted = fixed_options();
+  counted.defaults.count = 200000;
+  EXPECT_EQ(parse_csv("prompt,seed\na,1\n", counted).errors.at(0).field, "--count");
+}
+
+TEST(JobFile, RowsWhoseSeedWinsOverTheOptionAreListed) {
+  ParseOptions o = fixed_options();
+  o.defaults.seeds = "1-2";
+  const auto f = parse_csv("prompt,seed\na,7\nb,\nc,9-10\n", o);
+  ASSERT_TRUE(f.errors.empty());
+  EXPECT_EQ(f.seed_rows_over_option, (std::vector<int>{2, 4}));
+  EXPECT_EQ(f.job_count, 1u + 2u + 2u);
+  EXPECT_TRUE(parse_csv("prompt,seed\na,7\n").seed_rows_over_option.empty()) << "no --seeds, nothing overridden";
 }
 
 TEST(JobFile, PromptCheckAndDuplicates) {

@@ -1,0 +1,169 @@
+#include "cli/command_help.h"
+
+#include <map>
+
+namespace rgbaq::cli {
+
+const char* const kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]      (rgbaq COMMAND --help: that command's help)
+
+  submit FILE|- | --prompt TEXT [--seeds S] [--size SIZE] [--out DIR] [--wait] ...
+                          queue a file of prompts (CSV with a header, or JSONL) or one prompt;
+                          prints the run id
+  watch [RUN] [--no-reconnect]
+                          each job in hand and a bar per run in progress, with ETA; waits for a
+                          stopped daemon to return unless --no-reconnect
+  status                  the daemon, its queue and its counters
+  ls runs | ls jobs [--run R] [--state S] [--limit N] [--all]
+  cancel RUN | cancel --job JOB
+  retry RUN [--canceled]  failed (and canceled) jobs back to the queue
+  pause | resume          stop or restart taking new jobs
+  prioritize RUN N        higher goes first
+  export RUN [--format csv|jsonl] [-o FILE]
+                          the run's jobs, outputs and metadata
+  sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--font FILE.ttf]
+                          a labelled contact sheet PNG: seeds across, prompts down (AXIS: prompt,
+                          seed or size; default font DejaVu Sans from fonts-dejavu-core)
+  service install|uninstall|status [--model DIR] [--print]
+                          rgbaqd as a launchd agent (macOS) or systemd --user service (Linux)
+  host noise|rope|sigmas|tokenize
+                          the host contract's values, computed locally (see rgbaq host --help)
+  model check DIR [--json] | model quantize SRC DST [--components transformer,text_encoder]
+                          inspect a model directory; write int8 weights (see rgbaq model --help)
+  --version               the version, the git commit and the engines built in
+
+Read commands take --json. The socket is --socket, $RGBAQ_SOCKET, or the platform default.
+Exit codes: 0 ok, 1 failure, 2 usage or bad input, 3 the daemon is not reachable.
+)";
+
+namespace {
+
+const std::map<std::string, const char*>& helps() {
+  static const std::map<std::string, const char*> all = {
+      {"submit", R"(usage: rgbaq submit FILE|- [options]
+       rgbaq submit --prompt TEXT [options]
+
+Queues a file of job rows (CSV with a header row, or JSONL; `-` reads standard input), or one prompt,
+as one run, and prints the run id. The whole file is checked first: a file with any error queues
+nothing, and every error names its file, line, column and field.
+
+Rows: prompt (required), seed (7, 1-16, 1,5,9 or 1-4,9), count, size, name, priority. The options fill
+in what a row leaves out; a row's own value wins, and rgbaq prints a note naming the rows where it did.
+
+  --prompt TEXT       one prompt instead of a file (its seeds from --seeds)
+  --seeds S           seeds for rows without a seed: 7, 1-16, 1,5,9 or 1-4,9
+                      (default: one random seed per row, recorded in the queue and in the PNG)
+  --count N           images per row that gives one starting seed: seeds S, S+1, ... (default 1)
+  --size SIZE         256, 512, 1024 or WxH, multiples of 16 (default 1024: the model's native size;
+                      the tiny test model of scripts/run renders any size, its job file says 256)
+  --priority N        higher goes first, -1000000..1000000 (default 0)
+  --out DIR           where the PNGs go (default ./renders); OUT/<name or prompt-slug-hash>_<seed>.png
+  --name RUN          the run's name (default: the file name without its extension; "prompt" for
+                      --prompt, "stdin" for -)
+  --format csv|jsonl  the file's format (default: by extension; .jsonl and .ndjson are JSONL, else CSV)
+  --skip-duplicates   leave out jobs already queued, running or done (same prompt, seed, size, name
+                      and --out); when that leaves nothing, no run is made
+  --dry-run           check the file and count its jobs; queue nothing
+  --wait              follow the run until it finishes (Ctrl-C stops following; the run goes on)
+  --max-jobs N        refuse a submit of more than N jobs (default 100000; at most the daemon's
+                      --max-jobs-per-submit)
+  --json              print the daemon's reply as JSON
+
+An output path belongs to one image: a submit that would give it to another (two rows of the file, an
+earlier run, or a PNG already there holding another image) is refused, naming the row and the path.
+Images already there (from an earlier run of the same file) are reused, not rendered again.
+Exit: 0 queued (with --wait: every job done), 1 a job failed or was canceled, 2 bad input, 3 no daemon.
+)"},
+      {"watch", R"(usage: rgbaq watch [RUN] [--until-done] [--no-reconnect]
+
+Follows the daemon's progress. On a terminal: each job in hand (run, name or prompt, seed, size, step
+or decoding) and a bar per run in progress with its ETA (from measured step times per size), redrawn
+in place and for the terminal's width; otherwise one line per event.
+
+  RUN             follow this run and stop when it has finished (default: every run, until Ctrl-C)
+  --until-done    without RUN: stop when nothing is queued or running
+  --no-reconnect  exit (status 1) when the daemon goes away (default: say so and wait for it to return)
+)"},
+      {"status", R"(usage: rgbaq status [--json]
+
+The daemon (version, pid, uptime, model, engine), its queue's counts, the job in hand and the counters
+since it started. Exit 1 when the daemon reports its queue database unhealthy.
+)"},
+      {"ls", R"(usage: rgbaq ls runs [--json]
+       rgbaq ls jobs [--run R] [--state S] [--limit N] [--offset N] [--all] [--json]
+
+runs: every run with its counts (total, done, failed, canceled, queued) and output directory.
+jobs: jobs in submit order, with state, seed, size, prompt and output (or the failure reason).
+
+  --run R       only this run's jobs (default: every run)
+  --state S     queued, running, done, failed, canceled (or cancelled) (default: every state)
+  --limit N     at most N jobs (default 50; says how to see the rest)
+  --offset N    skip the first N (default 0)
+  --all         every job, however many
+)"},
+      {"cancel", R"(usage: rgbaq cancel RUN | rgbaq cancel --job JOB [--json]
+
+Cancels a run's queued jobs (a running one stops at its next step), or one job. A job that has already
+finished (done or failed) cannot be canceled: rgbaq says so and exits 1.
+)"},
+      {"retry", R"(usage: rgbaq retry RUN [--canceled] [--json]
+
+Puts the run's failed jobs back in the queue with their attempts reset; --canceled takes its canceled
+jobs too (default: failed ones only).
+)"},
+      {"pause", R"(usage: rgbaq pause [--json]
+
+The job in hand finishes; no new one starts until `rgbaq resume`. Submits are still taken.
+)"},
+      {"resume", R"(usage: rgbaq resume [--json]
+
+Starts taking jobs again after `rgbaq pause`.
+)"},
+      {"prioritize", R"(usage: rgbaq prioritize RUN PRIORITY [--json]
+
+Sets the priority of the run's queued and running jobs (-1000000..1000000; higher goes first; a
+submit's default is 0).
+)"},
+      {"export", R"(usage: rgbaq export RUN [--format csv|jsonl] [-o FILE]
+
+The run's jobs with their outputs and metadata (JSONL: everything, one job a line; CSV: job, run,
+state, prompt, seed, width, height, name, output, error, attempts, seconds).
+
+  --format F  jsonl or csv (default jsonl)
+  -o FILE     write to FILE (default: standard output)
+)"},
+      {"sheet", R"(usage: rgbaq sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--font FILE.ttf]
+
+A labelled contact sheet PNG of the run: the run and its sizes in a header, seeds across and prompts
+down (by default), each cell's image or why it has none (failed, missing, canceled, not rendered yet).
+
+  -o FILE       where to write it (default: OUT/sheet_runRUN.png in the run's output directory)
+  --thumb PX    the cell size, 16..1024 (default 128)
+  --x AXIS      the columns' axis: prompt, seed or size (default seed)
+  --y AXIS      the rows' axis: prompt, seed or size (default prompt)
+  --font FILE   a TrueType font (default /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf)
+)"},
+      {"service", R"(usage: rgbaq service install --model DIR [--data-dir DIR] [--rgbaqd PATH] [--print]
+       rgbaq service uninstall [--print] | rgbaq service status
+
+install writes rgbaqd's service files and starts it on demand: on Linux a systemd --user socket and
+service (~/.config/systemd/user/rgbaqd.socket and .service), on macOS a launchd agent
+(~/Library/LaunchAgents/com.rgbaq.rgbaqd.plist). The renderer runs at batch priority (Linux: Nice=10,
+CPUSchedulingPolicy=batch, IOSchedulingClass=idle; macOS: ProcessType Standard, see the plist).
+
+  --model DIR     the model directory rgbaqd serves (required)
+  --data-dir DIR  the queue and caches (default: the platform's data directory)
+  --rgbaqd PATH   the daemon (default: the rgbaqd beside this rgbaq, else the one on PATH)
+  --print         print exactly the files install would write, and write nothing
+)"},
+  };
+  return all;
+}
+
+}  // namespace
+
+const char* command_help(const std::string& command) {
+  const auto it = helps().find(command);
+  return it == helps().end() ? nullptr : it->second;
+}
+
+}  // namespace rgbaq::cli

@@ -1,0 +1,16 @@
+#include "daemon/finished_output.h"
+
+#include <nlohmann/json.hpp>
+
+namespace rgbaq::daemon {
+
+bool holds_image(const storage::PngImage& png, const ImageIdentity& image) {
+  const auto it = png.texts.find("rgbaq");
+  if (it == png.texts.end()) return false;
+  const auto meta = nlohmann::json::parse(it->second, nullptr, false);
+  return meta.is_object() && meta.value("prompt", "") == image.prompt && meta.value("seed", uint64_t{0}) == image.seed &&
+         png.width == image.width && png.height == image.height && meta.contains("model") && meta["model"].is_object() &&
+         meta["model"].value("identity", "") == image.model_identity;
+}
+
+}  // namespace rgbaq::daemon

@@ -1,0 +1,23 @@
+#pragma once
+// Whether a PNG at a job's output path already holds that job's image: the same prompt, seed and size
+// rendered by the same model (an earlier run's job, or this job before a crash). The submit (which
+// refuses a path holding another image, and counts images to reuse) and the worker (which reuses a
+// finished image instead of rendering) judge by this one rule.
+#include <cstdint>
+#include <string>
+
+#include "storage/png_file.h"
+
+namespace rgbaq::daemon {
+
+struct ImageIdentity {
+  const std::string& prompt;
+  uint64_t seed;
+  int width, height;
+  const std::string& model_identity;
+};
+
+// From the PNG's size and its `rgbaq` text chunk.
+bool holds_image(const storage::PngImage& png, const ImageIdentity& image);
+
+}  // namespace rgbaq::daemon
