@@ -22,8 +22,11 @@ constexpr const char* kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]
 
   submit FILE|- [--seeds S] [--size SIZE] [--count N] [--priority N] [--out DIR] [--name RUN]
                 [--format csv|jsonl] [--skip-duplicates] [--dry-run] [--wait] [--max-jobs N]
+                [--lora NAME:W[;NAME:W]]
                           queue a file of prompts (CSV with a header, or JSONL); prints the run id;
                           at most --max-jobs jobs (default 100000, up to rgbaqd --max-jobs-per-submit)
+                          --lora: LoRAs for the rows that name none (a lora column, or
+                          <lora:NAME:W> in the prompt); NAME is NAME.safetensors in rgbaqd --lora-dir
   watch [RUN]             progress bars: the image in hand and the run, with rate and ETA
   status                  the daemon, its queue and its counters
   ls runs | ls jobs [--run R] [--state S] [--limit N]

@@ -15,7 +15,7 @@ using common::Arguments;
 using common::UsageError;
 
 int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
-  const Arguments a(args, {"seeds", "size", "count", "priority", "out", "name", "format", "max-jobs"},
+  const Arguments a(args, {"seeds", "size", "count", "priority", "out", "name", "format", "max-jobs", "lora"},
                     {"dry-run", "wait", "skip-duplicates", "json"});
   if (a.positionals().size() != 1) throw UsageError("usage: rgbaq submit FILE|- [--seeds S] [--size SIZE] [--out DIR] ...");
   const std::string path = a.positionals()[0];
@@ -39,6 +39,7 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   options.defaults.size = a.get("size").value_or(options.defaults.size);
   options.defaults.count = a.get_int("count", 1);
   options.defaults.priority = a.get_int("priority", 0);
+  options.defaults.lora = a.get("lora");  // for rows that name no LoRA; the daemon checks the names
   options.max_jobs = a.get_u64("max-jobs", jobs::kDefaultMaxJobs);
   if (options.max_jobs < 1 || options.max_jobs > static_cast<uint64_t>(INT64_MAX)) throw UsageError("--max-jobs must be 1 or more");
   options.expand = false;  // the daemon expands; here only the rows are validated and counted
@@ -53,6 +54,7 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   nlohmann::json defaults = {{"size", options.defaults.size}, {"count", options.defaults.count},
                              {"priority", options.defaults.priority}};
   if (options.defaults.seeds) defaults["seeds"] = *options.defaults.seeds;
+  if (options.defaults.lora) defaults["lora"] = *options.defaults.lora;
   const auto out_dir = std::filesystem::absolute(a.get("out").value_or("renders")).lexically_normal();
   nlohmann::json params = {{"file", text},
                            {"file_name", file_name},
