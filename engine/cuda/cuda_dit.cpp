@@ -82,13 +82,14 @@ void CudaDit::set_loras(const LoraSet& set) {
   constexpr size_t kKeptAdapters = 8;
   const auto terms = bind_loras(set, config_);  // throws for a module this DiT lacks, before anything changes
   for (const LoraUse& use : set) {
-    DeviceLora& up = lora_uploads_[use.adapter.get()];
-    if (up.adapter) continue;
+    if (lora_uploads_.count(use.adapter.get())) continue;
+    DeviceLora up;  // kept only once every module is up (an allocation that fails leaves nothing half done)
     up.adapter = use.adapter;
     for (const LoraModule& m : use.adapter->modules) {
       const std::string what = "LoRA " + use.adapter->name + " " + m.module;
       up.modules.emplace(&m, std::pair{upload(arena_, m.down, type_, what), upload(arena_, m.up, type_, what)});
     }
+    lora_uploads_.emplace(use.adapter.get(), std::move(up));
   }
   for (auto it = lora_uploads_.begin(); it != lora_uploads_.end() && lora_uploads_.size() > kKeptAdapters;) {
     const bool used = std::any_of(set.begin(), set.end(), [&](const LoraUse& u) { return u.adapter.get() == it->first; });
