@@ -46,8 +46,9 @@ Queues a file of job rows (CSV with a header row, or JSONL; `-` reads standard i
 as one run, and prints the run id. The whole file is checked first: a file with any error queues
 nothing, and every error names its file, line, column and field.
 
-Rows: prompt (required), seed (7, 1-16, 1,5,9 or 1-4,9), count, size, name, priority. The options fill
-in what a row leaves out; a row's own value wins, and rgbaq prints a note naming the rows where it did.
+Rows: prompt (required), seed (7, 1-16, 1,5,9 or 1-4,9), count, size, name, priority, lora
+(NAME:W;NAME:W, or <lora:NAME:W> in the prompt). The options fill in what a row leaves out; a row's own
+value wins, and rgbaq prints a note naming the rows where it did.
 
   --prompt TEXT       one prompt instead of a file (its seeds from --seeds)
   --seeds S           seeds for rows without a seed: 7, 1-16, 1,5,9 or 1-4,9
@@ -66,6 +67,9 @@ in what a row leaves out; a row's own value wins, and rgbaq prints a note naming
   --wait              follow the run until it finishes (Ctrl-C stops following; the run goes on)
   --max-jobs N        refuse a submit of more than N jobs (default 100000; at most the daemon's
                       --max-jobs-per-submit)
+  --lora NAME:W[;NAME:W]
+                      LoRAs for the rows that name none (default: none); NAME is NAME.safetensors in
+                      a folder given to rgbaqd --lora-dir; DiT LoRAs only
   --json              print the daemon's reply as JSON
 
 An output path belongs to one image: a submit that would give it to another (two rows of the file, an

@@ -250,13 +250,13 @@ int export_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (format == "jsonl") {
     for (const auto& j : r["jobs"]) text << j.dump() << "\n";
   } else {
-    text << "job,run,state,prompt,seed,width,height,name,output,error,attempts,seconds\n";
+    text << "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds\n";
     for (const auto& j : r["jobs"]) {
       const json& m = j["metadata"];
       const double seconds = m.is_object() && m.contains("timings") ? m["timings"].value("total_s", 0.0) : 0.0;
       text << j.value("id", 0) << "," << j.value("run", 0) << "," << j.value("state", "") << "," << csv_field(j.value("prompt", ""))
            << "," << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << "," << j.value("height", 0) << ","
-           << csv_field(j.value("name", "")) << "," << csv_field(j.value("output", "")) << "," << csv_field(j.value("error", ""))
+           << csv_field(j.value("name", "")) << "," << csv_field(j.value("lora", "")) << "," << csv_field(j.value("output", "")) << "," << csv_field(j.value("error", ""))
            << "," << j.value("attempts", 0) << "," << seconds << "\n";
     }
   }

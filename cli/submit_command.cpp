@@ -94,7 +94,7 @@ void say_on_interrupt(int64_t run, const std::filesystem::path& socket) {
 }  // namespace
 
 int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
-  const Arguments a(args, {"prompt", "seeds", "size", "count", "priority", "out", "name", "format", "max-jobs"},
+  const Arguments a(args, {"prompt", "seeds", "size", "count", "priority", "out", "name", "format", "max-jobs", "lora"},
                     {"dry-run", "wait", "skip-duplicates", "json"});
   const auto prompt = a.get("prompt");
   if (prompt && !a.positionals().empty()) throw UsageError("give a job file or --prompt TEXT, not both");
@@ -112,6 +112,7 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   jobs::ParseOptions options;
   options.defaults.seeds = a.get("seeds");
   options.defaults.size = a.get("size").value_or(options.defaults.size);
+  options.defaults.lora = a.get("lora");  // for rows that name no LoRA; the daemon checks the names
   options.defaults.count = a.get_int("count", 1);
   options.defaults.priority = a.get_int("priority", 0);
   options.max_jobs = a.get_u64("max-jobs", jobs::kDefaultMaxJobs);
@@ -140,6 +141,7 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   nlohmann::json defaults = {{"size", options.defaults.size}, {"count", options.defaults.count},
                              {"priority", options.defaults.priority}};
   if (options.defaults.seeds) defaults["seeds"] = *options.defaults.seeds;
+  if (options.defaults.lora) defaults["lora"] = *options.defaults.lora;
   const auto out_dir = std::filesystem::absolute(a.get("out").value_or("renders")).lexically_normal();
   nlohmann::json params = {{"file", text},
                            {"file_name", file_name},

@@ -26,6 +26,7 @@ Arguments::Arguments(const std::vector<std::string>& args, const std::set<std::s
       } else {
         throw UsageError("option --" + name + " needs a value");
       }
+      all_[name].push_back(values_[name]);
     } else if (flags.count(name)) {
       if (eq != std::string::npos) throw UsageError("option --" + name + " takes no value");
       values_[name] = "";
@@ -33,6 +34,11 @@ Arguments::Arguments(const std::vector<std::string>& args, const std::set<std::s
       throw UsageError("unknown option " + a.substr(0, eq));
     }
   }
+}
+
+std::vector<std::string> Arguments::get_all(const std::string& name) const {
+  const auto it = all_.find(name);
+  return it == all_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::optional<std::string> Arguments::get(const std::string& name) const {

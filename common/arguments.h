@@ -22,7 +22,8 @@ class Arguments {
             const std::set<std::string>& flags);
 
   bool has(const std::string& name) const { return values_.count(name) > 0; }
-  std::optional<std::string> get(const std::string& name) const;
+  std::optional<std::string> get(const std::string& name) const;  // the last when given more than once
+  std::vector<std::string> get_all(const std::string& name) const;  // every value, in order (repeatable options)
   std::string require(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
 
@@ -32,6 +33,7 @@ class Arguments {
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_;
   std::vector<std::string> positionals_;
 };
 

@@ -37,6 +37,9 @@ options (each may also be set in the config file; flags win):
   --frame-timeout-s N     a partial request line must complete, and a client must take some of its
                           pending output, within N seconds (default 30)
   --client-queue-kb N     unsent events a watch client may have queued before it is dropped (default 1024)
+  --lora-dir DIR          a folder of LoRA files (repeatable; searched in order): a job's LoRA NAME is
+                          DIR/NAME.safetensors, found at submit or the submit is refused
+  --lora-cache-mb N       LoRA adapters kept in memory between jobs (default 1024)
   --busy-timeout-ms N     how long a queue database access waits for a lock (default 10000)
   --unhealthy-exit-s N    exit 1 when the queue database keeps failing for N seconds (default 300)
   --max-jobs-per-submit N one submit may expand to at most N jobs (default 100000); a client's
@@ -47,7 +50,7 @@ options (each may also be set in the config file; flags win):
                           "gpu_memory_gib", "socket", "data_dir", "max_attempts", "max_interruptions",
                           "encoder_cache_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
-                          "create_queue"}
+                          "create_queue", "lora_dirs" (a list of folders), "lora_cache_mb"}
 
 signals: SIGTERM, SIGINT or SIGHUP (a closed terminal, a service manager's reload) stop claiming, return
 the current job to the queue at its next step without spending an attempt, finish the PNGs already
@@ -108,6 +111,14 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "busy_timeout_ms") c.busy_timeout_ms = static_cast<int>(number());
     else if (key == "unhealthy_exit_s") c.unhealthy_exit_s = static_cast<int>(number());
     else if (key == "max_jobs_per_submit") c.max_jobs_per_submit = static_cast<uint64_t>(number());
+    else if (key == "lora_dirs") {
+      if (!value.is_array()) throw common::UsageError(file.string() + ": \"lora_dirs\" must be a list of folders");
+      for (const auto& d : value) {
+        if (!d.is_string()) throw common::UsageError(file.string() + ": \"lora_dirs\" must be a list of folders");
+        c.lora_dirs.push_back(made_absolute(base / d.get<std::string>()));
+      }
+    }
+    else if (key == "lora_cache_mb") c.lora_cache_mb = static_cast<size_t>(number());
     else if (key == "create_queue") {
       if (!value.is_boolean()) throw common::UsageError(file.string() + ": \"create_queue\" must be true or false");
       c.create_queue = value.get<bool>();
@@ -135,6 +146,7 @@ engine::EngineOptions DaemonConfig::engine_options() const {
   o.threads = threads;
   o.device = device;
   o.gpu_memory_gib = gpu_memory_gib;
+  o.lora_cache_bytes = lora_cache_mb << 20;
   try {
     o.precision = engine::parse_precision(precision);
   } catch (const std::invalid_argument& e) {
@@ -157,7 +169,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
                          {"model", "engine", "threads", "device", "precision", "gpu-memory", "socket", "data-dir",
                           "max-attempts", "encoder-cache-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
-                          "max-jobs-per-submit", "max-interruptions"},
+                          "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb"},
                          {"create-queue"});
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
@@ -182,6 +194,9 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   c.unhealthy_exit_s = a.get_int("unhealthy-exit-s", c.unhealthy_exit_s);
   c.max_jobs_per_submit = a.get_u64("max-jobs-per-submit", c.max_jobs_per_submit);
   if (a.has("create-queue")) c.create_queue = true;
+  if (a.has("lora-dir")) c.lora_dirs.clear();  // flags win over the config file's list
+  for (const auto& d : a.get_all("lora-dir")) c.lora_dirs.push_back(made_absolute(d));
+  c.lora_cache_mb = static_cast<size_t>(a.get_int("lora-cache-mb", static_cast<int>(c.lora_cache_mb)));
   if (c.model_dir.empty()) throw common::UsageError("--model DIR is required (a diffusers-layout model directory)");
   if (c.socket_path.empty()) c.socket_path = paths::default_socket_path();
   if (c.data_dir.empty()) c.data_dir = paths::default_data_dir();
@@ -200,6 +215,9 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (c.unhealthy_exit_s < 1) throw common::UsageError("--unhealthy-exit-s must be at least 1");
   if (c.max_interruptions < 1) throw common::UsageError("--max-interruptions must be at least 1");
   if (c.max_jobs_per_submit < 1) throw common::UsageError("--max-jobs-per-submit must be at least 1");
+  for (const auto& d : c.lora_dirs) {
+    if (!std::filesystem::is_directory(d)) throw common::UsageError("--lora-dir " + d.string() + " is not a folder");
+  }
   for (const char* level : {"trace", "debug", "info", "warn", "error"}) {
     if (c.log_level == level) return c;
   }

@@ -34,6 +34,8 @@ struct DaemonConfig {
   int unhealthy_exit_s = 300;          // a queue store failing this long ends the daemon (exit 1)
   bool create_queue = false;           // make a new queue in an existing file that is not one (empty, foreign)
   uint64_t max_jobs_per_submit = 100'000;  // one submit expands to at most this many jobs
+  std::vector<std::filesystem::path> lora_dirs;  // where a job's LoRA NAME is NAME.safetensors, searched in order
+  size_t lora_cache_mb = 1024;                   // LoRA adapters kept in memory (fp32)
 
   // Throws common::UsageError for a bad precision.
   engine::EngineOptions engine_options() const;

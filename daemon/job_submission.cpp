@@ -13,8 +13,10 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/finished_output.h"
+#include "daemon/lora_folders.h"
 #include "daemon/protocol.h"
 #include "daemon/request_handler.h"
+#include "jobs/lora_list.h"
 #include "jobs/output_name.h"
 #include "storage/png_file.h"
 
@@ -97,7 +99,7 @@ ExistingOutput existing_output(const storage::NewJob& job, const std::string& mo
   } catch (const std::exception&) {
     return ExistingOutput::kNone;  // not a finished PNG: the worker renders and replaces it
   }
-  const bool same = holds_image(png, {job.prompt, job.seed, job.width, job.height, model_identity});
+  const bool same = holds_image(png, {job.prompt, job.seed, job.width, job.height, model_identity, job.lora});
   return same ? ExistingOutput::kSameImage : ExistingOutput::kOtherImage;
 }
 
@@ -116,9 +118,10 @@ storage::NewJob to_queue_row(const jobs::JobSpec& s, const std::filesystem::path
   j.height = s.size.height;
   j.name = s.name;
   j.priority = s.priority;
-  j.output_path = (out_dir / jobs::output_file_name(s.prompt, s.name, s.seed, s.size)).string();
-  j.content_key = jobs::content_key(s.prompt, s.seed, s.size, s.name, out_dir.string());
-  j.prompt_key = jobs::prompt_key(s.prompt);
+  j.output_path = (out_dir / jobs::output_file_name(s.prompt, s.name, s.seed, s.size, s.lora)).string();
+  j.content_key = jobs::content_key(s.prompt, s.seed, s.size, s.name, out_dir.string(), s.lora);
+  j.prompt_key = jobs::prompt_key(jobs::prompt_text(s.prompt));  // what the encoder sees: no <lora:...> tags
+  j.lora = s.lora;
   return j;
 }
 
@@ -149,6 +152,11 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
     options.defaults.seeds = seeds->get<std::string>();
   }
   options.defaults.size = text_param(defaults, "size", options.defaults.size, "defaults.");
+  if (const json* lora = find(defaults, "lora")) {
+    if (!lora->is_string()) bad_param("defaults.lora", "must be a string (name:weight;name:weight)");
+    options.defaults.lora = lora->get<std::string>();
+  }
+  options.check_lora = [&](const std::string& name) { return lora_problem(limits.lora_dirs, name); };
   options.defaults.count =
       static_cast<int>(int_param(defaults, "count", options.defaults.count, 1, std::numeric_limits<int>::max(), "defaults."));
   options.defaults.priority = static_cast<int>(

@@ -18,6 +18,7 @@ namespace rgbaq::daemon {
 struct SubmitLimits {
   uint64_t max_jobs = jobs::kDefaultMaxJobs;  // the daemon's --max-jobs-per-submit
   size_t batch_jobs = 1000;                   // jobs a transaction inserts: a few ms of write lock each
+  std::vector<std::filesystem::path> lora_dirs;  // where a job's LoRA names must be found (daemon/lora_folders.h)
 };
 
 // Handles the protocol's "submit": returns {"run", "jobs", "skipped", "duplicates_in_file", "reusable"}

@@ -6,11 +6,13 @@
 
 #include "common/arguments.h"
 #include "daemon/daemon_config.h"
+#include "daemon/lora_folders.h"
 #include "daemon/render_record.h"
 #include "engine/backend_registry.h"
 #include "engine/model_identity.h"
 #include "engine/session.h"
 #include "host/image_size.h"
+#include "jobs/lora_list.h"
 #include "storage/png_file.h"
 #include "storage/render_metadata.h"
 
@@ -19,7 +21,7 @@ namespace {
 
 constexpr const char* kHelp = R"(usage: rgbaqd render --model DIR --prompt TEXT [--seed S] [--size SIZE] -o FILE.png
                      [--engine auto|cpu|cuda] [--threads N] [--device N] [--precision bf16|fp32]
-                     [--gpu-memory GIB]
+                     [--gpu-memory GIB] [--lora NAME:W[;NAME:W] --lora-dir DIR ...]
 
 Renders one image with no queue: tokenize, encode, 8 Euler steps, decode, then an RGBA PNG with its
 parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an `rgbaq` JSON chunk).
@@ -28,6 +30,8 @@ parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an 
   --size SIZE    256, 512, 1024 or WxH in pixels (multiples of 16; default 256)
   --engine E     auto (default: cuda when a CUDA device is visible, else cpu), cpu or cuda
   --threads N    CPU threads (default: all)
+  --lora L       LoRAs to apply, NAME:WEIGHT items separated by ";" (the prompt's <lora:NAME:W> tags
+                 add to them); NAME is NAME.safetensors in a --lora-dir (repeatable)
   --device N, --precision bf16|fp32, --gpu-memory GIB: the cuda engine's device, GEMM precision and
                  memory budget (see rgbaqd --help)
 Exit codes: 0 ok, 1 failure, 2 usage or bad input (unknown model directory, bad size, prompt too long,
@@ -40,14 +44,29 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
   std::vector<std::string> args;
   for (const auto& a : raw_args) args.push_back(a == "-o" ? "--output" : a);
   try {
-    const common::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads", "device", "precision", "gpu-memory"}, {"help"});
+    const common::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads", "device", "precision", "gpu-memory",
+                               "lora", "lora-dir"}, {"help"});
     if (a.has("help")) {
       out << kHelp;
       return 0;
     }
     if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
     engine::RenderRequest request;
-    request.prompt = a.require("prompt");
+    const std::string prompt = a.require("prompt");  // recorded as written; the tokenizer sees it without tags
+    std::string lora_error;
+    const auto tagged = jobs::split_prompt_loras(prompt, lora_error);
+    if (!tagged) throw common::UsageError("--prompt: " + lora_error);
+    request.prompt = tagged->text;
+    auto loras = jobs::parse_lora_list(a.get("lora").value_or(""), lora_error);
+    if (!loras) throw common::UsageError("--lora: " + lora_error);
+    loras->insert(loras->end(), tagged->loras.begin(), tagged->loras.end());
+    std::vector<std::filesystem::path> lora_dirs;
+    for (const auto& d : a.get_all("lora-dir")) lora_dirs.push_back(d);
+    try {
+      request.loras = lora_requests(lora_dirs, jobs::lora_list_string(*loras));
+    } catch (const std::runtime_error& e) {
+      throw common::UsageError(std::string("--lora: ") + e.what());
+    }
     request.seed = a.get_u64("seed", 0);
     try {
       request.size = host::parse_image_size(a.get("size").value_or("256"));
@@ -88,8 +107,8 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
       if (show_progress) err << "\n";
       throw common::UsageError(e.what());
     }
-    const storage::RenderMetadata m =
-        describe_render(request, result, model, engine::model_identity(model), session->backend_name());
+    storage::RenderMetadata m = describe_render(request, result, model, engine::model_identity(model), session->backend_name());
+    m.prompt = prompt;
     storage::write_png_atomic(output, result.rgba.data(), result.size.width, result.size.height, storage::png_texts(m));
     out << output << " (" << result.size.to_string() << ", seed " << request.seed << ", " << result.timings.total_s
         << " s, engine " << session->backend_name() << " on " << session->device_description() << ")\n";

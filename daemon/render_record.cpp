@@ -21,6 +21,7 @@ storage::RenderMetadata describe_render(const engine::RenderRequest& request, co
   m.step_s = result.timings.step_s;
   m.decode_s = result.timings.decode_s;
   m.total_s = result.timings.total_s;
+  for (const auto& use : result.loras) m.loras.push_back({use.adapter->name, use.weight, use.adapter->sha256});
   return m;
 }
 

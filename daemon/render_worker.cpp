@@ -10,8 +10,10 @@
 #include "daemon/listen_socket.h"
 #include "daemon/crash_record.h"
 #include "daemon/finished_output.h"
+#include "daemon/lora_folders.h"
 #include "daemon/render_record.h"
 #include "engine/model_identity.h"
+#include "jobs/lora_list.h"
 #include "storage/png_file.h"
 #include "storage/render_metadata.h"
 
@@ -19,6 +21,7 @@ namespace rgbaq::daemon {
 namespace {
 
 constexpr size_t kPreferredPrompts = 32;
+constexpr size_t kPreferredLoraSets = 8;
 
 }  // namespace
 
@@ -44,7 +47,7 @@ void RenderWorker::run() {
   while (!state_.stopping()) {
     std::optional<storage::Job> job;
     try {
-      job = store_.claim(worker_id_, {cached_prompts_.begin(), cached_prompts_.end()});
+      job = store_.claim(worker_id_, {cached_prompts_.begin(), cached_prompts_.end()}, loaded_loras());
       if (failing) {
         spdlog::info("the queue database {} works again", config_.queue_db().string());
         state_.clear_problem();
@@ -77,6 +80,18 @@ void RenderWorker::run() {
   writer_.finish();
 }
 
+std::vector<std::string> RenderWorker::loaded_loras() const {
+  std::vector<std::string> loaded{""};
+  for (const std::string& list : recent_loras_) {
+    try {
+      if (session_.lora_cache().holds_all(lora_requests(config_.lora_dirs, list))) loaded.push_back(list);
+    } catch (const std::exception&) {
+      // a file gone since: not loaded
+    }
+  }
+  return loaded;
+}
+
 bool RenderWorker::reuse_finished_output(const storage::Job& job) {
   if (!std::filesystem::exists(job.output_path)) return false;
   storage::PngImage png;
@@ -86,9 +101,10 @@ bool RenderWorker::reuse_finished_output(const storage::Job& job) {
     return false;  // not a finished PNG: render and replace it
   }
   const auto it = png.texts.find("rgbaq");
-  const bool ours = storage::job_id_of(png) == job.id;
-  // The same image from another job (a resubmission): same prompt, seed, size and model.
-  const bool same = holds_image(png, {job.prompt, job.seed, job.width, job.height, model_identity_});
+  // Ours (this job before a crash) only with the job's LoRA set; or the same image from another job (a
+  // resubmission): same prompt, seed, size, LoRAs and model.
+  const bool ours = storage::job_id_of(png) == job.id && lora_set_of(png) == job.lora;
+  const bool same = holds_image(png, {job.prompt, job.seed, job.width, job.height, model_identity_, job.lora});
   if (!ours && !same) {
     throw std::runtime_error("output " + job.output_path + " exists and holds another image; move it or submit with another --out");
   }
@@ -125,15 +141,22 @@ void RenderWorker::handle(const storage::Job& job) {
       state_.counters.current_job = -1;
       return;
     }
-    const engine::RenderRequest request{job.prompt, job.seed, {job.width, job.height}};
+    // The prompt recorded as written; the tokenizer sees it without its <lora:...> tags (in job.lora).
+    const engine::RenderRequest request{job.prompt, job.seed, {job.width, job.height},
+                                        lora_requests(config_.lora_dirs, job.lora)};
     const auto t0 = std::chrono::steady_clock::now();
-    const auto prompt = session_.tokenize(job.prompt);
+    const auto prompt = session_.tokenize(jobs::prompt_text(job.prompt));
     const auto t1 = std::chrono::steady_clock::now();
     bool cache_hit = false;
     const engine::Tensor embeds = embeddings(prompt, cache_hit);
     const auto t2 = std::chrono::steady_clock::now();
     cached_prompts_.push_front(job.prompt_key);
     if (cached_prompts_.size() > kPreferredPrompts) cached_prompts_.pop_back();
+    if (!job.lora.empty()) {
+      std::erase(recent_loras_, job.lora);
+      recent_loras_.push_front(job.lora);
+      if (recent_loras_.size() > kPreferredLoraSets) recent_loras_.pop_back();
+    }
     events_.publish("job_started", {{"job", job.id}, {"run", job.run_id}, {"prompt", job.prompt}, {"name", job.name},
                                     {"seed", job.seed}, {"width", job.width}, {"height", job.height},
                                     {"encoder_cache_hit", cache_hit}});

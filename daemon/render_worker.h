@@ -1,6 +1,6 @@
 #pragma once
-// The one worker that owns the engine session: claims jobs (preferring prompts whose embeddings are in
-// memory), reuses a finished PNG left by an earlier run of the daemon instead of rendering again,
+// The one worker that owns the engine session: claims jobs (preferring LoRA sets already loaded, then
+// prompts whose embeddings are in memory), reuses a finished PNG left by an earlier run of the daemon instead of rendering again,
 // looks embeddings up in the encoder cache, renders with progress events, checks for cancellation and
 // shutdown between steps, and hands the image to the writer thread.
 #include <deque>
@@ -29,6 +29,8 @@ class RenderWorker {
   void handle(const storage::Job& job);
   bool reuse_finished_output(const storage::Job& job);
   engine::Tensor embeddings(const tokenizer::TemplatedPrompt& prompt, bool& cache_hit);
+  // The LoRA lists of recent jobs whose files the session still holds, "" (none) always among them.
+  std::vector<std::string> loaded_loras() const;
 
   const DaemonConfig& config_;
   engine::Session& session_;
@@ -39,6 +41,7 @@ class RenderWorker {
   OutputWriter writer_;
   engine::EncoderCache cache_;
   std::deque<uint64_t> cached_prompts_;  // prompt keys of recent encodes, for claim preference
+  std::deque<std::string> recent_loras_;  // LoRA lists of recent jobs, newest first
   std::string worker_id_;
 };
 

@@ -47,7 +47,7 @@ json counts_json(const storage::StateCounts& c) {
 
 json job_json(const storage::Job& j, bool with_metadata) {
   json out = {{"id", j.id},         {"run", j.run_id},           {"prompt", j.prompt},   {"seed", j.seed},
-              {"width", j.width},   {"height", j.height},        {"name", j.name},       {"priority", j.priority},
+              {"width", j.width},   {"height", j.height},        {"name", j.name},       {"priority", j.priority}, {"lora", j.lora},
               {"state", storage::state_name(j.state)}, {"attempts", j.attempts}, {"error", j.error},
               {"output", j.output_path}, {"created_at", j.created_at}, {"started_at", j.started_at},
               {"finished_at", j.finished_at}};
@@ -124,7 +124,8 @@ json RequestHandler::handle(const std::string& method, const json& params) {
 }
 
 json RequestHandler::submit(const json& params) {
-  json result = submit_job_file(store_, session_, model_identity_, params, {.max_jobs = config_.max_jobs_per_submit});
+  json result = submit_job_file(store_, session_, model_identity_, params,
+                                {.max_jobs = config_.max_jobs_per_submit, .lora_dirs = config_.lora_dirs});
   state_.wake_worker();
   return result;
 }

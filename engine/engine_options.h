@@ -1,6 +1,7 @@
 #pragma once
 // How a session opens its backend: which one, and the knobs each understands. A backend ignores the
 // knobs that are not its own (cpu: threads; cuda: device, precision, gpu_memory_gib).
+#include <cstddef>
 #include <string>
 
 namespace rgbaq::engine {
@@ -17,6 +18,7 @@ struct EngineOptions {
   Precision precision = Precision::kBf16;
   double gpu_memory_gib = 0;     // cuda: the device memory the session may use; 0 = what the device has
   bool force_block_streaming = false;  // cuda: stream the DiT's blocks even when they fit (tests)
+  size_t lora_cache_bytes = size_t{1} << 30;  // LoRA adapters kept between renders (engine/lora_cache.h)
 };
 
 // "bf16" | "fp32"; throws std::invalid_argument naming the value.

@@ -55,6 +55,11 @@ void Graphs::end_image() {
   run_end_image();
 }
 
+void Graphs::set_loras(const LoraSet& set) {
+  if (image_text_len_ >= 0) throw std::logic_error("set_loras between begin_image and end_image");
+  run_set_loras(set);
+}
+
 Tensor Graphs::velocity(const VelocityInputs& in) {
   if (!in.img_tokens || !in.txt_feats || !in.rope) throw std::invalid_argument("velocity: an input is missing");
   begin_image(*in.txt_feats, *in.rope);

@@ -14,6 +14,7 @@
 
 #include "host/image_size.h"
 #include "host/rope.h"
+#include "engine/lora.h"
 #include "engine/tensor.h"
 
 namespace rgbaq::engine {
@@ -40,6 +41,10 @@ class Graphs {
   void begin_image(const Tensor& txt_feats, const host::RopeTensors& rope);
   const Tensor& step(const Tensor& img_tokens, float timestep);
   void end_image();
+  // The LoRA adapters the DiT applies from the next begin_image on (empty: none), unmerged: switching
+  // sets rewrites no weight. Throws std::logic_error between begin_image and end_image (the text prefix
+  // was computed with the set before), std::invalid_argument for a module this DiT does not have.
+  void set_loras(const LoraSet& set);
   // begin_image + step + end_image, for a single call (tests, tools).
   Tensor velocity(const VelocityInputs& in);
 
@@ -55,6 +60,7 @@ class Graphs {
   virtual void run_begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) = 0;
   virtual const Tensor& run_step(const Tensor& img_tokens, float timestep) = 0;
   virtual void run_end_image() = 0;
+  virtual void run_set_loras(const LoraSet& set) = 0;
   virtual Tensor run_decode(const Tensor& latents, const host::ImageSize& size) = 0;
 
  private:

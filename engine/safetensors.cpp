@@ -132,6 +132,7 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     max_end_name = name;
   }
   file.data_ = bytes + 8 + header_len;
+  file.data_size_ = data_size;
   file.mapping_ = std::shared_ptr<const void>(mapping, mapping->address);
   return file;
 }

@@ -26,6 +26,9 @@ class SafetensorsFile {
   std::vector<std::string> names() const;
   // A view into the mapping (F32 data that is not 4-byte aligned is copied). Throws when absent.
   Tensor tensor(const std::string& name) const;
+  // The bytes after the header (what AUTOMATIC1111 hashes to name a LoRA file).
+  const uint8_t* data_section() const { return data_; }
+  size_t data_section_size() const { return data_size_; }
 
  private:
   struct Entry {
@@ -36,6 +39,7 @@ class SafetensorsFile {
   std::filesystem::path path_;
   std::shared_ptr<const void> mapping_;  // unmaps when the last tensor view goes
   const uint8_t* data_ = nullptr;        // start of the data section
+  size_t data_size_ = 0;
   std::map<std::string, Entry> entries_;
 };
 

@@ -33,6 +33,8 @@ std::unique_ptr<Session> Session::open(const std::filesystem::path& model_dir, c
   s->scheduler_ = host::load_scheduler_config(model_dir);
   s->rope_tables_ = host::RopeTables::for_model(model_dir);
   s->graphs_ = backend.open(dir, options);
+  s->dit_config_ = load_dit_config(dir.transformer_dir() / "config.json");
+  s->lora_cache_.set_max_bytes(options.lora_cache_bytes);
   return s;
 }
 
@@ -49,6 +51,8 @@ RenderResult Session::render_embedded(const Tensor& embeds, const RenderRequest&
   const auto start = Clock::now();
   host::check_image_size(request.size);
   RenderResult result;
+  result.loras = lora_cache_.resolve(request.loras, dit_config_);
+  graphs_->set_loras(result.loras);  // before begin_image: the text prefix runs with them too
   result.size = request.size;
   result.text_tokens = static_cast<int>(embeds.dim(0));
   const host::RopeTensors rope = host::build_rope(rope_tables_, result.text_tokens, request.size);  // once per image

@@ -12,6 +12,8 @@
 
 #include "engine/engine_options.h"
 #include "engine/graphs.h"
+#include "engine/lora_cache.h"
+#include "engine/model_config.h"
 #include "engine/tensor.h"
 #include "host/image_size.h"
 #include "host/rope.h"
@@ -25,6 +27,7 @@ struct RenderRequest {
   std::string prompt;
   uint64_t seed = 0;
   host::ImageSize size{256, 256};
+  std::vector<LoraRequest> loras;  // applied in order, unmerged; empty: none
 };
 
 struct RenderTimings {
@@ -38,6 +41,7 @@ struct RenderResult {
   RenderTimings timings;
   int full_tokens = 0, text_tokens = 0;  // Lfull and L
   std::vector<float> sigmas;
+  LoraSet loras;  // the adapters applied, with their weights (names and file hashes for the record)
 };
 
 // Called after each step with (steps done, steps in all); returning false cancels the render.
@@ -63,8 +67,9 @@ class Session {
   static std::unique_ptr<Session> open(const std::filesystem::path& model_dir, const std::string& backend = "cpu",
                                        int threads = 0);
 
-  // Throws std::invalid_argument for a prompt that does not fit or a bad size, RenderCanceled when
-  // the callback says stop.
+  // Throws std::invalid_argument for a prompt that does not fit or a bad size, std::runtime_error naming
+  // the file and key for a LoRA that cannot be read or does not fit, RenderCanceled when the callback
+  // says stop.
   RenderResult render(const RenderRequest& request, const StepCallback& on_step = {});
 
   // The pieces, for callers that cache embeddings.
@@ -77,6 +82,9 @@ class Session {
   // What the backend runs on ("cpu, 8 threads", "NVIDIA H200 (device 0, ...)").
   std::string device_description() const { return graphs_->device_description(); }
   Graphs& graphs() { return *graphs_; }
+  // The adapters read so far (kept, least recently used out first, within a byte budget).
+  LoraCache& lora_cache() { return lora_cache_; }
+  const DitConfig& dit_config() const { return dit_config_; }
 
  private:
   Session() = default;
@@ -88,6 +96,8 @@ class Session {
   host::SchedulerConfig scheduler_;
   host::RopeTables rope_tables_;
   std::unique_ptr<Graphs> graphs_;
+  DitConfig dit_config_;
+  LoraCache lora_cache_;
 };
 
 }  // namespace rgbaq::engine

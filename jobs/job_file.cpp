@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "jobs/csv_reader.h"
+#include "jobs/lora_list.h"
 #include "jobs/output_name.h"
 #include "common/json_nesting.h"
 #include "host/rope.h"
@@ -19,8 +20,8 @@
 namespace rgbaq::jobs {
 namespace {
 
-constexpr std::string_view kFields[] = {"prompt", "seed", "count", "size", "name", "priority"};
-constexpr int kFieldCount = 6;
+constexpr std::string_view kFields[] = {"prompt", "seed", "count", "size", "name", "priority", "lora"};
+constexpr int kFieldCount = 7;
 
 // The field's index in kFields, or -1.
 int field_index(std::string_view f) {
@@ -101,7 +102,7 @@ void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector
     const std::string name = lower(trim(f.value));
     if (!known_field(name)) {
       errors.push_back({f.line, f.column, name, "unknown column \"" + trim(f.value) +
-                                                    "\" (columns: prompt, seed, count, size, name, priority)"});
+                                                    "\" (columns: prompt, seed, count, size, name, priority, lora)"});
       header_ok = false;
     } else if (!seen.insert(name).second) {
       errors.push_back({f.line, f.column, name, "column \"" + name + "\" appears twice"});
@@ -163,12 +164,12 @@ void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vect
     for (const auto& [key, value] : doc.items()) {
       const std::string name = lower(key);
       if (!known_field(name)) {
-        errors.push_back({line_no, 0, key, "unknown field \"" + key + "\" (fields: prompt, seed, count, size, name, priority)"});
+        errors.push_back({line_no, 0, key, "unknown field \"" + key + "\" (fields: prompt, seed, count, size, name, priority, lora)"});
         continue;
       }
       if (value.is_null() && name != "prompt") continue;
       std::string textv;
-      if ((name == "prompt" || name == "name") && !value.is_string()) {
+      if ((name == "prompt" || name == "name" || name == "lora") && !value.is_string()) {
         errors.push_back({line_no, 0, name, "has the wrong type (" + std::string(value.type_name()) + "); it must be a string"});
         continue;
       }
@@ -268,6 +269,16 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     default_seeds = parse_seed_spec(*options.defaults.seeds, default_error);
     if (!default_seeds) out.errors.push_back({0, 0, "--seeds", default_error});
   }
+  std::vector<LoraItem> default_loras;
+  if (options.defaults.lora) {
+    std::string why;
+    if (auto items = parse_lora_list(*options.defaults.lora, why)) default_loras = std::move(*items);
+    else out.errors.push_back({0, 0, "--lora", why});
+    for (const auto& item : default_loras) {
+      if (!options.check_lora) break;
+      if (std::string w = options.check_lora(item.name); !w.empty()) out.errors.push_back({0, 0, "--lora", w});
+    }
+  }
   if (options.defaults.count < 1) {
     out.errors.push_back({0, 0, "--count", std::to_string(options.defaults.count) + " is not a positive integer"});
   }
@@ -286,7 +297,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
 
   struct Validated {
     const RawRow* raw;
-    std::string prompt, name;
+    std::string prompt, name, lora;
     std::optional<SeedSpec> seeds;
     uint64_t count;
     host::ImageSize size;
@@ -304,14 +315,40 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
       const RawValue* v = row.find(field);
       return v ? &v->text : nullptr;
     };
-    Validated v{&row, "", "", default_seeds, static_cast<uint64_t>(options.defaults.count), {}, options.defaults.priority};
+    Validated v{&row, "", "", "", default_seeds, static_cast<uint64_t>(options.defaults.count), {}, options.defaults.priority};
     v.prompt = value("prompt") ? *value("prompt") : "";
     if (const size_t bad = invalid_utf8_at(v.prompt); bad != std::string::npos) {
       error("prompt", "invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the prompt");
     } else if (v.prompt.find('\0') != std::string::npos) {
       error("prompt", "contains a NUL character");
-    } else if (options.check_prompt) {
-      if (const std::string why = options.check_prompt(v.prompt); !why.empty()) error("prompt", why);
+    } else {
+      // The LoRAs: the field's, then the prompt's tags; the tokenizer sees the prompt without the tags.
+      std::string why;
+      std::vector<LoraItem> loras;
+      if (const auto* l = value("lora")) {
+        if (auto items = parse_lora_list(*l, why)) loras = std::move(*items);
+        else error("lora", why);
+      }
+      const size_t from_field = loras.size();
+      const auto split = split_prompt_loras(v.prompt, why);
+      if (!split) {
+        error("prompt", why);
+      } else {
+        for (const auto& item : split->loras) {
+          const bool twice = std::any_of(loras.begin(), loras.end(), [&](const LoraItem& i) { return i.name == item.name; });
+          if (twice) error("prompt", "LoRA \"" + item.name + "\" is named in the lora field and in the prompt");
+          loras.push_back(item);
+        }
+        const bool defaulted = !value("lora") && split->loras.empty();
+        if (defaulted) loras = default_loras;  // checked once, above
+        for (size_t i = 0; i < loras.size() && options.check_lora && !defaulted; ++i) {
+          if (const std::string w = options.check_lora(loras[i].name); !w.empty()) error(i < from_field ? "lora" : "prompt", w);
+        }
+        v.lora = lora_list_string(loras);
+        if (options.check_prompt) {
+          if (const std::string w = options.check_prompt(split->text); !w.empty()) error("prompt", w);
+        }
+      }
     }
     if (const auto* s = value("seed")) {
       if (options.defaults.seeds) out.seed_rows_over_option.push_back(row.line);
@@ -386,7 +423,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     if (options.random_seed) return options.random_seed();
     return (static_cast<uint64_t>(device()) << 32) ^ device();
   };
-  using Key = std::tuple<std::string, int, int, std::string>;  // prompt, width, height, name
+  using Key = std::tuple<std::string, int, int, std::string, std::string>;  // prompt, width, height, name, lora
   std::map<Key, SeedSet> listed;                           // seeds each distinct row content has taken
   // Output base -> its seeds taken so far: first -> (last, row index in out.rows).
   std::map<std::string, std::map<uint64_t, std::pair<uint64_t, size_t>>> by_base;
@@ -407,8 +444,8 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
         ranges.push_back({0, last});
       }
     }
-    const auto [kit, fresh_key] = listed.try_emplace(Key{v.prompt, v.size.width, v.size.height, v.name});
-    JobRow row{v.prompt, v.name, v.size, v.priority, v.raw->line, random, {}};
+    const auto [kit, fresh_key] = listed.try_emplace(Key{v.prompt, v.size.width, v.size.height, v.name, v.lora});
+    JobRow row{v.prompt, v.name, v.size, v.priority, v.raw->line, random, {}, v.lora};
     for (const SeedRange& r : ranges) {
       const uint64_t taken_minus_one = kit->second.take(r, row.seeds);
       out.duplicates_skipped += (r.last - r.first) - taken_minus_one;  // (size of r) - taken, without overflow
@@ -416,7 +453,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     if (row.seeds.empty()) continue;  // every job of it was listed before
     // Rows of other content whose files share this base must not share a seed: each base keeps its
     // seeds as disjoint ranges, each with the row that took it.
-    auto& owners = by_base[output_base_name(v.prompt, v.name, v.size)];
+    auto& owners = by_base[output_base_name(v.prompt, v.name, v.size, v.lora)];
     std::optional<std::pair<uint64_t, size_t>> clash;  // (seed, row index)
     for (const SeedRange& r : row.seeds) {
       auto it = owners.upper_bound(r.first);

@@ -22,6 +22,7 @@ struct SubmitDefaults {
   std::string size = "1024";
   int count = 1;
   int priority = 0;
+  std::optional<std::string> lora;  // for rows that name no LoRA (field or prompt tag): "name:weight;..."
 };
 
 struct JobSpec {
@@ -32,6 +33,7 @@ struct JobSpec {
   std::string name;  // empty: the output is named after the prompt
   int priority = 0;
   int line = 0;      // the row it came from
+  std::string lora;  // the field's and the prompt's LoRAs, "name:weight;..." (jobs/lora_list.h); "" for none
 };
 
 struct FileError {
@@ -50,6 +52,7 @@ struct JobRow {
   int line = 0;
   bool seed_was_random = false;
   std::vector<SeedRange> seeds;  // in expansion order
+  std::string lora;              // as JobSpec::lora
 };
 
 struct JobFile {
@@ -70,7 +73,10 @@ struct ParseOptions {
   uint64_t max_jobs = kDefaultMaxJobs;  // a sweep is counted before anything is built
   bool expand = true;  // build JobFile::jobs; false: rows only (memory independent of the job count)
   // Returns an error message for a prompt the encoder cannot take (too many tokens), else empty.
+  // It gets the prompt without its <lora:...> tags (the text the tokenizer sees).
   std::function<std::string(const std::string& prompt)> check_prompt;
+  // Returns an error message for a LoRA name that names no file (not found in the LoRA folders), else empty.
+  std::function<std::string(const std::string& name)> check_lora;
   // Draws a seed for rows without one (std::random_device when empty; tests pass their own).
   std::function<uint64_t()> random_seed;
 };
@@ -81,7 +87,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
 template <typename F>
 void for_each_job(const JobFile& file, F&& f) {
   for (const JobRow& row : file.rows) {
-    JobSpec spec{row.prompt, 0, row.seed_was_random, row.size, row.name, row.priority, row.line};
+    JobSpec spec{row.prompt, 0, row.seed_was_random, row.size, row.name, row.priority, row.line, row.lora};
     for (const SeedRange& r : row.seeds) {
       for (uint64_t s = r.first;; ++s) {
         spec.seed = s;

@@ -40,21 +40,25 @@ std::string slug(const std::string& text) {
   return out.empty() ? "image" : out;
 }
 
-std::string output_base_name(const std::string& prompt, const std::string& name, const host::ImageSize& size) {
+std::string output_base_name(const std::string& prompt, const std::string& name, const host::ImageSize& size,
+                             const std::string& lora) {
   if (!name.empty()) return slug(name);
-  const uint64_t h = mix(fnv1a(prompt + '\xff' + size.to_string()));
+  // No LoRA: the key of before LoRAs existed, so earlier outputs keep their names.
+  const uint64_t h = mix(fnv1a(prompt + '\xff' + size.to_string() + (lora.empty() ? "" : '\xff' + lora)));
   return slug(prompt) + "-" + hex(h, 8);
 }
 
-std::string output_file_name(const std::string& prompt, const std::string& name, uint64_t seed, const host::ImageSize& size) {
-  return output_base_name(prompt, name, size) + "_" + std::to_string(seed) + ".png";
+std::string output_file_name(const std::string& prompt, const std::string& name, uint64_t seed, const host::ImageSize& size,
+                             const std::string& lora) {
+  return output_base_name(prompt, name, size, lora) + "_" + std::to_string(seed) + ".png";
 }
 
 uint64_t prompt_key(const std::string& prompt) { return mix(fnv1a(prompt)); }
 
 uint64_t content_key(const std::string& prompt, uint64_t seed, const host::ImageSize& size, const std::string& name,
-                     const std::string& out_dir) {
-  return mix(fnv1a(record(prompt, seed, size, name, out_dir), 0x84222325cbf29ce4ull));
+                     const std::string& out_dir, const std::string& lora) {
+  const std::string r = record(prompt, seed, size, name, out_dir) + (lora.empty() ? "" : '\xff' + lora);
+  return mix(fnv1a(r, 0x84222325cbf29ce4ull));
 }
 
 }  // namespace rgbaq::jobs

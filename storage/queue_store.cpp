@@ -90,6 +90,11 @@ CREATE TABLE outputs (
 INSERT OR IGNORE INTO outputs (path, content_key, run_id) SELECT output_path, content_key, run_id FROM jobs ORDER BY id;
 ALTER TABLE jobs ADD COLUMN interruptions INTEGER NOT NULL DEFAULT 0;
 )",
+    // 2 -> 3: each job's LoRA set ("name:weight;...", '' for none), and claims that prefer a loaded set.
+    R"(
+ALTER TABLE jobs ADD COLUMN lora TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_claim_lora ON jobs (lora, priority, id) WHERE state = 'queued';
+)",
 };
 
 // Claims skip the jobs of runs whose submit has not committed its last batch.
@@ -97,7 +102,7 @@ constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE 
 
 const char* kJobColumns =
     "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
-    "finished_at, cancel_requested, error, errors, output_path, metadata, prompt_key, content_key, interruptions";
+    "finished_at, cancel_requested, error, errors, output_path, metadata, prompt_key, content_key, interruptions, lora";
 
 Job read_job(SQLite::Statement& q) {
   Job j;
@@ -123,6 +128,7 @@ Job read_job(SQLite::Statement& q) {
   j.prompt_key = static_cast<uint64_t>(q.getColumn(19).getInt64());
   j.content_key = static_cast<uint64_t>(q.getColumn(20).getInt64());
   j.interruptions = q.getColumn(21).getInt();
+  j.lora = q.getColumn(22).getString();
   return j;
 }
 
@@ -133,8 +139,10 @@ struct QueueStore::Statements {
       : paused(db, "SELECT value FROM settings WHERE key = 'paused'"),
         top(db, std::string("SELECT id, priority FROM jobs WHERE state = 'queued' AND not_before <= ?") + kVisible +
                     " ORDER BY priority DESC, id LIMIT 1"),
-        preferred(db, std::string("SELECT id FROM jobs WHERE state = 'queued' AND prompt_key = ? AND priority = ? AND "
+        preferred(db, std::string("SELECT id, lora FROM jobs WHERE state = 'queued' AND prompt_key = ? AND priority = ? AND "
                                   "not_before <= ?") + kVisible + " ORDER BY id LIMIT 1"),
+        preferred_lora(db, std::string("SELECT id FROM jobs WHERE state = 'queued' AND lora = ? AND priority = ? AND "
+                                       "not_before <= ?") + kVisible + " ORDER BY id LIMIT 1"),
         lease(db, "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker = ?, started_at = ? "
                   "WHERE id = ? AND state = 'queued'"),
         select_job(db, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?"),
@@ -142,7 +150,7 @@ struct QueueStore::Statements {
                      "WHERE id = ? AND state = 'running'"),
         cancel_requested(db, "SELECT cancel_requested FROM jobs WHERE id = ?") {}
 
-  SQLite::Statement paused, top, preferred, lease, select_job, complete, cancel_requested;
+  SQLite::Statement paused, top, preferred, preferred_lora, lease, select_job, complete, cancel_requested;
 };
 
 namespace {
@@ -324,7 +332,7 @@ SubmitResult QueueStore::append_jobs(int64_t run_id, const RunOptions& run, cons
   SQLite::Statement owner(db_, "SELECT content_key, run_id FROM outputs WHERE path = ?");
   SQLite::Statement ins(db_,
                         "INSERT INTO jobs (run_id, prompt, seed, width, height, name, priority, state, created_at, "
-                        "output_path, content_key, prompt_key) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)");
+                        "output_path, content_key, prompt_key, lora) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)");
   std::vector<OutputClash> clashes;
   for (const NewJob& j : jobs) {
     if (run.skip_duplicates) {
@@ -364,6 +372,7 @@ SubmitResult QueueStore::append_jobs(int64_t run_id, const RunOptions& run, cons
     ins.bindNoCopy(9, j.output_path);
     ins.bind(10, static_cast<int64_t>(j.content_key));
     ins.bind(11, static_cast<int64_t>(j.prompt_key));
+    ins.bindNoCopy(12, j.lora);
     ins.exec();
     ins.reset();
     ++result.inserted;
@@ -410,7 +419,8 @@ int64_t QueueStore::discard_run(int64_t run_id) {
   return deleted;
 }
 
-std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred) {
+std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred,
+                                            const std::vector<std::string>& preferred_loras) {
   if (paused()) return std::nullopt;
   const double now = now_seconds();
   int64_t id = 0;
@@ -422,15 +432,34 @@ std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std
     id = top->getColumn(0).getInt64();
     priority = top->getColumn(1).getInt();
   }
-  int64_t best = INT64_MAX;
+  // After priority: a loaded LoRA set with a cached prompt, then a loaded set, then a cached prompt.
+  auto loaded = [&](const std::string& lora) {
+    return std::find(preferred_loras.begin(), preferred_loras.end(), lora) != preferred_loras.end();
+  };
+  int64_t best = INT64_MAX, best_loaded = INT64_MAX, best_lora = INT64_MAX;
   for (const uint64_t key : preferred) {
     Use pref(st_->preferred);
     pref->bind(1, static_cast<int64_t>(key));
     pref->bind(2, priority);
     pref->bind(3, now);
-    if (pref->executeStep()) best = std::min(best, pref->getColumn(0).getInt64());
+    if (!pref->executeStep()) continue;
+    const int64_t found = pref->getColumn(0).getInt64();
+    best = std::min(best, found);
+    if (loaded(pref->getColumn(1).getString())) best_loaded = std::min(best_loaded, found);
   }
-  if (best != INT64_MAX) id = best;
+  for (const std::string& lora : preferred_loras) {
+    Use pref(st_->preferred_lora);
+    pref->bind(1, lora);
+    pref->bind(2, priority);
+    pref->bind(3, now);
+    if (pref->executeStep()) best_lora = std::min(best_lora, pref->getColumn(0).getInt64());
+  }
+  for (const int64_t choice : {best_loaded, best_lora, best}) {
+    if (choice != INT64_MAX) {
+      id = choice;
+      break;
+    }
+  }
   {
     Use lease(st_->lease);
     lease->bind(1, worker);
@@ -441,10 +470,11 @@ std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std
   return job(id);
 }
 
-std::optional<Job> QueueStore::claim(const std::string& worker, const std::vector<uint64_t>& preferred) {
+std::optional<Job> QueueStore::claim(const std::string& worker, const std::vector<uint64_t>& preferred,
+                                     const std::vector<std::string>& preferred_loras) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  auto job = claim_locked(worker, preferred);
+  auto job = claim_locked(worker, preferred, preferred_loras);
   tx.commit();
   return job;
 }
@@ -468,11 +498,12 @@ bool QueueStore::complete(int64_t job_id, const std::string& output_path, const 
 
 std::optional<Job> QueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
                                                   const std::string& metadata_json, const std::string& worker,
-                                                  const std::vector<uint64_t>& preferred) {
+                                                  const std::vector<uint64_t>& preferred,
+                                                  const std::vector<std::string>& preferred_loras) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   complete_locked(job_id, output_path, metadata_json);
-  auto next = claim_locked(worker, preferred);
+  auto next = claim_locked(worker, preferred, preferred_loras);
   tx.commit();
   return next;
 }

@@ -34,6 +34,7 @@ struct NewJob {
   std::string output_path;
   uint64_t content_key = 0;  // identical jobs share it (resubmission detection)
   uint64_t prompt_key = 0;   // identical prompts share it (encoder-cache-friendly claims)
+  std::string lora;          // the LoRA set, "name:weight;..." (jobs/lora_list.h); "" for none
 };
 
 struct RunOptions {
@@ -81,6 +82,7 @@ struct Job {
   std::string errors_json;  // every failure: [{"attempt", "at", "reason"}]
   std::string output_path, metadata_json;
   uint64_t prompt_key = 0, content_key = 0;
+  std::string lora;  // as NewJob::lora
 };
 
 struct Run {
@@ -109,7 +111,7 @@ struct RecoverResult {
 
 class QueueStore {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens or creates the database and migrates it forward. Throws std::runtime_error naming the file
   // when it cannot, when its schema is newer than this build knows, or when an existing file is not an
@@ -132,12 +134,15 @@ class QueueStore {
   // A pending run's jobs and output claims, deleted in batches, then the run.
   int64_t discard_run(int64_t run_id);
 
-  // The next job by priority, then submit order; among the jobs of the top priority, one whose prompt
-  // key is in `preferred` first. Leases it to `worker`. Nothing while paused.
-  std::optional<Job> claim(const std::string& worker, const std::vector<uint64_t>& preferred = {});
+  // The next job by priority, then submit order; among the jobs of the top priority, one whose LoRA set
+  // is in `preferred_loras` (loaded already) and whose prompt key is in `preferred` first, then one of
+  // those LoRA sets, then one of those prompts. Leases it to `worker`. Nothing while paused.
+  std::optional<Job> claim(const std::string& worker, const std::vector<uint64_t>& preferred = {},
+                           const std::vector<std::string>& preferred_loras = {});
   // complete(job) and claim(...) in one transaction: one durable commit per finished job.
   std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path, const std::string& metadata_json,
-                                        const std::string& worker, const std::vector<uint64_t>& preferred = {});
+                                        const std::string& worker, const std::vector<uint64_t>& preferred = {},
+                                        const std::vector<std::string>& preferred_loras = {});
   // running -> done. False (and nothing changes) when the job is not running.
   bool complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json);
   // running -> queued after a backoff, or failed once its attempts reach the limit. Returns the state.
@@ -183,7 +188,8 @@ class QueueStore {
 
  private:
   struct Statements;
-  std::optional<Job> claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred);
+  std::optional<Job> claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred,
+                                  const std::vector<std::string>& preferred_loras);
   bool complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json);
   // Queued jobs where `column` (id or run_id) = id -> canceled; running ones get a cancel request.
   int64_t cancel_where(const char* column, int64_t id);

@@ -10,6 +10,13 @@
 
 namespace rgbaq::storage {
 
+// A LoRA a render applied: its name, weight and the SHA-256 of the file's bytes after its header.
+struct LoraRecord {
+  std::string name;
+  float weight = 1.0f;
+  std::string sha256;  // 64 hex digits; A1111's short hash is the first 12
+};
+
 struct RenderMetadata {
   std::string prompt;
   uint64_t seed = 0;
@@ -23,11 +30,13 @@ struct RenderMetadata {
   std::vector<double> step_s;
   bool encoder_cache_hit = false;
   std::optional<int64_t> job_id, run_id;
+  std::vector<LoraRecord> loras;  // in the order applied
 };
 
 // The `parameters` text: "<prompt>\nSteps: 8, Sampler: Euler, Schedule type: FlowMatch, CFG scale: 1,
 // Seed: 7, Size: 256x256, Model hash: <10 hex>, Model: <name>, Version: rgbaq <v>" (no Model hash
-// when the identity is unknown).
+// when the identity is unknown), with LoRAs `Lora hashes: "a: <12 hex>, b: <12 hex>"` before Version, as
+// A1111 writes it. The prompt is as the user wrote it (tags included).
 std::string a1111_parameters(const RenderMetadata& m);
 // The full record as JSON; the model directory's absolute path only `with_local_path` (the queue
 // database keeps it; an image that may be shared does not).
@@ -41,6 +50,8 @@ std::string model_hash(const std::string& model_identity);
 
 // The job id recorded in an output's `rgbaq` chunk, if the chunk is there and well formed.
 std::optional<int64_t> job_id_of(const PngImage& image);
+// The LoRAs an `rgbaq` chunk's JSON records (name and weight; none for an older chunk without them).
+std::vector<LoraRecord> loras_of(const std::string& metadata_json);
 
 inline constexpr const char* kRgbaqVersion = "0.1.0";
 

@@ -1,7 +1,9 @@
 #include "tools/tiny_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -10,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/int8_blocks.h"
+#include "engine/lora.h"
+#include "engine/weight_schema.h"
 #include "engine/model_quantizer.h"
 #include "engine/safetensors.h"
 #include "host/schedule.h"
@@ -412,6 +416,53 @@ void write_tiny_model(const std::filesystem::path& dir, const TinyModelOptions& 
                      options.int8_linears);
   write_dit(dir / "transformer", tiny_dit_config(), options.seed, options.dtype, 0, options.int8_linears);
   write_vae(dir / "vae", tiny_vae_config(), options.seed, options.dtype, options.layout);
+}
+
+void write_lora(const std::filesystem::path& path, const engine::DitConfig& config, LoraFormat format, int rank,
+                std::optional<float> alpha, const std::vector<std::string>& modules, uint64_t seed) {
+  std::map<std::string, std::pair<int64_t, int64_t>> shapes;  // module -> out, in
+  for (const auto& spec : engine::dit_schema(config).tensors) {
+    if (spec.role == engine::WeightRole::kLinear) shapes[spec.name.substr(0, spec.name.size() - 7)] = {spec.shape[0], spec.shape[1]};
+  }
+  const WeightMaker w(seed, DType::kBF16);
+  Named out;
+  for (const std::string& m : modules) {
+    const auto it = shapes.find(m);
+    if (it == shapes.end()) throw std::invalid_argument("write_lora: \"" + m + "\" is no Linear of the DiT");
+    const auto [rows, cols] = it->second;
+    std::string base, down, up;
+    if (format == LoraFormat::kKohya) {
+      std::string u = m;
+      std::replace(u.begin(), u.end(), '.', '_');
+      base = "lora_unet_" + u;
+      down = ".lora_down.weight";
+      up = ".lora_up.weight";
+    } else {
+      base = (format == LoraFormat::kDiffusers ? "transformer." : "diffusion_model.") + m;
+      down = ".lora_A.weight";
+      up = ".lora_B.weight";
+    }
+    // Made under the module's own name, so every format draws the same values.
+    Named made;
+    w.add(made, m + ".A", {rank, cols}, 1.0 / std::sqrt(static_cast<double>(cols)));
+    w.add(made, m + ".B", {rows, rank}, 0.3 / std::sqrt(static_cast<double>(rank)));
+    out.emplace_back(base + down, std::move(made[0].second));
+    out.emplace_back(base + up, std::move(made[1].second));
+    if (alpha) out.emplace_back(base + ".alpha", Tensor::from_f32({}, {*alpha}));
+  }
+  std::filesystem::create_directories(path.parent_path());
+  engine::write_safetensors(path, out);
+}
+
+void write_tiny_loras(const std::filesystem::path& dir, const engine::DitConfig& config, uint64_t seed) {
+  const auto all = engine::dit_linear_modules(config);
+  for (const auto& [name, format] : {std::pair{"style-diffusers", LoraFormat::kDiffusers},
+                                     std::pair{"style-comfyui", LoraFormat::kComfyUi},
+                                     std::pair{"style-kohya", LoraFormat::kKohya}}) {
+    write_lora(dir / (std::string(name) + ".safetensors"), config, format, 4, 2.0f, all, seed);
+  }
+  std::vector<std::string> blocks(all.begin() + engine::kDitGlobalLinears, all.end());
+  write_lora(dir / "detail.safetensors", config, LoraFormat::kDiffusers, 2, std::nullopt, blocks, seed + 1);
 }
 
 }  // namespace rgbaq::tools

@@ -4,6 +4,9 @@
 // activations stay finite and images are not flat. Every test that renders uses the tiny model.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "engine/dtype.h"
 #include "engine/model_config.h"
@@ -50,5 +53,17 @@ void write_dit(const std::filesystem::path& dir, const engine::DitConfig& config
                uint64_t shard_bytes = 0, bool int8_linears = false);
 void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& config, uint64_t seed, engine::DType dtype,
                Layout layout = Layout::kOurs);
+
+// A LoRA for a DiT of `config` in one key format (engine/lora.h): for each of `modules` (Linears named
+// as dit_linear_modules names them) A [rank, in] and B [out, rank], BF16, their values a function of the
+// seed and the module only, so the three formats of one seed hold the same adapter.
+enum class LoraFormat { kDiffusers, kComfyUi, kKohya };
+void write_lora(const std::filesystem::path& path, const engine::DitConfig& config, LoraFormat format, int rank,
+                std::optional<float> alpha, const std::vector<std::string>& modules, uint64_t seed);
+
+// The test LoRAs for a DiT of `config` into `dir`: style-diffusers, style-comfyui and style-kohya (one
+// adapter: rank 4, alpha 2, every Linear) and detail (diffusers, rank 2, no alpha, the blocks' attention
+// and MLP), each NAME.safetensors.
+void write_tiny_loras(const std::filesystem::path& dir, const engine::DitConfig& config, uint64_t seed = 0);
 
 }  // namespace rgbaq::tools

@@ -29,6 +29,7 @@ class CpuGraphs final : public Graphs {
   void run_begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) override;
   const Tensor& run_step(const Tensor& img_tokens, float timestep) override;
   void run_end_image() override;
+  void run_set_loras(const LoraSet& set) override { dit_->set_loras(set); }
   Tensor run_decode(const Tensor& latents, const host::ImageSize& size) override;
 
  private:

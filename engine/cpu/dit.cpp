@@ -40,6 +40,18 @@ Dit::Dit(const WeightStore& w, const DitConfig& c) : config_(c) {
     b.out = w.require(p + "img_mlp.out.weight", {dim, mlp});
     blocks_.push_back(std::move(b));
   }
+  lora_terms_.resize(dit_linear_modules(c).size());
+}
+
+void Dit::set_loras(const LoraSet& set) {
+  auto terms = bind_loras(set, config_);  // throws before anything changes
+  loras_ = set;
+  lora_terms_ = std::move(terms);
+}
+
+void Dit::linear_lora(const float* x, int64_t rows, const Tensor& w, int index, float* y, ThreadPool& pool) const {
+  linear(x, rows, w, y, pool);
+  add_lora(x, rows, w.dim(1), lora_terms_[static_cast<size_t>(index)], y, w.dim(0), pool);
 }
 
 std::vector<float> Dit::timestep_embedding(float t) {
@@ -83,12 +95,12 @@ void DitWorkspace::reserve(int64_t rows, int64_t keys, int64_t dim, int64_t mlp)
 void Dit::modulation(float t, DitWorkspace& ws, DitModulation& m, ThreadPool& pool) const {
   const int64_t dim = config_.dim();
   timestep_embedding(t, ws.emb.data());
-  linear(ws.emb.data(), 1, time_1_, ws.hidden.data(), pool);
+  linear_lora(ws.emb.data(), 1, time_1_, kTime1, ws.hidden.data(), pool);
   for (int64_t i = 0; i < dim; ++i) ws.hidden[i] = silu(ws.hidden[i]);
-  linear(ws.hidden.data(), 1, time_2_, ws.temb.data(), pool);
+  linear_lora(ws.hidden.data(), 1, time_2_, kTime2, ws.temb.data(), pool);
   for (int64_t i = 0; i < dim; ++i) ws.temb[i] = silu(ws.temb[i]);  // both heads read silu(temb)
-  linear(ws.temb.data(), 1, modulation_, m.blocks.data(), pool);
-  linear(ws.temb.data(), 1, norm_out_, m.final_scale.data(), pool);
+  linear_lora(ws.temb.data(), 1, modulation_, kModulation, m.blocks.data(), pool);
+  linear_lora(ws.temb.data(), 1, norm_out_, kNormOut, m.final_scale.data(), pool);
   // Stored ready to use: the gates through tanh.
   for (int64_t i = 0; i < dim; ++i) {
     m.blocks[dim + i] = std::tanh(m.blocks[dim + i]);
@@ -102,18 +114,19 @@ void Dit::embed_text(const Tensor& txt_feats, DitWorkspace& ws, float* x, Thread
   grow(ws.h, l * config_.context_dim);
   rms_norm(txt_feats.f32(), l, config_.context_dim, text_norm_.data(), 1.0f, static_cast<float>(config_.eps),
            ws.h.data(), pool);
-  linear(ws.h.data(), l, txt_in_, ws.attn.data(), pool);
+  linear_lora(ws.h.data(), l, txt_in_, kTxtIn, ws.attn.data(), pool);
   gelu_tanh(ws.attn.data(), l * config_.dim(), pool);
-  linear(ws.attn.data(), l, txt_out_, x, pool);
+  linear_lora(ws.attn.data(), l, txt_out_, kTxtOut, x, pool);
 }
 
 void Dit::embed_image(const Tensor& img_tokens, float* x, ThreadPool& pool) const {
-  linear(img_tokens.f32(), img_tokens.dim(0), img_in_, x, pool);
+  linear_lora(img_tokens.f32(), img_tokens.dim(0), img_in_, kImgIn, x, pool);
 }
 
-void Dit::run_block(const Block& b, DitWorkspace& ws, int64_t rows, int64_t text_rows, const float* cos,
+void Dit::run_block(int block, DitWorkspace& ws, int64_t rows, int64_t text_rows, const float* cos,
                     const float* sin, const float* prefix_k, const float* prefix_v, int64_t prefix_rows,
                     std::vector<float>* store_k, std::vector<float>* store_v, ThreadPool& pool) const {
+  const Block& b = blocks_[static_cast<size_t>(block)];
   const int64_t dim = config_.dim(), mlp = dim * config_.mlp_ratio, keys = prefix_rows + rows;
   const float eps = static_cast<float>(config_.eps);
   float* x = ws.x.data();
@@ -141,9 +154,9 @@ void Dit::run_block(const Block& b, DitWorkspace& ws, int64_t rows, int64_t text
   float* q = ws.q.data();
   float* own_k = ws.k.data() + prefix_rows * dim;
   float* own_v = ws.v.data() + prefix_rows * dim;
-  linear(h, rows, b.to_q, q, pool);
-  linear(h, rows, b.to_k, own_k, pool);
-  linear(h, rows, b.to_v, own_v, pool);
+  linear_lora(h, rows, b.to_q, dit_linear_index(block, kToQ), q, pool);
+  linear_lora(h, rows, b.to_k, dit_linear_index(block, kToK), own_k, pool);
+  linear_lora(h, rows, b.to_v, dit_linear_index(block, kToV), own_v, pool);
   rms_norm(q, rows * config_.heads, config_.head_dim, b.norm_q.data(), 0.0f, eps, q, pool);
   rms_norm(own_k, rows * config_.heads, config_.head_dim, b.norm_k.data(), 0.0f, eps, own_k, pool);
   rope_interleaved(q, rows, dim, config_.heads, config_.head_dim, cos, sin, pool);
@@ -165,14 +178,14 @@ void Dit::run_block(const Block& b, DitWorkspace& ws, int64_t rows, int64_t text
   s.causal_rows = text_rows;  // text queries see the text keys up to themselves; image queries see all
   s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
   attention(q, ws.k.data(), ws.v.data(), ws.attn.data(), s, pool);
-  linear(ws.attn.data(), rows, b.to_out, delta, pool);
+  linear_lora(ws.attn.data(), rows, b.to_out, dit_linear_index(block, kToOut), delta, pool);
   gated_add(dim);
 
   modulated_norm(2 * dim);
-  linear(h, rows, b.gate, ws.gate.data(), pool);
-  linear(h, rows, b.proj, ws.up.data(), pool);
+  linear_lora(h, rows, b.gate, dit_linear_index(block, kMlpGate), ws.gate.data(), pool);
+  linear_lora(h, rows, b.proj, dit_linear_index(block, kMlpProj), ws.up.data(), pool);
   swiglu(ws.gate.data(), ws.up.data(), rows * mlp, pool);
-  linear(ws.gate.data(), rows, b.out, delta, pool);
+  linear_lora(ws.gate.data(), rows, b.out, dit_linear_index(block, kMlpOut), delta, pool);
   gated_add(3 * dim);
 }
 
@@ -183,7 +196,7 @@ void Dit::project_out(DitWorkspace& ws, int64_t first_row, int64_t rows, float* 
   pool.parallel_for(rows, 8, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) modulate_row(h + r * dim, ws.image_mod.final_scale.data(), dim);
   });
-  linear(h, rows, proj_out_, vel, pool);
+  linear_lora(h, rows, proj_out_, kProjOut, vel, pool);
 }
 
 void Dit::text_prefix(const Tensor& txt_feats, const host::RopeTensors& rope, DitWorkspace& ws, TextPrefix& prefix,
@@ -196,7 +209,7 @@ void Dit::text_prefix(const Tensor& txt_feats, const host::RopeTensors& rope, Di
   prefix.keys.resize(blocks_.size());
   prefix.values.resize(blocks_.size());
   for (size_t i = 0; i < blocks_.size(); ++i) {
-    run_block(blocks_[i], ws, l, l, rope.txt_cos.data(), rope.txt_sin.data(), nullptr, nullptr, 0, &prefix.keys[i],
+    run_block(static_cast<int>(i), ws, l, l, rope.txt_cos.data(), rope.txt_sin.data(), nullptr, nullptr, 0, &prefix.keys[i],
               &prefix.values[i], pool);
   }
 }
@@ -212,7 +225,7 @@ void Dit::velocity(const Tensor& img_tokens, const TextPrefix& prefix, float t, 
   modulation(t, ws, ws.image_mod, pool);
   embed_image(img_tokens, ws.x.data(), pool);
   for (size_t i = 0; i < blocks_.size(); ++i) {
-    run_block(blocks_[i], ws, n, 0, rope.img_cos.data(), rope.img_sin.data(), prefix.keys[i].data(),
+    run_block(static_cast<int>(i), ws, n, 0, rope.img_cos.data(), rope.img_sin.data(), prefix.keys[i].data(),
               prefix.values[i].data(), prefix.text_len, nullptr, nullptr, pool);
   }
   project_out(ws, 0, n, vel, pool);
@@ -230,8 +243,8 @@ Tensor Dit::velocity_full(const Tensor& img_tokens, const Tensor& txt_feats, flo
   std::vector<float> cos(rope.txt_cos), sin(rope.txt_sin);
   cos.insert(cos.end(), rope.img_cos.begin(), rope.img_cos.end());
   sin.insert(sin.end(), rope.img_sin.begin(), rope.img_sin.end());
-  for (const Block& b : blocks_) {
-    run_block(b, ws, l + n, l, cos.data(), sin.data(), nullptr, nullptr, 0, nullptr, nullptr, pool);
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    run_block(static_cast<int>(i), ws, l + n, l, cos.data(), sin.data(), nullptr, nullptr, 0, nullptr, nullptr, pool);
   }
   Tensor vel = Tensor::zeros(DType::kF32, {n, 64});
   project_out(ws, l, n, vel.mutable_f32(), pool);

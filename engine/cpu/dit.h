@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/cpu/thread_pool.h"
+#include "engine/lora.h"
 #include "engine/model_config.h"
 #include "engine/tensor.h"
 #include "engine/weight_store.h"
@@ -51,6 +52,8 @@ class Dit {
                        ThreadPool& pool) const;
 
   const DitConfig& config() const { return config_; }
+  // The LoRA adapters every later forward applies, unmerged (empty: none). Kept alive by the Dit.
+  void set_loras(const LoraSet& set);
 
   // The checked weights, for a backend that uploads them (engine/cuda).
   struct Block {
@@ -80,15 +83,19 @@ class Dit {
   // One block over `rows` rows of ws.x. Rows below `text_rows` use ws.text_mod (t = 0), the rest
   // ws.image_mod. Keys/values of earlier rows may be given (`prefix_k/v`, prefix_rows of them) and are
   // prepended; this block's own text keys/values are stored to `store_k/v` when not null.
-  void run_block(const Block& b, DitWorkspace& ws, int64_t rows, int64_t text_rows, const float* cos, const float* sin,
+  void run_block(int block, DitWorkspace& ws, int64_t rows, int64_t text_rows, const float* cos, const float* sin,
                  const float* prefix_k, const float* prefix_v, int64_t prefix_rows, std::vector<float>* store_k,
                  std::vector<float>* store_v, ThreadPool& pool) const;
   void project_out(DitWorkspace& ws, int64_t first_row, int64_t rows, float* vel, ThreadPool& pool) const;
+  // y = x W^T plus the LoRA terms of Linear `index` (dit_linear_index order), contiguous rows.
+  void linear_lora(const float* x, int64_t rows, const Tensor& w, int index, float* y, ThreadPool& pool) const;
 
   DitConfig config_;
   Tensor img_in_, txt_in_, txt_out_, time_1_, time_2_, modulation_, norm_out_, proj_out_;
   std::vector<float> text_norm_;
   std::vector<Block> blocks_;
+  LoraSet loras_;
+  std::vector<std::vector<LoraTerm>> lora_terms_;  // per Linear; empty lists when no LoRA
 };
 
 }  // namespace rgbaq::engine::cpu

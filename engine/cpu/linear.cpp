@@ -12,6 +12,7 @@ namespace rgbaq::engine::cpu {
 namespace {
 
 constexpr int64_t kTileRows = 256;
+constexpr int64_t kLoraTileRows = 64;
 
 }  // namespace
 
@@ -59,6 +60,27 @@ void linear(const float* x, int64_t rows, int64_t ldx, const Tensor& weight, flo
       b = scratch.data();
     }
     sgemm_nt(rows, n, in, x, ldx, b, in, y + n0, ldy, false);
+  });
+}
+
+}  // namespace rgbaq::engine::cpu
+
+namespace rgbaq::engine::cpu {
+
+void add_lora(const float* x, int64_t rows, int64_t ldx, std::span<const LoraTerm> terms, float* y, int64_t ldy,
+              ThreadPool& pool) {
+  if (terms.empty() || rows == 0) return;
+  const int64_t tiles = (rows + kLoraTileRows - 1) / kLoraTileRows;
+  pool.run(tiles, [&](int64_t tile) {
+    const int64_t r0 = tile * kLoraTileRows, n = std::min(kLoraTileRows, rows - r0);
+    thread_local std::vector<float> down;  // x A^T for the tile, [n, rank]
+    for (const LoraTerm& t : terms) {
+      const LoraModule& m = *t.module;
+      down.resize(static_cast<size_t>(n * m.rank));
+      sgemm_nt(n, m.rank, m.in, x + r0 * ldx, ldx, m.down.data(), m.in, down.data(), m.rank, false);
+      for (float& v : down) v *= t.scale;
+      sgemm_nt(n, m.out, m.rank, down.data(), m.rank, m.up.data(), m.rank, y + r0 * ldy, ldy, true);
+    }
   });
 }
 

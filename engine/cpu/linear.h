@@ -6,8 +6,10 @@
 // the same way, a tile at a time. Threads split the output columns into fixed tiles, so results do
 // not depend on the thread count.
 #include <cstdint>
+#include <span>
 
 #include "engine/cpu/thread_pool.h"
+#include "engine/lora.h"
 #include "engine/tensor.h"
 
 namespace rgbaq::engine::cpu {
@@ -19,6 +21,11 @@ void linear(const float* x, int64_t rows, int64_t ldx, const Tensor& weight, flo
 inline void linear(const float* x, int64_t rows, const Tensor& weight, float* y, ThreadPool& pool) {
   linear(x, rows, weight.dim(1), weight, y, weight.dim(0), pool);
 }
+
+// y[rows, out] += scale (x A^T) B^T for each LoRA term of one Linear, in order: the unmerged adapters.
+// Rows go in fixed tiles, so results do not depend on the thread count either.
+void add_lora(const float* x, int64_t rows, int64_t ldx, std::span<const LoraTerm> terms, float* y, int64_t ldy,
+              ThreadPool& pool);
 
 // C[m, n] (+)= A[m, k] B[n, k]^T, single-threaded sgemm, row-major with leading dimensions.
 void sgemm_nt(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,

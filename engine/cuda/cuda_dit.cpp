@@ -11,7 +11,6 @@
 namespace rgbaq::engine::cuda {
 namespace {
 
-enum Linear { kQ, kK, kV, kOut, kGate, kProj, kMlpOut, kLinears };
 constexpr int kTimestepDim = 256;
 // Attention scores at most this many per chunk (fp32 plus the probabilities in the GEMM type).
 constexpr int64_t kScoreBudget = int64_t{64} << 20;
@@ -44,7 +43,7 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
   proj_out_ = source.matrix(w ? &w->proj_out() : nullptr, 64, d, "DiT proj_out");
   text_norm_ = source.vector(w ? &w->text_norm() : nullptr, ctx, "DiT txt_in.text_norm", 0.0f);
   if (stream_blocks && !w) throw std::logic_error("CudaDit: streaming needs host weights");
-  const int64_t shapes[kLinears][2] = {{d, d}, {d, d}, {d, d}, {d, d}, {mlp, d}, {mlp, d}, {d, mlp}};
+  const int64_t shapes[kDitBlockLinears][2] = {{d, d}, {d, d}, {d, d}, {d, d}, {mlp, d}, {mlp, d}, {d, mlp}};
   std::vector<std::vector<std::vector<uint8_t>>> staged;
   for (int i = 0; i < config.layers; ++i) {
     const cpu::Dit::Block* b = w ? &w->blocks()[i] : nullptr;
@@ -56,7 +55,7 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
       staged.emplace_back();
       for (const Tensor* t : block_linears(*b)) staged.back().push_back(host_bytes(*t, type_));
     } else {
-      for (int j = 0; j < kLinears; ++j) {
+      for (int j = 0; j < kDitBlockLinears; ++j) {
         dev.linears.push_back(source.matrix(b ? block_linears(*b)[j] : nullptr, shapes[j][0], shapes[j][1], name + " linears"));
       }
     }
@@ -75,6 +74,52 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
   image_mod_ = arena.allocate(5 * dim * sizeof(float), "DiT image modulation");
   emb_host_ = PinnedBuffer(kTimestepDim * sizeof(float), arena.device(), "DiT time embedding staging");
   RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), arena.device());  // random fills done
+  lora_terms_.resize(dit_linear_modules(config_).size());
+}
+
+void CudaDit::set_loras(const LoraSet& set) {
+  // Adapters no set has used for a while go first: at most this many stay on the device.
+  constexpr size_t kKeptAdapters = 8;
+  const auto terms = bind_loras(set, config_);  // throws for a module this DiT lacks, before anything changes
+  for (const LoraUse& use : set) {
+    if (lora_uploads_.count(use.adapter.get())) continue;
+    DeviceLora up;  // kept only once every module is up (an allocation that fails leaves nothing half done)
+    up.adapter = use.adapter;
+    for (const LoraModule& m : use.adapter->modules) {
+      const std::string what = "LoRA " + use.adapter->name + " " + m.module;
+      up.modules.emplace(&m, std::pair{upload(arena_, m.down, type_, what), upload(arena_, m.up, type_, what)});
+    }
+    lora_uploads_.emplace(use.adapter.get(), std::move(up));
+  }
+  for (auto it = lora_uploads_.begin(); it != lora_uploads_.end() && lora_uploads_.size() > kKeptAdapters;) {
+    const bool used = std::any_of(set.begin(), set.end(), [&](const LoraUse& u) { return u.adapter.get() == it->first; });
+    it = used ? std::next(it) : lora_uploads_.erase(it);
+  }
+  std::vector<std::vector<DeviceLoraTerm>> device_terms(terms.size());
+  for (size_t i = 0; i < terms.size(); ++i) {
+    for (const LoraTerm& t : terms[i]) {
+      for (const auto& [adapter, up] : lora_uploads_) {
+        if (const auto f = up.modules.find(t.module); f != up.modules.end()) {
+          device_terms[i].push_back({f->second.first.get(), f->second.second.get(), t.module->rank, t.scale});
+          break;
+        }
+      }
+    }
+  }
+  lora_terms_ = std::move(device_terms);
+}
+
+void CudaDit::project(int index, const void* x, int64_t rows, const void* w, int64_t out, int64_t in, float* y) {
+  gemm_.linear(type_, x, rows, w, out, in, y);
+  for (const DeviceLoraTerm& t : lora_terms_[static_cast<size_t>(index)]) {
+    const size_t need = static_cast<size_t>(rows * t.rank);
+    arena_.ensure(lora_mid_, need * sizeof(float), "DiT LoRA x A^T");
+    arena_.ensure(lora_mid_t_, need * esize_, "DiT LoRA x A^T");
+    gemm_.linear(type_, x, rows, t.down, t.rank, in, lora_mid_.as<float>());            // [rows, rank] = x A^T
+    convert(lora_mid_.as<float>(), rows * t.rank, lora_mid_t_.get(), type_, stream_);  // the second GEMM's type
+    // y += scale * (x A^T) B^T: B [out, rank] as a Linear weight, accumulated (beta 1).
+    gemm_.run({rows, out, t.rank, t.rank, t.rank, out, true, 1, 0, 0, 0}, type_, lora_mid_t_.get(), t.up, y, t.scale, 1.0f);
+  }
 }
 
 const void* CudaDit::linear(int block, int which, const std::vector<const void*>* streamed) const {
@@ -89,12 +134,12 @@ void CudaDit::modulation(float t, float* out) {
   cpu::Dit::timestep_embedding(t, static_cast<float*>(emb_host_.get()));
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(emb_f32_.get(), emb_host_.get(), kTimestepDim * sizeof(float), cudaMemcpyHostToDevice, stream_), device);
   convert(emb_f32_.as<float>(), kTimestepDim, emb_.get(), type_, stream_);
-  gemm_.linear(type_, emb_.get(), 1, time_1_.get(), dim, kTimestepDim, hidden_.as<float>());
+  project(kTime1, emb_.get(), 1, time_1_.get(), dim, kTimestepDim, hidden_.as<float>());
   silu(hidden_.as<float>(), dim, hidden_t_.get(), type_, stream_);
-  gemm_.linear(type_, hidden_t_.get(), 1, time_2_.get(), dim, dim, temb_.as<float>());
+  project(kTime2, hidden_t_.get(), 1, time_2_.get(), dim, dim, temb_.as<float>());
   silu(temb_.as<float>(), dim, temb_t_.get(), type_, stream_);  // both heads read silu(temb)
-  gemm_.linear(type_, temb_t_.get(), 1, modulation_.get(), 4 * dim, dim, out);
-  gemm_.linear(type_, temb_t_.get(), 1, norm_out_.get(), dim, dim, out + 4 * dim);
+  project(kModulation, temb_t_.get(), 1, modulation_.get(), 4 * dim, dim, out);
+  project(kNormOut, temb_t_.get(), 1, norm_out_.get(), dim, dim, out + 4 * dim);
   tanh_gates(out, dim, stream_);
   check_launch(device, "the DiT's modulation kernels");
 }
@@ -140,13 +185,13 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
   const size_t row_bytes = static_cast<size_t>(dim) * esize_;
 
   layer_norm_modulate(x_.as<float>(), rows, dim, eps, tmod, imod, text_rows, h_.get(), type_, stream_);
-  gemm_.linear(type_, h_.get(), rows, linear(i, kQ, streamed), dim, dim, qf_.as<float>());
+  project(dit_linear_index(i, kToQ), h_.get(), rows, linear(i, kToQ, streamed), dim, dim, qf_.as<float>());
   head_norm_rope(qf_.as<float>(), dim, rows, config_.heads, config_.head_dim, blocks_[i].norm_q.as<float>(), eps, cos, sin,
                  true, q_.get(), dim, type_, stream_);
-  gemm_.linear(type_, h_.get(), rows, linear(i, kK, streamed), dim, dim, qf_.as<float>());
+  project(dit_linear_index(i, kToK), h_.get(), rows, linear(i, kToK, streamed), dim, dim, qf_.as<float>());
   head_norm_rope(qf_.as<float>(), dim, rows, config_.heads, config_.head_dim, blocks_[i].norm_k.as<float>(), eps, cos, sin,
                  true, k + prefix_rows * row_bytes, dim, type_, stream_);
-  gemm_.linear(type_, h_.get(), rows, linear(i, kV, streamed), dim, dim, qf_.as<float>());
+  project(dit_linear_index(i, kToV), h_.get(), rows, linear(i, kToV, streamed), dim, dim, qf_.as<float>());
   convert(qf_.as<float>(), rows * dim, v + prefix_rows * row_bytes, type_, stream_);
   const size_t prefix_bytes = static_cast<size_t>(text_len_) * row_bytes;
   if (prefix_rows > 0) {  // this block's text keys/values, computed once per image
@@ -170,14 +215,14 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
   attention(gemm_, type_, a, {scores_.as<float>(), probs_.get(), score_elements_}, stream_);
   convert(attn_.as<float>(), rows * dim, attn_t_.get(), type_, stream_);
-  gemm_.linear(type_, attn_t_.get(), rows, linear(i, kOut, streamed), dim, dim, delta_.as<float>());
+  project(dit_linear_index(i, kToOut), attn_t_.get(), rows, linear(i, kToOut, streamed), dim, dim, delta_.as<float>());
   gated_residual(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + dim, imod + dim, text_rows, stream_);
 
   layer_norm_modulate(x_.as<float>(), rows, dim, eps, tmod + 2 * dim, imod + 2 * dim, text_rows, h_.get(), type_, stream_);
-  gemm_.linear(type_, h_.get(), rows, linear(i, kGate, streamed), mlp, dim, gate_.as<float>());
-  gemm_.linear(type_, h_.get(), rows, linear(i, kProj, streamed), mlp, dim, up_.as<float>());
+  project(dit_linear_index(i, kMlpGate), h_.get(), rows, linear(i, kMlpGate, streamed), mlp, dim, gate_.as<float>());
+  project(dit_linear_index(i, kMlpProj), h_.get(), rows, linear(i, kMlpProj, streamed), mlp, dim, up_.as<float>());
   swiglu(gate_.as<float>(), up_.as<float>(), rows * mlp, mlp_t_.get(), type_, stream_);
-  gemm_.linear(type_, mlp_t_.get(), rows, linear(i, kMlpOut, streamed), dim, mlp, delta_.as<float>());
+  project(dit_linear_index(i, kMlpOut), mlp_t_.get(), rows, linear(i, kMlpOut, streamed), dim, mlp, delta_.as<float>());
   gated_residual(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + 3 * dim, imod + 3 * dim, text_rows, stream_);
   if (streamer_) streamer_->end_block(i);
   check_launch(device, "a DiT block's kernels");
@@ -205,9 +250,9 @@ void CudaDit::begin_image(const Tensor& txt_feats, const host::RopeTensors& rope
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(txt_.get(), txt_feats.f32(), txt_feats.nbytes(), cudaMemcpyHostToDevice, stream_), device);
   rms_norm(txt_.as<float>(), l, config_.context_dim, text_norm_.as<float>(), 1.0f, static_cast<float>(config_.eps), h_.get(),
            type_, stream_);
-  gemm_.linear(type_, h_.get(), l, txt_in_.get(), dim, config_.context_dim, qf_.as<float>());
+  project(kTxtIn, h_.get(), l, txt_in_.get(), dim, config_.context_dim, qf_.as<float>());
   gelu_tanh(qf_.as<float>(), l * dim, attn_t_.get(), type_, stream_);
-  gemm_.linear(type_, attn_t_.get(), l, txt_out_.get(), dim, dim, x_.as<float>());
+  project(kTxtOut, attn_t_.get(), l, txt_out_.get(), dim, dim, x_.as<float>());
   // The text rows use the text modulation whatever image_mod_ holds (text_rows = rows).
   for (int i = 0; i < config_.layers; ++i) run_block(i, l, l, txt_cos_.as<float>(), txt_sin_.as<float>(), 0, true);
   // The host's inputs may go once this returns.
@@ -220,11 +265,11 @@ void CudaDit::step(const Tensor& img_tokens, float t, float* vel) {
   modulation(t, image_mod_.as<float>());
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), img_tokens.f32(), img_tokens.nbytes(), cudaMemcpyHostToDevice, stream_), device);
   convert(tokens_.as<float>(), n * 64, h_.get(), type_, stream_);
-  gemm_.linear(type_, h_.get(), n, img_in_.get(), dim, 64, x_.as<float>());
+  project(kImgIn, h_.get(), n, img_in_.get(), dim, 64, x_.as<float>());
   for (int i = 0; i < config_.layers; ++i) run_block(i, n, 0, img_cos_.as<float>(), img_sin_.as<float>(), text_len_, false);
   const float* final_scale = image_mod_.as<float>() + 4 * dim;
   layer_norm_modulate(x_.as<float>(), n, dim, static_cast<float>(config_.eps), final_scale, final_scale, 0, h_.get(), type_, stream_);
-  gemm_.linear(type_, h_.get(), n, proj_out_.get(), 64, dim, vel_.as<float>());
+  project(kProjOut, h_.get(), n, proj_out_.get(), 64, dim, vel_.as<float>());
   check_launch(device, "the DiT's output kernels");
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(vel, vel_.get(), static_cast<size_t>(n) * 64 * sizeof(float), cudaMemcpyDeviceToHost, stream_), device);
   RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), device);  // the host needs the velocity for its Euler step

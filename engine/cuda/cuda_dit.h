@@ -6,6 +6,7 @@
 // streamed from pinned host memory (BlockStreamer) when the weights do not fit. Never run on a GPU yet.
 #include <cuda_runtime.h>
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "engine/cuda/device_memory.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/gemm.h"
+#include "engine/lora.h"
 #include "host/rope.h"
 
 namespace rgbaq::engine::cuda {
@@ -30,6 +32,9 @@ class CudaDit {
   // vel [N, 64] into `vel` (host); waits for the device.
   void step(const Tensor& img_tokens, float t, float* vel);
   void end_image();
+  // The LoRA adapters applied from the next begin_image on, unmerged: each adapter's A/B go up once (in
+  // the GEMM type) and stay while recent sets use them; no weight is rewritten.
+  void set_loras(const LoraSet& set);
 
   bool streams_blocks() const { return streamer_ != nullptr; }
   // Bytes of every block's linears (what streaming keeps off the device).
@@ -46,6 +51,23 @@ class CudaDit {
   // prefix_rows > 0, this block's text K/V stored when `store`.
   void run_block(int i, int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows, bool store);
   const void* linear(int block, int which, const std::vector<const void*>* streamed) const;
+  // y[rows, out] = x W^T plus Linear `index`'s LoRA terms (dit_linear_index order); x in the GEMM type.
+  void project(int index, const void* x, int64_t rows, const void* w, int64_t out, int64_t in, float* y);
+
+  // One adapter's matrices on the device, by module (LoraModule addresses stay valid: `adapter` holds them).
+  struct DeviceLora {
+    std::shared_ptr<const LoraAdapter> adapter;
+    std::map<const LoraModule*, std::pair<DeviceBuffer, DeviceBuffer>> modules;  // down, up
+  };
+  struct DeviceLoraTerm {
+    const void* down = nullptr;
+    const void* up = nullptr;
+    int64_t rank = 0;
+    float scale = 0;
+  };
+  std::map<const LoraAdapter*, DeviceLora> lora_uploads_;
+  std::vector<std::vector<DeviceLoraTerm>> lora_terms_;  // per Linear
+  DeviceBuffer lora_mid_, lora_mid_t_;                   // x A^T: fp32 and in the GEMM type
 
   DitConfig config_;
   DeviceArena& arena_;

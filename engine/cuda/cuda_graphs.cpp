@@ -122,6 +122,11 @@ const Tensor& CudaGraphs::run_step(const Tensor& img_tokens, float timestep) {
 
 void CudaGraphs::run_end_image() { dit_->end_image(); }
 
+void CudaGraphs::run_set_loras(const LoraSet& set) {
+  use_device();
+  dit_->set_loras(set);
+}
+
 Tensor CudaGraphs::run_decode(const Tensor& latents, const host::ImageSize& size) {
   use_device();
   return vae_->decode(latents, size.grid_height(), size.grid_width());

@@ -56,5 +56,24 @@ TEST(DaemonConfig, EngineKeysInTheConfigFile) {
   EXPECT_NE(usage_error({"--config", file.string()}).find("\"gpu_memory_gib\" must be a non-negative number"), std::string::npos);
 }
 
+TEST(DaemonConfig, LoraFoldersFromFlagsRepeatedOrTheConfigFile) {
+  TempDir dir;
+  for (const char* d : {"a", "b", "c"}) std::filesystem::create_directories(dir.path() / d);
+  const auto c = parse({"--lora-dir", (dir.path() / "a").string(), "--lora-dir", (dir.path() / "b").string(),
+                        "--lora-cache-mb", "64"});
+  EXPECT_EQ(c.lora_dirs, (std::vector<std::filesystem::path>{dir.path() / "a", dir.path() / "b"}));
+  EXPECT_EQ(c.engine_options().lora_cache_bytes, size_t{64} << 20);
+  const auto file = dir.path() / "rgbaqd.json";
+  std::ofstream(file) << R"({"lora_dirs": ["c", "a"], "lora_cache_mb": 8})";  // relative to the file
+  const auto f = parse({"--config", file.string()});
+  EXPECT_EQ(f.lora_dirs, (std::vector<std::filesystem::path>{dir.path() / "c", dir.path() / "a"}));
+  EXPECT_EQ(f.lora_cache_mb, 8u);
+  EXPECT_EQ(parse({"--config", file.string(), "--lora-dir", (dir.path() / "b").string()}).lora_dirs,
+            std::vector<std::filesystem::path>{dir.path() / "b"}) << "flags win over the file's list";
+  EXPECT_NE(usage_error({"--lora-dir", (dir.path() / "none").string()}).find("is not a folder"), std::string::npos);
+  std::ofstream(file) << R"({"lora_dirs": "c"})";
+  EXPECT_NE(usage_error({"--config", file.string()}).find("\"lora_dirs\" must be a list of folders"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rgbaq::daemon

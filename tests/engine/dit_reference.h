@@ -2,6 +2,7 @@
 // QwenImage21's forward in float64, written from the model's definition (not from the engine's code):
 // all L + N rows with the block-causal mask, for tests to compare every backend's velocity against.
 #include <cmath>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -15,7 +16,16 @@ namespace rgbaq::testing {
 struct DitReference {
   const engine::WeightStore& w;
   const engine::DitConfig& c;
-  Vec get(const std::string& name) const { return widen(w.get(name).to_f32_vector()); }
+  // Added to the named weights (LoRA tests merge W + scale B A here).
+  const std::map<std::string, Vec>* deltas = nullptr;
+  Vec get(const std::string& name) const {
+    Vec v = widen(w.get(name).to_f32_vector());
+    if (deltas && deltas->count(name)) {
+      const Vec& d = deltas->at(name);
+      for (size_t i = 0; i < v.size(); ++i) v[i] += d[i];
+    }
+    return v;
+  }
 
   // [scale1 | gate1 | scale2 | gate2] and the final scale, for timestep t.
   std::pair<Vec, Vec> modulation(double t) const {

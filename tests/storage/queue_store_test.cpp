@@ -191,7 +191,8 @@ TEST(QueueStore, NewerSchemaIsRefused) {
     QueueStore s(dir.path() / "q.db");
     FAIL();
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("schema version 99; this rgbaq knows versions up to 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("schema version 99; this rgbaq knows versions up to " +
+                                                   std::to_string(QueueStore::kSchemaVersion)), std::string::npos) << e.what();
   }
   EXPECT_THROW(QueueStore(dir.path() / "no" / "dir" / "q.db"), std::runtime_error);
 }

@@ -1,0 +1,158 @@
+// LoRAs through real rgbaqd and rgbaq processes on the tiny model: names checked at submit (a name not
+// found or with a path separator refuses the file with its line and field, nothing queued); the lora
+// column, the prompt's <lora:...> tag and --lora rendering; the same adapter in two key formats and a
+// tag-stripped prompt rendering identical pixels; weight 0 rendering the pixels of no LoRA; the
+// A1111 `Lora hashes` and the rgbaq chunk's records; bad files failing their job with the reason while
+// the daemon keeps serving; `rgbaqd render --lora` agreeing with the daemon; a finished PNG of another
+// LoRA set not taken as a job's image.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "engine/safetensors.h"
+#include "storage/png_file.h"
+#include "storage/queue_store.h"
+#include "tests/daemon/daemon_test_helpers.h"
+#include "tools/tiny_model.h"
+
+namespace rgbaq {
+namespace {
+
+// sha256sum of the file's bytes after its safetensors header (A1111's LoRA hash), computed by coreutils.
+std::string header_free_sha256(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t header = 0;
+  in.read(reinterpret_cast<char*>(&header), 8);
+  const auto r = run_process({"/bin/sh", "-c", "tail -c +" + std::to_string(8 + header + 1) + " '" + path.string() +
+                                              "' | sha256sum | cut -c1-64"});
+  return r.out.substr(0, 64);
+}
+
+void write_text(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+struct LoraDaemon {
+  TempDir dir;
+  fs::path loras = dir.path() / "loras";
+  LoraDaemon() {
+    tools::write_tiny_loras(loras, tools::tiny_dit_config());
+    // A truncated copy, and a text-encoder LoRA: both pass submit (the files exist) and fail their job.
+    fs::copy_file(loras / "detail.safetensors", loras / "broken.safetensors");
+    fs::resize_file(loras / "broken.safetensors", fs::file_size(loras / "broken.safetensors") - 64);
+    const auto te = engine::Tensor::from_f32({4, 8}, std::vector<float>(32, 0.01f));
+    engine::write_safetensors(loras / "te.safetensors", {{"lora_te_text_model_encoder_layers_0_mlp_fc1.lora_down.weight", te}});
+  }
+};
+
+TEST(DaemonLora, NamesAreCheckedAtSubmitWithLineAndFieldAndNothingIsQueued) {
+  LoraDaemon l;
+  DaemonProcess d(kRgbaqd, model().dir(), l.dir.path(), {{"--lora-dir", l.loras.string()}});
+  write_text(l.dir.path() / "p.csv", "prompt,lora\na fox,style-kohya:0.5\n<lora:nope:1> a cat,\na dog,missing:0.3\n");
+  const auto r = rgbaq(d, {"submit", (l.dir.path() / "p.csv").string(), "--size", "128"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("p.csv:3:1: prompt: LoRA \"nope\" not found"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("p.csv:4:7: lora: LoRA \"missing\" not found: no missing.safetensors in " + l.loras.string()),
+            std::string::npos) << r.err;
+  write_text(l.dir.path() / "q.csv", "prompt,lora\na fox,../loras/style-kohya:0.5\n");
+  const auto q = rgbaq(d, {"submit", (l.dir.path() / "q.csv").string()});
+  EXPECT_EQ(q.exit_code, 2);
+  EXPECT_NE(q.err.find("q.csv:2:7: lora: LoRA name \"../loras/style-kohya\" has a path separator"), std::string::npos) << q.err;
+  const auto dflt = rgbaq(d, {"submit", "-", "--lora", "absent:1"}, "prompt\na fox\n");
+  EXPECT_EQ(dflt.exit_code, 2);
+  EXPECT_NE(dflt.err.find("--lora: LoRA \"absent\" not found"), std::string::npos) << dflt.err;
+  const json s = status(d);
+  EXPECT_EQ(s["jobs"].value("queued", 0) + s["jobs"].value("done", 0), 0) << s.dump();
+}
+
+TEST(DaemonLora, RendersRecordsHashesFailsBadFilesAndKeepsServing) {
+  LoraDaemon l;
+  DaemonProcess d(kRgbaqd, model().dir(), l.dir.path(), {{"--lora-dir", l.loras.string(), "--max-attempts", "1"}});
+  const fs::path out = l.dir.path() / "out";
+  write_text(l.dir.path() / "p.csv",
+             "prompt,seed,name,lora\n"
+             "a fox,1,diffusers,style-diffusers:0.9\n"
+             "<lora:style-kohya:0.9> a fox,1,kohya-tag,\n"
+             "a fox,1,zero,style-comfyui:0\n"
+             "a fox,1,plain,\n"
+             "a fox,1,two,style-diffusers:0.9;detail:0.5\n"
+             "a broken fox,1,broken,broken:1\n"
+             "a te fox,1,te,te:1\n");
+  const auto r = rgbaq(d, {"submit", (l.dir.path() / "p.csv").string(), "--size", "128", "--out", out.string(), "--wait"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // two failed
+  EXPECT_NE(r.out.find("5 done, 2 failed"), std::string::npos) << r.out;
+  // --lora fills the rows that name none: a file of its own, so that "plain" above stays plain.
+  const auto r2 = rgbaq(d, {"submit", "-", "--size", "128", "--out", out.string(), "--lora", "style-diffusers:0.9", "--wait"},
+                        "prompt,seed,name\na fox,1,default\n");
+  ASSERT_EQ(r2.exit_code, 0) << r2.out << r2.err;
+
+  auto png = [&](const char* name) { return storage::read_png(out / (std::string(name) + "_1.png")); };
+  const auto diffusers = png("diffusers"), kohya = png("kohya-tag"), zero = png("zero"), plain = png("plain"),
+             two = png("two"), dflt = png("default");
+  EXPECT_EQ(kohya.rgba, diffusers.rgba) << "the same adapter in another format, the tag out of the tokenizer's text";
+  EXPECT_EQ(dflt.rgba, diffusers.rgba);
+  EXPECT_EQ(zero.rgba, plain.rgba) << "weight 0 is no LoRA";
+  EXPECT_NE(diffusers.rgba, plain.rgba);
+  EXPECT_NE(two.rgba, diffusers.rgba);
+
+  const std::string style_hash = header_free_sha256(l.loras / "style-diffusers.safetensors");
+  const std::string detail_hash = header_free_sha256(l.loras / "detail.safetensors");
+  ASSERT_EQ(style_hash.size(), 64u);
+  const std::string& params = two.texts.at("parameters");
+  EXPECT_NE(params.find(", Lora hashes: \"style-diffusers: " + style_hash.substr(0, 12) + ", detail: " +
+                        detail_hash.substr(0, 12) + "\", Version: rgbaq"), std::string::npos) << params;
+  EXPECT_EQ(plain.texts.at("parameters").find("Lora hashes"), std::string::npos);
+  EXPECT_EQ(kohya.texts.at("parameters").rfind("<lora:style-kohya:0.9> a fox\n", 0), 0u) << "the prompt as written";
+  const json meta = json::parse(two.texts.at("rgbaq"));
+  ASSERT_EQ(meta["loras"].size(), 2u) << meta.dump();
+  EXPECT_EQ(meta["loras"][0]["name"], "style-diffusers");
+  EXPECT_FLOAT_EQ(meta["loras"][0]["weight"].get<float>(), 0.9f);
+  EXPECT_EQ(meta["loras"][0]["sha256"], style_hash);
+  EXPECT_EQ(meta["loras"][1]["sha256"], detail_hash);
+
+  // The bad files failed their jobs with the reason; the daemon serves on.
+  storage::QueueStore store(d.data_dir() / "queue.db");
+  const auto failed = store.list_jobs(std::nullopt, storage::JobState::kFailed);
+  ASSERT_EQ(failed.size(), 2u);
+  for (const auto& j : failed) {
+    if (j.name == "broken") {
+      EXPECT_NE(j.error.find("broken.safetensors"), std::string::npos) << j.error;
+      EXPECT_NE(j.error.find("truncated"), std::string::npos) << j.error;
+    } else {
+      EXPECT_EQ(j.name, "te");
+      EXPECT_NE(j.error.find("only DiT LoRAs are supported"), std::string::npos) << j.error;
+    }
+  }
+  const auto csv = rgbaq(d, {"export", "1", "--format", "csv"});
+  EXPECT_NE(csv.out.find(",name,lora,output,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(",two,style-diffusers:0.9;detail:0.5,"), std::string::npos) << csv.out;
+  const auto after = rgbaq(d, {"submit", "-", "--size", "128", "--out", out.string(), "--wait"}, "prompt,seed,name\nlater,2,later\n");
+  EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
+
+  // rgbaqd render with the tag (another format of the same adapter), on one thread, as the daemon did.
+  const auto rr = run_process({kRgbaqd, "render", "--model", model().dir().string(), "--prompt", "a fox <lora:style-comfyui:0.9>",
+                               "--seed", "1", "--size", "128", "--threads", "1", "-o", (l.dir.path() / "r.png").string(),
+                               "--lora-dir", l.loras.string()});
+  ASSERT_EQ(rr.exit_code, 0) << rr.out << rr.err;
+  EXPECT_EQ(storage::read_png(l.dir.path() / "r.png").rgba, diffusers.rgba);
+  const auto bad = run_process({kRgbaqd, "render", "--model", model().dir().string(), "--prompt", "x", "--lora", "te:1",
+                                "--lora-dir", l.loras.string(), "-o", (l.dir.path() / "bad.png").string()});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("only DiT LoRAs are supported"), std::string::npos) << bad.err;
+
+  // A finished PNG counts as a job's only with its LoRA set: another queue whose job "plain" has a LoRA
+  // finds plain_1.png (same prompt, seed, size and model, no LoRA) and must not take it as its image.
+  d.signal(SIGTERM);
+  ASSERT_EQ(d.wait_exit(), 0);
+  fs::create_directories(l.dir.path() / "second");
+  DaemonProcess second(kRgbaqd, model().dir(), l.dir.path() / "second", {{"--lora-dir", l.loras.string(), "--max-attempts", "1"}});
+  const auto again = rgbaq(second, {"submit", "-", "--size", "128", "--out", out.string(), "--wait"},
+                           "prompt,seed,name,lora\na fox,1,plain,style-diffusers:0.9\n");
+  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+  storage::QueueStore second_store(second.data_dir() / "queue.db");
+  const auto refused = second_store.list_jobs(std::nullopt, storage::JobState::kFailed);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].error.find("holds another image"), std::string::npos) << refused[0].error;
+  EXPECT_EQ(storage::read_png(out / "plain_1.png").rgba, plain.rgba);  // left as it was
+}
+
+}  // namespace
+}  // namespace rgbaq
