@@ -11,7 +11,7 @@
 
 #include "daemon/job_submission.h"
 #include "jobs/job_file.h"
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/test_temp_dir.h"
 #include "tokenizer/prompt_template.h"
 #include "tokenizer/tokenizer.h"
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
 
   for (bool check_tokens : {false, true}) {
     TempDir dir;
-    storage::QueueStore store(dir.path() / "q.db");
+    storage::SqliteQueueStore store(dir.path() / "q.db");
     const auto t0 = Clock::now();
     jobs::ParseOptions options;
     if (check_tokens) {
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   }
 
   TempDir dir;
-  storage::QueueStore store(dir.path() / "big.db");
+  storage::SqliteQueueStore store(dir.path() / "big.db");
   const auto t0 = Clock::now();
   std::vector<storage::NewJob> batch;
   for (int64_t i = 0; i < db_jobs; ++i) {

@@ -11,6 +11,7 @@
 #include "daemon/crash_record.h"
 #include "daemon/render_record.h"
 #include "engine/model_identity.h"
+#include "storage/open_queue_store.h"
 #include "storage/png_file.h"
 #include "storage/render_metadata.h"
 
@@ -28,8 +29,8 @@ RenderWorker::RenderWorker(const DaemonConfig& config, engine::Session& session,
       model_identity_(model_identity),
       state_(state),
       events_(events),
-      store_(config.queue_db(), config.store_options()),
-      writer_(config.queue_db(), config.store_options(), state, events),
+      store_(storage::open_queue_store(config.queue_url(), config.store_options())),
+      writer_(config.queue_url(), config.store_options(), state, events),
       cache_(engine::text_encoder_identity(config.model_dir), config.encoder_cache_mb << 20, config.cache_dir()),
       worker_id_("rgbaqd-" + std::to_string(getpid())) {}
 
@@ -43,9 +44,9 @@ void RenderWorker::run() {
   while (!state_.stopping()) {
     std::optional<storage::Job> job;
     try {
-      job = store_.claim(worker_id_, {cached_prompts_.begin(), cached_prompts_.end()});
+      job = store_->claim(worker_id_, {cached_prompts_.begin(), cached_prompts_.end()});
       if (failing) {
-        spdlog::info("the queue database {} works again", config_.queue_db().string());
+        spdlog::info("the queue {} works again", store_->location());
         state_.clear_problem();
         sd_notify("STATUS=ready");
         failing = false;
@@ -55,7 +56,7 @@ void RenderWorker::run() {
       const auto now = std::chrono::steady_clock::now();
       if (!failing) failing_since = now;
       failing = true;
-      const std::string problem = "claiming a job from the queue database " + config_.queue_db().string() + " fails: " + e.what();
+      const std::string problem = "claiming a job from the queue " + store_->location() + " fails: " + e.what();
       state_.set_problem(problem);
       sd_notify("STATUS=unhealthy: " + problem);
       const auto failing_for = std::chrono::duration_cast<std::chrono::seconds>(now - failing_since);
@@ -94,11 +95,11 @@ bool RenderWorker::reuse_finished_output(const storage::Job& job) {
   if (!ours && !same) {
     throw std::runtime_error("output " + job.output_path + " exists and holds another image; move it or submit with another --out");
   }
-  store_.complete(job.id, job.output_path, it->second);
+  store_->complete(job.id, job.output_path, it->second);
   ++state_.counters.outputs_reused;
   spdlog::info("job {}: {} already holds its image; not rendering again", job.id, job.output_path);
   events_.publish("job_done", {{"job", job.id}, {"run", job.run_id}, {"path", job.output_path}, {"reused", true}});
-  publish_if_run_finished(store_, events_, job.run_id);
+  publish_if_run_finished(*store_, events_, job.run_id);
   return true;
 }
 
@@ -144,7 +145,7 @@ void RenderWorker::handle(const storage::Job& job) {
       state_.counters.current_steps = total;
       events_.publish("progress", {{"job", job.id}, {"run", job.run_id}, {"step", done}, {"steps", total}});
       if (state_.stopping()) return false;
-      canceled = store_.cancel_requested(job.id);
+      canceled = store_->cancel_requested(job.id);
       return !canceled;
     });
     FinishedRender render;
@@ -164,16 +165,16 @@ void RenderWorker::handle(const storage::Job& job) {
     writer_.enqueue(std::move(render));
   } catch (const engine::RenderCanceled&) {
     if (state_.stopping()) {
-      store_.requeue(job.id);
+      store_->requeue(job.id);
       spdlog::info("job {} returned to the queue for shutdown", job.id);
     } else {
-      store_.finish_canceled(job.id);
+      store_->finish_canceled(job.id);
       ++state_.counters.jobs_canceled;
       events_.publish("job_canceled", {{"job", job.id}, {"run", job.run_id}});
-      publish_if_run_finished(store_, events_, job.run_id);
+      publish_if_run_finished(*store_, events_, job.run_id);
     }
   } catch (const std::exception& e) {
-    report_failure(store_, state_, events_, job, e.what());
+    report_failure(*store_, state_, events_, job, e.what());
   }
   state_.counters.current_job = -1;
 }

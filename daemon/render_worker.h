@@ -4,6 +4,7 @@
 // looks embeddings up in the encoder cache, renders with progress events, checks for cancellation and
 // shutdown between steps, and hands the image to the writer thread.
 #include <deque>
+#include <memory>
 #include <string>
 
 #include "daemon/daemon_config.h"
@@ -35,7 +36,7 @@ class RenderWorker {
   std::string model_identity_;
   DaemonState& state_;
   EventHub& events_;
-  storage::QueueStore store_;
+  std::unique_ptr<storage::QueueStore> store_;
   OutputWriter writer_;
   engine::EncoderCache cache_;
   std::deque<uint64_t> cached_prompts_;  // prompt keys of recent encodes, for claim preference

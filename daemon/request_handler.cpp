@@ -4,6 +4,7 @@
 
 #include "daemon/job_submission.h"
 #include "daemon/protocol.h"
+#include "storage/open_queue_store.h"
 #include "storage/render_metadata.h"
 
 namespace rgbaq::daemon {
@@ -64,7 +65,7 @@ RequestHandler::RequestHandler(const DaemonConfig& config, const engine::Session
       session_(session),
       model_identity_(std::move(model_identity)),
       state_(state),
-      store_(config.queue_db(), config.store_options()) {}
+      store_(storage::open_queue_store(config.queue_url(), config.store_options())) {}
 
 json RequestHandler::handle(const std::string& method, const json& params) {
   if (!params.is_object()) throw RequestError(protocol::error_code::kBadRequest, "params must be an object");
@@ -74,7 +75,7 @@ json RequestHandler::handle(const std::string& method, const json& params) {
   if (method == "export") return export_run(params);
   if (method == "ls_runs") {
     json runs = json::array();
-    for (const auto& r : store_.list_runs()) {
+    for (const auto& r : store_->list_runs()) {
       runs.push_back({{"id", r.id}, {"name", r.name}, {"out_dir", r.out_dir}, {"created_at", r.created_at},
                       {"total", r.total()}, {"counts", counts_json(r.counts)}, {"options", json::parse(r.options_json, nullptr, false)}});
     }
@@ -82,14 +83,14 @@ json RequestHandler::handle(const std::string& method, const json& params) {
   }
   if (method == "ls_jobs") {
     std::optional<int64_t> run;
-    if (params.contains("run")) run = run_param(store_, params);
+    if (params.contains("run")) run = run_param(*store_, params);
     std::optional<JobState> state;
     if (const auto s = param<std::string>(params, "state", ""); !s.empty()) {
       state = storage::parse_state(s);
       if (!state) throw RequestError(protocol::error_code::kBadRequest, "state \"" + s + "\" is not one of queued, running, done, failed, canceled");
     }
     json jobs = json::array();
-    for (const auto& j : store_.list_jobs(run, state, param<int64_t>(params, "limit", 1000), param<int64_t>(params, "offset", 0))) {
+    for (const auto& j : store_->list_jobs(run, state, param<int64_t>(params, "limit", 1000), param<int64_t>(params, "offset", 0))) {
       jobs.push_back(job_json(j, false));
     }
     return {{"jobs", jobs}};
@@ -97,30 +98,30 @@ json RequestHandler::handle(const std::string& method, const json& params) {
   if (method == "cancel") {
     if (params.contains("job")) {
       const auto id = required<int64_t>(params, "job");
-      if (!store_.job(id)) throw RequestError(protocol::error_code::kNotFound, "there is no job " + std::to_string(id));
-      return {{"affected", store_.cancel_job(id) ? 1 : 0}};
+      if (!store_->job(id)) throw RequestError(protocol::error_code::kNotFound, "there is no job " + std::to_string(id));
+      return {{"affected", store_->cancel_job(id) ? 1 : 0}};
     }
-    return {{"affected", store_.cancel_run(run_param(store_, params))}};
+    return {{"affected", store_->cancel_run(run_param(*store_, params))}};
   }
   if (method == "retry") {
-    const auto n = store_.retry(run_param(store_, params), param<bool>(params, "canceled", false));
+    const auto n = store_->retry(run_param(*store_, params), param<bool>(params, "canceled", false));
     state_.wake_worker();
     return {{"requeued", n}};
   }
   if (method == "pause" || method == "resume") {
-    store_.set_paused(method == "pause");
+    store_->set_paused(method == "pause");
     state_.wake_worker();
     return {{"paused", method == "pause"}};
   }
   if (method == "prioritize") {
-    const auto run = run_param(store_, params);
-    return {{"updated", store_.prioritize_run(run, required<int>(params, "priority"))}};
+    const auto run = run_param(*store_, params);
+    return {{"updated", store_->prioritize_run(run, required<int>(params, "priority"))}};
   }
   throw RequestError(protocol::error_code::kUnknownMethod, "unknown method \"" + method + "\"");
 }
 
 json RequestHandler::submit(const json& params) {
-  json result = submit_job_file(store_, session_, params, {.max_jobs = config_.max_jobs_per_submit});
+  json result = submit_job_file(*store_, session_, params, {.max_jobs = config_.max_jobs_per_submit});
   state_.wake_worker();
   return result;
 }
@@ -135,11 +136,11 @@ json RequestHandler::status() {
   // Status answers even when the store does not: that is when a person needs it most.
   json paused = nullptr, jobs = nullptr;
   try {
-    paused = store_.paused();
-    jobs = counts_json(store_.counts());
+    paused = store_->paused();
+    jobs = counts_json(store_->counts());
   } catch (const std::exception& e) {
     if (health.problem.empty()) {
-      health.problem = std::string("reading the queue database ") + config_.queue_db().string() + " fails: " + e.what();
+      health.problem = "reading the queue " + store_->location() + " fails: " + e.what();
       health.since = now;
     }
   }
@@ -175,14 +176,14 @@ json RequestHandler::status() {
 }
 
 json RequestHandler::export_run(const json& params) {
-  const auto run = run_param(store_, params);
+  const auto run = run_param(*store_, params);
   json jobs = json::array();
   for (int64_t offset = 0;; offset += 10000) {
-    const auto page = store_.list_jobs(run, std::nullopt, 10000, offset);
+    const auto page = store_->list_jobs(run, std::nullopt, 10000, offset);
     for (const auto& j : page) jobs.push_back(job_json(j, true));
     if (page.size() < 10000) break;
   }
-  const auto r = store_.run(run);
+  const auto r = store_->run(run);
   return {{"run", {{"id", r->id}, {"name", r->name}, {"out_dir", r->out_dir}, {"counts", counts_json(r->counts)}}},
           {"jobs", jobs}};
 }

@@ -29,7 +29,7 @@
 #include "daemon/socket_server.h"
 #include "engine/backend_registry.h"
 #include "engine/model_identity.h"
-#include "storage/queue_store.h"
+#include "storage/open_queue_store.h"
 
 namespace rgbaq::daemon {
 namespace {
@@ -111,13 +111,14 @@ int run_serve_command(const std::vector<std::string>& args) {
     }
     spdlog::info("engine {} on {}", session->backend_name(), session->device_description());
     identity = engine::model_identity(config.model_dir);
-    storage::QueueStore store(config.queue_db(), config.store_options());
-    const auto recovered = store.recover(take_crash_record(config.data_dir));
+    const auto store = storage::open_queue_store(config.queue_url(), config.store_options());
+    spdlog::info("queue {}", store->location());
+    const auto recovered = store->recover(take_crash_record(config.data_dir));
     if (recovered.requeued || recovered.failed) {
       spdlog::info("recovered after a stop: {} job(s) back in the queue, {} failed after too many interruptions",
                    recovered.requeued, recovered.failed);
     }
-    remove_stale_temporaries(store);
+    remove_stale_temporaries(*store);
   } catch (const std::exception& e) {
     spdlog::error("cannot start: {}", e.what());
     std::cerr << "rgbaqd: " << e.what() << "\n";

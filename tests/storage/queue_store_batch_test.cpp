@@ -2,7 +2,7 @@
 // interrupted one is discarded at the next start, and each output path is owned by one image.
 #include <gtest/gtest.h>
 
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/test_temp_dir.h"
 
 namespace rgbaq::storage {
@@ -21,7 +21,7 @@ NewJob job(const std::string& prompt, uint64_t seed, const std::string& path = "
 
 TEST(QueueStoreBatch, APendingRunIsInvisibleUntilPublishedAndDiscardedAtRecovery) {
   TempDir dir;
-  QueueStore s(dir.path() / "q.db");
+  SqliteQueueStore s(dir.path() / "q.db");
   const RunOptions opts{.name = "big", .out_dir = "/out"};
   const int64_t run = s.begin_run(opts);
   EXPECT_EQ(s.append_jobs(run, opts, {job("a", 1), job("a", 2)}).inserted, 2u);
@@ -49,7 +49,7 @@ TEST(QueueStoreBatch, APendingRunIsInvisibleUntilPublishedAndDiscardedAtRecovery
 
 TEST(QueueStoreBatch, AnOutputPathIsOwnedByOneImageAcrossRuns) {
   TempDir dir;
-  QueueStore s(dir.path() / "q.db");
+  SqliteQueueStore s(dir.path() / "q.db");
   const RunOptions opts{.name = "r", .out_dir = "/out"};
   s.submit(opts, {job("fox", 1, "/out/x_1.png")});
   // The same image again (a resubmission) may share its path.

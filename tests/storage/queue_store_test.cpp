@@ -1,6 +1,6 @@
 // The queue store: every state transition, ordering and preference, resubmission, pause, recovery;
 // a crash test that SIGKILLs a real process 60 times; and several processes submitting and claiming.
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -37,8 +37,8 @@ int64_t count(QueueStore& s, JobState st, std::optional<int64_t> run = std::null
 
 TEST(QueueStore, SubmitClaimCompleteAndCounters) {
   TempDir dir;
-  QueueStore s(dir.path() / "q.db", {.max_attempts = 3, .backoff_seconds = 0});
-  EXPECT_EQ(s.schema_version(), QueueStore::kSchemaVersion);
+  SqliteQueueStore s(dir.path() / "q.db", {.max_attempts = 3, .backoff_seconds = 0});
+  EXPECT_EQ(s.schema_version(), SqliteQueueStore::kSchemaVersion);
   const auto r = s.submit({"first", "{\"size\": 256}", "/out"}, {job("a", 1), job("b", ~0ull), job("c", 3)});
   EXPECT_EQ(r.inserted, 3u);
   auto j = s.claim("w1");
@@ -67,7 +67,7 @@ TEST(QueueStore, SubmitClaimCompleteAndCounters) {
 
 TEST(QueueStore, PriorityThenSubmitOrderThenCachedPrompt) {
   TempDir dir;
-  QueueStore s(dir.path() / "q.db");
+  SqliteQueueStore s(dir.path() / "q.db");
   s.submit({"r1", "{}", "/o"}, {job("low", 1, 0), job("high", 2, 5), job("high2", 3, 5)});
   s.submit({"r2", "{}", "/o"}, {job("cached", 4, 5), job("cached", 5, 0)});
   EXPECT_EQ(s.claim("w", {std::hash<std::string>{}("cached")})->seed, 4u) << "a cached prompt goes first within the top priority";
@@ -80,7 +80,7 @@ TEST(QueueStore, PriorityThenSubmitOrderThenCachedPrompt) {
 
 TEST(QueueStore, FailRetriesWithBackoffThenFails) {
   TempDir dir;
-  QueueStore s(dir.path() / "q.db", {.max_attempts = 2, .backoff_seconds = 0.2});
+  SqliteQueueStore s(dir.path() / "q.db", {.max_attempts = 2, .backoff_seconds = 0.2});
   const auto r = s.submit({"r", "{}", "/o"}, {job("a", 1)});
   const auto j = s.claim("w");
   EXPECT_EQ(s.fail(j->id, "disk full"), JobState::kQueued);
@@ -104,7 +104,7 @@ TEST(QueueStore, FailRetriesWithBackoffThenFails) {
 
 TEST(QueueStore, CancelPauseRequeuePrioritize) {
   TempDir dir;
-  QueueStore s(dir.path() / "q.db");
+  SqliteQueueStore s(dir.path() / "q.db");
   const auto r1 = s.submit({"r1", "{}", "/o"}, {job("a", 1), job("a", 2), job("a", 3)});
   const auto r2 = s.submit({"r2", "{}", "/o"}, {job("b", 1)});
   const auto running = s.claim("w");
@@ -131,7 +131,7 @@ TEST(QueueStore, CancelPauseRequeuePrioritize) {
 
 TEST(QueueStore, RecoverRequeuesOrFailsInterruptedJobs) {
   TempDir dir;
-  QueueStore s(dir.path() / "q.db", {.max_attempts = 2, .max_interruptions = 2});
+  SqliteQueueStore s(dir.path() / "q.db", {.max_attempts = 2, .max_interruptions = 2});
   s.submit({"r", "{}", "/o"}, {job("a", 1), job("b", 2)});
   auto a = s.claim("w");
   EXPECT_EQ(s.recover().requeued, 1);
@@ -146,7 +146,7 @@ TEST(QueueStore, RecoverRequeuesOrFailsInterruptedJobs) {
 
 TEST(QueueStore, ManyInterruptionsFailNoJobButRepeatedCrashesDo) {
   TempDir dir;
-  QueueStore s(dir.path() / "q.db", {.max_attempts = 3});
+  SqliteQueueStore s(dir.path() / "q.db", {.max_attempts = 3});
   s.submit({"r", "{}", "/o"}, {job("healthy", 1), job("crasher", 2)});
   const int64_t healthy = s.claim("w")->id;
   for (int kill = 0; kill < 60; ++kill) {  // SIGKILLs: the running job is not to blame
@@ -171,7 +171,7 @@ TEST(QueueStore, ManyInterruptionsFailNoJobButRepeatedCrashesDo) {
 
 TEST(QueueStore, ResubmissionIsDetectedAndSkippedOnRequest) {
   TempDir dir;
-  QueueStore s(dir.path() / "q.db");
+  SqliteQueueStore s(dir.path() / "q.db");
   s.submit({"r", "{}", "/o"}, {job("a", 1), job("a", 2)});
   const auto again = s.submit({"r", "{}", "/o", true}, {job("a", 1), job("a", 2), job("a", 3)});
   EXPECT_EQ(again.inserted, 1u);
@@ -182,18 +182,18 @@ TEST(QueueStore, ResubmissionIsDetectedAndSkippedOnRequest) {
 
 TEST(QueueStore, NewerSchemaIsRefused) {
   TempDir dir;
-  { QueueStore s(dir.path() / "q.db"); }
+  { SqliteQueueStore s(dir.path() / "q.db"); }
   {
     SQLite::Database db((dir.path() / "q.db").string(), SQLite::OPEN_READWRITE);
     db.exec("UPDATE schema_version SET version = 99");
   }
   try {
-    QueueStore s(dir.path() / "q.db");
+    SqliteQueueStore s(dir.path() / "q.db");
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("schema version 99; this rgbaq knows versions up to 2"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(QueueStore(dir.path() / "no" / "dir" / "q.db"), std::runtime_error);
+  EXPECT_THROW(SqliteQueueStore(dir.path() / "no" / "dir" / "q.db"), std::runtime_error);
 }
 
 }  // namespace

@@ -12,10 +12,10 @@
 #include <string>
 #include <thread>
 
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 
 using rgbaq::storage::NewJob;
-using rgbaq::storage::QueueStore;
+using rgbaq::storage::SqliteQueueStore;
 
 namespace {
 
@@ -44,7 +44,7 @@ std::vector<NewJob> make_jobs(int n, uint64_t tag) {
 int main(int argc, char** argv) {
   if (argc < 4) return 2;
   const std::string mode = argv[1];
-  QueueStore store(argv[2]);
+  SqliteQueueStore store(argv[2]);
   if (mode == "crash") {
     std::mt19937_64 rng(std::strtoull(argv[3], nullptr, 10));
     for (uint64_t round = 0;; ++round) {

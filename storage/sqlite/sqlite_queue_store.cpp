@@ -1,4 +1,4 @@
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,8 +14,6 @@
 
 namespace rgbaq::storage {
 namespace {
-
-constexpr const char* kStateNames[] = {"queued", "running", "done", "failed", "canceled"};
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -128,7 +126,7 @@ Job read_job(SQLite::Statement& q) {
 
 }  // namespace
 
-struct QueueStore::Statements {
+struct SqliteQueueStore::Statements {
   explicit Statements(SQLite::Database& db)
       : paused(db, "SELECT value FROM settings WHERE key = 'paused'"),
         top(db, std::string("SELECT id, priority FROM jobs WHERE state = 'queued' AND not_before <= ?") + kVisible +
@@ -164,22 +162,7 @@ class Use {
 
 }  // namespace
 
-QueueStore::~QueueStore() = default;
-
-std::string_view state_name(JobState s) { return kStateNames[static_cast<int>(s)]; }
-
-std::optional<JobState> parse_state(std::string_view name) {
-  for (int i = 0; i < kJobStates; ++i) {
-    if (name == kStateNames[i]) return static_cast<JobState>(i);
-  }
-  return std::nullopt;
-}
-
-int64_t Run::total() const {
-  int64_t t = 0;
-  for (int64_t c : counts) t += c;
-  return t;
-}
+SqliteQueueStore::~SqliteQueueStore() = default;
 
 namespace {
 
@@ -230,7 +213,7 @@ bool create_if_missing(const std::filesystem::path& path) {
 
 }  // namespace
 
-QueueStore::QueueStore(const std::filesystem::path& path, StoreOptions options) try
+SqliteQueueStore::SqliteQueueStore(const std::filesystem::path& path, StoreOptions options) try
     : path_(path), options_(options), existed_(create_if_missing(path)),
       db_(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX, options.busy_timeout_ms) {
   struct stat st {};
@@ -257,9 +240,9 @@ QueueStore::QueueStore(const std::filesystem::path& path, StoreOptions options) 
   throw std::runtime_error(path.string() + ": cannot open the queue database: " + e.what());
 }
 
-void QueueStore::migrate() { migrate_database(db_, path_); }
+void SqliteQueueStore::migrate() { migrate_database(db_, path_); }
 
-void QueueStore::check_file_identity() const {
+void SqliteQueueStore::check_file_identity() const {
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) {
     throw std::runtime_error(path_.string() + ": the queue database was deleted while rgbaqd had it open; refusing "
@@ -271,37 +254,12 @@ void QueueStore::check_file_identity() const {
   }
 }
 
-int QueueStore::schema_version() {
+int SqliteQueueStore::schema_version() {
   SQLite::Statement q(db_, "SELECT version FROM schema_version");
   return q.executeStep() ? q.getColumn(0).getInt() : 0;
 }
 
-OutputClashError::OutputClashError(std::vector<OutputClash> clashes)
-    : std::runtime_error([&] {
-        std::string m;
-        for (const auto& c : clashes) {
-          if (!m.empty()) m += "; ";
-          m += "line " + std::to_string(c.line) + ": output " + c.path + " already belongs to another image (run " +
-               std::to_string(c.owner_run) + ")";
-        }
-        return m;
-      }()),
-      clashes_(std::move(clashes)) {}
-
-SubmitResult QueueStore::submit(const RunOptions& run, const std::vector<NewJob>& jobs) {
-  const int64_t id = begin_run(run);
-  SubmitResult result;
-  try {
-    result = append_jobs(id, run, jobs);
-    publish_run(id, result.inserted);
-  } catch (...) {
-    discard_run(id);
-    throw;
-  }
-  return result;
-}
-
-int64_t QueueStore::begin_run(const RunOptions& run) {
+int64_t SqliteQueueStore::begin_run(const RunOptions& run) {
   check_file_identity();
   SQLite::Statement ins_run(db_, "INSERT INTO runs (name, options, out_dir, created_at, pending) VALUES (?, ?, ?, ?, 1)");
   ins_run.bind(1, run.name);
@@ -312,7 +270,7 @@ int64_t QueueStore::begin_run(const RunOptions& run) {
   return db_.getLastInsertRowid();
 }
 
-SubmitResult QueueStore::append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) {
+SubmitResult SqliteQueueStore::append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   const double now = now_seconds();
@@ -373,7 +331,7 @@ SubmitResult QueueStore::append_jobs(int64_t run_id, const RunOptions& run, cons
   return result;
 }
 
-void QueueStore::publish_run(int64_t run_id, uint64_t inserted) {
+void SqliteQueueStore::publish_run(int64_t run_id, uint64_t inserted) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement counts(db_, "INSERT INTO run_counts (run_id, state, n) VALUES (?, 'queued', ?) "
@@ -387,7 +345,7 @@ void QueueStore::publish_run(int64_t run_id, uint64_t inserted) {
   tx.commit();
 }
 
-int64_t QueueStore::discard_run(int64_t run_id) {
+int64_t SqliteQueueStore::discard_run(int64_t run_id) {
   int64_t deleted = 0;
   // Batches, each its own transaction: discarding a million jobs must not hold the lock either.
   for (;;) {
@@ -410,7 +368,7 @@ int64_t QueueStore::discard_run(int64_t run_id) {
   return deleted;
 }
 
-std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred) {
+std::optional<Job> SqliteQueueStore::claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred) {
   if (paused()) return std::nullopt;
   const double now = now_seconds();
   int64_t id = 0;
@@ -441,7 +399,7 @@ std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std
   return job(id);
 }
 
-std::optional<Job> QueueStore::claim(const std::string& worker, const std::vector<uint64_t>& preferred) {
+std::optional<Job> SqliteQueueStore::claim(const std::string& worker, const std::vector<uint64_t>& preferred) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   auto job = claim_locked(worker, preferred);
@@ -449,7 +407,7 @@ std::optional<Job> QueueStore::claim(const std::string& worker, const std::vecto
   return job;
 }
 
-bool QueueStore::complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
+bool SqliteQueueStore::complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
   Use q(st_->complete);
   q->bind(1, now_seconds());
   q->bindNoCopy(2, output_path);
@@ -458,7 +416,7 @@ bool QueueStore::complete_locked(int64_t job_id, const std::string& output_path,
   return q->exec() == 1;
 }
 
-bool QueueStore::complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
+bool SqliteQueueStore::complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   const bool ok = complete_locked(job_id, output_path, metadata_json);
@@ -466,7 +424,7 @@ bool QueueStore::complete(int64_t job_id, const std::string& output_path, const 
   return ok;
 }
 
-std::optional<Job> QueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
+std::optional<Job> SqliteQueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
                                                   const std::string& metadata_json, const std::string& worker,
                                                   const std::vector<uint64_t>& preferred) {
   check_file_identity();
@@ -477,7 +435,7 @@ std::optional<Job> QueueStore::complete_and_claim(int64_t job_id, const std::str
   return next;
 }
 
-JobState QueueStore::fail(int64_t job_id, const std::string& reason) {
+JobState SqliteQueueStore::fail(int64_t job_id, const std::string& reason) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement get(db_, "SELECT attempts FROM jobs WHERE id = ? AND state = 'running'");
@@ -507,7 +465,7 @@ JobState QueueStore::fail(int64_t job_id, const std::string& reason) {
   return final ? JobState::kFailed : JobState::kQueued;
 }
 
-bool QueueStore::requeue(int64_t job_id) {
+bool SqliteQueueStore::requeue(int64_t job_id) {
   check_file_identity();
   SQLite::Statement q(db_,
                       "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0), worker = '' "
@@ -516,7 +474,7 @@ bool QueueStore::requeue(int64_t job_id) {
   return q.exec() == 1;
 }
 
-bool QueueStore::finish_canceled(int64_t job_id) {
+bool SqliteQueueStore::finish_canceled(int64_t job_id) {
   check_file_identity();
   SQLite::Statement q(db_,
                       "UPDATE jobs SET state = 'canceled', finished_at = ? WHERE id = ? AND state = 'running' AND "
@@ -526,7 +484,7 @@ bool QueueStore::finish_canceled(int64_t job_id) {
   return q.exec() == 1;
 }
 
-int64_t QueueStore::cancel_where(const char* column, int64_t id) {
+int64_t SqliteQueueStore::cancel_where(const char* column, int64_t id) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement queued(db_, std::string("UPDATE jobs SET state = 'canceled', finished_at = ? WHERE ") + column +
@@ -541,17 +499,17 @@ int64_t QueueStore::cancel_where(const char* column, int64_t id) {
   return n;
 }
 
-int64_t QueueStore::cancel_run(int64_t run_id) { return cancel_where("run_id", run_id); }
+int64_t SqliteQueueStore::cancel_run(int64_t run_id) { return cancel_where("run_id", run_id); }
 
-bool QueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id) > 0; }
+bool SqliteQueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id) > 0; }
 
-bool QueueStore::cancel_requested(int64_t job_id) {
+bool SqliteQueueStore::cancel_requested(int64_t job_id) {
   Use q(st_->cancel_requested);
   q->bind(1, job_id);
   return q->executeStep() && q->getColumn(0).getInt() != 0;
 }
 
-void QueueStore::set_paused(bool paused) {
+void SqliteQueueStore::set_paused(bool paused) {
   check_file_identity();
   SQLite::Statement q(db_, "INSERT INTO settings (key, value) VALUES ('paused', ?) "
                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
@@ -559,12 +517,12 @@ void QueueStore::set_paused(bool paused) {
   q.exec();
 }
 
-bool QueueStore::paused() {
+bool SqliteQueueStore::paused() {
   Use q(st_->paused);
   return q->executeStep() && q->getColumn(0).getString() == "1";
 }
 
-int64_t QueueStore::prioritize_run(int64_t run_id, int priority) {
+int64_t SqliteQueueStore::prioritize_run(int64_t run_id, int priority) {
   check_file_identity();
   SQLite::Statement q(db_, "UPDATE jobs SET priority = ? WHERE run_id = ? AND state IN ('queued', 'running')");
   q.bind(1, priority);
@@ -572,7 +530,7 @@ int64_t QueueStore::prioritize_run(int64_t run_id, int priority) {
   return q.exec();
 }
 
-int64_t QueueStore::retry(int64_t run_id, bool include_canceled) {
+int64_t SqliteQueueStore::retry(int64_t run_id, bool include_canceled) {
   check_file_identity();
   SQLite::Statement q(db_, std::string("UPDATE jobs SET state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', "
                                        "cancel_requested = 0, finished_at = 0 WHERE run_id = ? AND state IN ('failed'") +
@@ -581,7 +539,7 @@ int64_t QueueStore::retry(int64_t run_id, bool include_canceled) {
   return q.exec();
 }
 
-RecoverResult QueueStore::recover(std::optional<int64_t> crashed_job) {
+RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
   check_file_identity();
   RecoverResult r;
   std::vector<int64_t> pending;
@@ -616,7 +574,7 @@ RecoverResult QueueStore::recover(std::optional<int64_t> crashed_job) {
   return r;
 }
 
-std::vector<Run> QueueStore::list_runs() {
+std::vector<Run> SqliteQueueStore::list_runs() {
   std::vector<Run> runs;
   SQLite::Statement q(db_, "SELECT id, name, options, out_dir, created_at FROM runs WHERE pending = 0 ORDER BY id");
   while (q.executeStep()) {
@@ -638,14 +596,14 @@ std::vector<Run> QueueStore::list_runs() {
   return runs;
 }
 
-std::optional<Run> QueueStore::run(int64_t run_id) {
+std::optional<Run> SqliteQueueStore::run(int64_t run_id) {
   for (auto& r : list_runs()) {
     if (r.id == run_id) return r;
   }
   return std::nullopt;
 }
 
-std::vector<Job> QueueStore::list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit,
+std::vector<Job> SqliteQueueStore::list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit,
                                        int64_t offset) {
   std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE 1 = 1";
   if (run_id) sql += " AND run_id = :run";
@@ -661,14 +619,14 @@ std::vector<Job> QueueStore::list_jobs(std::optional<int64_t> run_id, std::optio
   return jobs;
 }
 
-std::optional<Job> QueueStore::job(int64_t job_id) {
+std::optional<Job> SqliteQueueStore::job(int64_t job_id) {
   Use q(st_->select_job);
   q->bind(1, job_id);
   if (!q->executeStep()) return std::nullopt;
   return read_job(*q);
 }
 
-StateCounts QueueStore::counts(std::optional<int64_t> run_id) {
+StateCounts SqliteQueueStore::counts(std::optional<int64_t> run_id) {
   StateCounts c{};
   SQLite::Statement q(db_, run_id ? "SELECT state, n FROM run_counts WHERE run_id = ?" : "SELECT state, sum(n) FROM run_counts GROUP BY state");
   if (run_id) q.bind(1, *run_id);
@@ -678,7 +636,7 @@ StateCounts QueueStore::counts(std::optional<int64_t> run_id) {
   return c;
 }
 
-std::string QueueStore::integrity_check() {
+std::string SqliteQueueStore::integrity_check() {
   std::string result;
   SQLite::Statement q(db_, "PRAGMA integrity_check");
   while (q.executeStep()) result += (result.empty() ? "" : "; ") + q.getColumn(0).getString();
