@@ -34,6 +34,10 @@ options (each may also be set in the config file; flags win):
                           crashed the daemon (a crash signal while the job was in hand)
   --max-interruptions N   times a job may be cut off by a stop that is not its fault (SIGKILL, a
                           reboot) before it fails (default 100); these do not spend attempts
+  --lease-s N             a running job's lease in the queue (default 60); the heartbeat renews it every
+                          N/6 s and at each step; a job whose lease runs out (its host died) is
+                          taken back and counted as an interruption
+  --host NAME             this host's name in the queue (default: the system's host name)
   --encoder-cache-mb N    prompt embeddings kept in memory (default 1024); they are also kept on disk
   --log-level LEVEL       trace, debug, info, warn, error (default info)
   --max-frame-mb N        longest request line, so largest submitted file (default 16)
@@ -48,7 +52,7 @@ options (each may also be set in the config file; flags win):
   --create-queue          when DATA_DIR/queue.db exists but is not an rgbaq queue (empty, or another
                           database), make a new queue in it instead of refusing to start
   --config FILE           a JSON file with any of: {"model", "engine", "threads", "device", "precision",
-                          "gpu_memory_gib", "socket", "data_dir", "queue", "max_attempts", "max_interruptions",
+                          "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
                           "encoder_cache_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
                           "create_queue"}
@@ -115,6 +119,11 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "queue") c.queue = queue_url_from(text(), base, file.string() + ": \"queue\": ");
     else if (key == "max_attempts") c.max_attempts = static_cast<int>(number());
     else if (key == "max_interruptions") c.max_interruptions = static_cast<int>(number());
+    else if (key == "lease_s") {
+      if (!value.is_number() || value.get<double>() <= 0) throw common::UsageError(file.string() + ": \"lease_s\" must be a positive number");
+      c.lease_s = value.get<double>();
+    }
+    else if (key == "host") c.host_name = text();
     else if (key == "encoder_cache_mb") c.encoder_cache_mb = static_cast<size_t>(number());
     else if (key == "log_level") c.log_level = text();
     else if (key == "max_frame_mb") c.max_frame_mb = static_cast<size_t>(number());
@@ -165,6 +174,7 @@ storage::StoreOptions DaemonConfig::store_options() const {
   o.max_interruptions = max_interruptions;
   o.busy_timeout_ms = busy_timeout_ms;
   o.create_over_invalid = create_queue;
+  o.lease_seconds = lease_s;
   return o;
 }
 
@@ -173,7 +183,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
                          {"model", "engine", "threads", "device", "precision", "gpu-memory", "socket", "data-dir",
                           "queue", "max-attempts", "encoder-cache-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
-                          "max-jobs-per-submit", "max-interruptions"},
+                          "max-jobs-per-submit", "max-interruptions", "lease-s", "host"},
                          {"create-queue"});
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
@@ -189,6 +199,15 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (const auto v = a.get("queue")) c.queue = queue_url_from(*v, std::filesystem::current_path(), "--queue: ");
   c.max_attempts = a.get_int("max-attempts", c.max_attempts);
   c.max_interruptions = a.get_int("max-interruptions", c.max_interruptions);
+  if (const auto v = a.get("lease-s")) {
+    try {
+      c.lease_s = std::stod(*v);
+    } catch (const std::exception&) {
+      c.lease_s = -1;
+    }
+    if (!(c.lease_s > 0)) throw common::UsageError("--lease-s \"" + *v + "\" is not a positive number of seconds");
+  }
+  if (const auto v = a.get("host")) c.host_name = *v;
   c.encoder_cache_mb = static_cast<size_t>(a.get_int("encoder-cache-mb", static_cast<int>(c.encoder_cache_mb)));
   if (const auto v = a.get("log-level")) c.log_level = *v;
   c.max_frame_mb = static_cast<size_t>(a.get_int("max-frame-mb", static_cast<int>(c.max_frame_mb)));

@@ -11,6 +11,7 @@
 #include "daemon/daemon_state.h"
 #include "daemon/event_hub.h"
 #include "daemon/output_writer.h"
+#include "daemon/worker_heartbeat.h"
 #include "engine/encoder_cache.h"
 #include "engine/session.h"
 #include "storage/queue_store.h"
@@ -20,7 +21,7 @@ namespace rgbaq::daemon {
 class RenderWorker {
  public:
   RenderWorker(const DaemonConfig& config, engine::Session& session, const std::string& model_identity,
-               DaemonState& state, EventHub& events);
+               DaemonState& state, EventHub& events, WorkerHeartbeat& heartbeat);
 
   // Until the daemon stops: a job in hand goes back to the queue at its next step; the PNGs already
   // rendered are written before it returns.
@@ -40,7 +41,7 @@ class RenderWorker {
   OutputWriter writer_;
   engine::EncoderCache cache_;
   std::deque<uint64_t> cached_prompts_;  // prompt keys of recent encodes, for claim preference
-  std::string worker_id_;
+  WorkerHeartbeat& heartbeat_;
 };
 
 }  // namespace rgbaq::daemon

@@ -51,7 +51,7 @@ json job_json(const storage::Job& j, bool with_metadata) {
               {"width", j.width},   {"height", j.height},        {"name", j.name},       {"priority", j.priority},
               {"state", storage::state_name(j.state)}, {"attempts", j.attempts}, {"error", j.error},
               {"output", j.output_path}, {"created_at", j.created_at}, {"started_at", j.started_at},
-              {"finished_at", j.finished_at}};
+              {"finished_at", j.finished_at}, {"host", j.host}};
   if (with_metadata) {
     out["metadata"] = j.metadata_json.empty() ? json(nullptr) : json::parse(j.metadata_json, nullptr, false);
     out["errors"] = json::parse(j.errors_json, nullptr, false);
@@ -121,6 +121,14 @@ json RequestHandler::handle(const std::string& method, const json& params) {
 }
 
 json RequestHandler::submit(const json& params) {
+  // A shared queue's outputs are written by whichever host renders them: the folder must already be
+  // there (on a shared file system), not made by the first host to finish an image.
+  if (storage::parse_queue_url(config_.queue_url()).kind == storage::QueueKind::kPostgres && params.contains("out_dir") &&
+      params["out_dir"].is_string() && !std::filesystem::is_directory(params["out_dir"].get<std::string>())) {
+    throw RequestError(protocol::error_code::kBadRequest,
+                       "out_dir " + params["out_dir"].get<std::string>() + " does not exist on this host; with a queue shared "
+                       "by many hosts the output folder must be a folder on a shared file system, the same path on every host");
+  }
   json result = submit_job_file(*store_, session_, params, {.max_jobs = config_.max_jobs_per_submit});
   state_.wake_worker();
   return result;
@@ -134,13 +142,20 @@ json RequestHandler::status() {
   if (const int64_t id = c.current_job; id >= 0) current = {{"job", id}, {"step", c.current_step.load()}, {"steps", c.current_steps.load()}};
   auto health = state_.health();
   // Status answers even when the store does not: that is when a person needs it most.
-  json paused = nullptr, jobs = nullptr;
+  json paused = nullptr, jobs = nullptr, workers = nullptr;
   try {
     paused = store_->paused();
     jobs = counts_json(store_->counts());
+    // Every daemon rendering from this queue, on any host.
+    workers = json::array();
+    for (const auto& w : store_->list_workers()) {
+      workers.push_back({{"id", w.id}, {"host", w.info.host}, {"pid", w.info.pid}, {"engine", w.info.engine},
+                         {"device", w.info.device}, {"job", w.job > 0 ? json(w.job) : json(nullptr)},
+                         {"heartbeat_at", w.heartbeat_at}, {"started_at", w.started_at}, {"images_done", w.images_done}});
+    }
   } catch (const std::exception& e) {
     if (health.problem.empty()) {
-      health.problem = "reading the queue " + store_->location() + " fails: " + e.what();
+      health.problem = "reading the queue database " + store_->location() + " fails: " + e.what();
       health.since = now;
     }
   }
@@ -159,6 +174,7 @@ json RequestHandler::status() {
           {"engine_device", session_.device_description()},
           {"socket", config_.socket_path.string()},
           {"data_dir", config_.data_dir.string()},
+          {"queue", store_->location()},
           {"health", health_json},
           {"paused", paused},
           {"stopping", state_.stopping()},
@@ -172,6 +188,7 @@ json RequestHandler::status() {
             {"jobs_failed", c.jobs_failed.load()},
             {"jobs_canceled", c.jobs_canceled.load()}}},
           {"jobs", jobs},
+          {"workers", workers},
           {"current", current}};
 }
 

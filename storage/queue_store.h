@@ -73,7 +73,10 @@ struct Job {
   JobState state = JobState::kQueued;
   int attempts = 0;
   int interruptions = 0;  // times the daemon stopped under it (not counted as attempts)
-  std::string worker;
+  std::string worker;       // the lease holder's label (host:pid), kept after the job ends
+  int64_t worker_id = 0;    // the lease holder while running (Worker::id), else 0
+  std::string host;         // the host that rendered it (or renders it now)
+  double lease_expires = 0;  // while running: the lease ends then unless its worker's heartbeat extends it
   double created_at = 0, started_at = 0, finished_at = 0;
   bool cancel_requested = false;
   std::string error;        // the last failure reason
@@ -95,6 +98,10 @@ struct StoreOptions {
   int max_interruptions = 100;  // stops (SIGKILL, reboot) while the job was running: not its fault, but bounded
   double backoff_seconds = 2.0;  // before attempt k + 1: backoff * 2^(k - 1), at most 5 minutes
   int busy_timeout_ms = 10000;
+  // A claimed job's lease, which its worker's heartbeat extends; a job whose lease runs out is taken back
+  // by recovery. Also how long a pending submit may be left alone before recovery discards it.
+  double lease_seconds = 60;
+  double reconnect_seconds = 120;  // PostgreSQL: how long an operation keeps reconnecting after a drop
   bool durable = true;  // synchronous = FULL: a commit survives power loss, not only a crash
   // An existing file that is not an rgbaq queue (empty, or another database) is refused unless this is
   // set; then a new queue is made in it. A missing file is always created.
@@ -104,6 +111,20 @@ struct StoreOptions {
 struct RecoverResult {
   int64_t requeued = 0, failed = 0;
   int64_t discarded_jobs = 0;  // of submits interrupted before their last batch
+};
+
+// A daemon that renders from the queue (one per process), as the queue knows it.
+struct WorkerInfo {
+  std::string host, boot_id;  // the boot id tells a rebooted host's dead workers from live ones
+  int64_t pid = 0;
+  std::string engine, device;
+};
+struct Worker {
+  int64_t id = 0;
+  WorkerInfo info;
+  double started_at = 0, heartbeat_at = 0;
+  int64_t images_done = 0;
+  int64_t job = 0;  // the job in hand (its lowest, when the writer still holds one), 0 when none
 };
 
 class QueueStore {
@@ -137,11 +158,12 @@ class QueueStore {
   virtual int64_t discard_run(int64_t run_id) = 0;
 
   // The next job by priority, then submit order; among the jobs of the top priority, one whose prompt
-  // key is in `preferred` first. Leases it to `worker`. Nothing while paused.
-  virtual std::optional<Job> claim(const std::string& worker, const std::vector<uint64_t>& preferred = {}) = 0;
+  // key is in `preferred` first. Leases it to the worker (register_worker) for StoreOptions::lease_seconds.
+  // Nothing while paused.
+  virtual std::optional<Job> claim(int64_t worker_id, const std::vector<uint64_t>& preferred = {}) = 0;
   // complete(job) and claim(...) in one transaction: one durable commit per finished job.
   virtual std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path,
-                                                const std::string& metadata_json, const std::string& worker,
+                                                const std::string& metadata_json, int64_t worker_id,
                                                 const std::vector<uint64_t>& preferred = {}) = 0;
   // running -> done. False (and nothing changes) when the job is not running.
   virtual bool complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) = 0;
@@ -162,12 +184,24 @@ class QueueStore {
   virtual int64_t prioritize_run(int64_t run_id, int priority) = 0;
   // The run's failed (and canceled, when asked) jobs -> queued with their attempts reset.
   virtual int64_t retry(int64_t run_id, bool include_canceled = false) = 0;
-  // At start, after a stop: running jobs -> queued. `crashed_job` (the job the daemon was rendering when a
-  // crash signal ended it) spends the attempt, failing with "crashed the daemon N times" at the attempt
-  // limit; any other running job was merely interrupted (SIGKILL, reboot): its attempt is given back
-  // and it fails only at the separate, higher interruption limit. Pending runs (a submit cut off before
-  // its last batch) are discarded.
+  // Running jobs whose lease expired -> queued; a live worker's job is never touched. `crashed_job` (the
+  // job this daemon was rendering when a crash signal ended it) spends the attempt, failing with "crashed
+  // the daemon N times" at the attempt limit; any other expired job was merely interrupted (SIGKILL, a
+  // reboot, a host gone): its attempt is given back and it fails only at the separate, higher
+  // interruption limit. Pending runs (a submit cut off before its last batch) left alone for a lease are
+  // discarded, and workers silent for a lease are forgotten. Run at start and every heartbeat.
   virtual RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) = 0;
+
+  // Workers: each daemon registers once and heartbeats. heartbeat() extends the leases of `jobs` (those
+  // the worker holds) and returns false when the worker is no longer registered (recovery forgot it,
+  // its leases are gone): it must register again.
+  virtual int64_t register_worker(const WorkerInfo& info) = 0;
+  virtual bool heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) = 0;
+  virtual void unregister_worker(int64_t worker_id) = 0;
+  // The worker's process is known to be dead (same host and boot, its pid gone): its leases end now and
+  // it is forgotten. Returns the jobs whose lease ended.
+  virtual int64_t expire_worker(int64_t worker_id) = 0;
+  virtual std::vector<Worker> list_workers() = 0;
 
   virtual std::vector<Run> list_runs() = 0;
   virtual std::optional<Run> run(int64_t run_id) = 0;

@@ -28,6 +28,7 @@ std::string metadata_json(const RenderMetadata& m) {
   };
   j["job_id"] = m.job_id ? nlohmann::json(*m.job_id) : nlohmann::json(nullptr);
   j["run_id"] = m.run_id ? nlohmann::json(*m.run_id) : nlohmann::json(nullptr);
+  if (!m.host.empty()) j["host"] = m.host;
   return j.dump();
 }
 

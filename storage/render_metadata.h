@@ -23,6 +23,7 @@ struct RenderMetadata {
   std::vector<double> step_s;
   bool encoder_cache_hit = false;
   std::optional<int64_t> job_id, run_id;
+  std::string host;  // the host that rendered it (rgbaqd --host, or the system's host name)
 };
 
 // The `parameters` text: "<prompt>\nSteps: 8, Sampler: Euler, Schedule type: FlowMatch, CFG scale: 1,

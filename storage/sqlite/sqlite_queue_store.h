@@ -13,7 +13,7 @@ namespace rgbaq::storage {
 
 class SqliteQueueStore final : public QueueStore {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens or creates the database and migrates it forward. Throws std::runtime_error naming the file
   // when it cannot, when its schema is newer than this build knows, or when an existing file is not an
@@ -25,9 +25,9 @@ class SqliteQueueStore final : public QueueStore {
   SubmitResult append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) override;
   void publish_run(int64_t run_id, uint64_t inserted) override;
   int64_t discard_run(int64_t run_id) override;
-  std::optional<Job> claim(const std::string& worker, const std::vector<uint64_t>& preferred = {}) override;
+  std::optional<Job> claim(int64_t worker_id, const std::vector<uint64_t>& preferred = {}) override;
   std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path, const std::string& metadata_json,
-                                        const std::string& worker, const std::vector<uint64_t>& preferred = {}) override;
+                                        int64_t worker_id, const std::vector<uint64_t>& preferred = {}) override;
   bool complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) override;
   JobState fail(int64_t job_id, const std::string& reason) override;
   bool requeue(int64_t job_id) override;
@@ -40,6 +40,11 @@ class SqliteQueueStore final : public QueueStore {
   int64_t prioritize_run(int64_t run_id, int priority) override;
   int64_t retry(int64_t run_id, bool include_canceled = false) override;
   RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) override;
+  int64_t register_worker(const WorkerInfo& info) override;
+  bool heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) override;
+  void unregister_worker(int64_t worker_id) override;
+  int64_t expire_worker(int64_t worker_id) override;
+  std::vector<Worker> list_workers() override;
   std::vector<Run> list_runs() override;
   std::optional<Run> run(int64_t run_id) override;
   std::vector<Job> list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit = 1000,
@@ -60,7 +65,7 @@ class SqliteQueueStore final : public QueueStore {
 
  private:
   struct Statements;
-  std::optional<Job> claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred);
+  std::optional<Job> claim_locked(int64_t worker_id, const std::vector<uint64_t>& preferred);
   bool complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json);
   // Queued jobs where `column` (id or run_id) = id -> canceled; running ones get a cancel request.
   int64_t cancel_where(const char* column, int64_t id);

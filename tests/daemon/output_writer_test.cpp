@@ -29,7 +29,7 @@ struct Fixture {
     j.output_path = (dir.path() / (prompt + ".png")).string();
     j.content_key = std::hash<std::string>()(prompt);
     store.submit({.name = prompt, .out_dir = dir.path().string()}, {j});
-    return *store.claim("test");
+    return *store.claim(store.register_worker({"test-host", "boot", 1, "none", "none"}));
   }
   FinishedRender render(const storage::Job& job) {
     FinishedRender r;
@@ -77,6 +77,9 @@ TEST(OutputWriter, ABusyDatabaseLeavesTheJobForRecoveryAndDoesNotEndTheProcess) 
   locker.exec("COMMIT");
   storage::SqliteQueueStore store(f.db);
   EXPECT_EQ(store.job(job.id)->state, storage::JobState::kRunning);
+  EXPECT_EQ(store.recover().requeued, 0) << "its lease has not run out";
+  EXPECT_TRUE(f.state.held_jobs().empty()) << "the writer no longer renews its lease";
+  store.expire_worker(job.worker_id);  // as a restart finds its dead process, or the lease runs out
   EXPECT_EQ(store.recover().requeued, 1);
   EXPECT_EQ(storage::read_png(job.output_path).rgba, std::vector<uint8_t>(16, 200)) << "the PNG itself was written";
 }
