@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "storage/postgres/postgres_queue_store.h"
 #include "storage/sqlite/sqlite_queue_store.h"
 
 namespace rgbaq::storage {
@@ -47,7 +48,7 @@ std::string redact_queue_url(std::string_view url) {
 std::unique_ptr<QueueStore> open_queue_store(std::string_view url, const StoreOptions& options) {
   const QueueUrl q = parse_queue_url(url);
   if (q.kind == QueueKind::kSqlite) return std::make_unique<SqliteQueueStore>(q.target, options);
-  throw std::runtime_error("queue " + redact_queue_url(url) + ": this rgbaq was built without PostgreSQL support");
+  return std::make_unique<PostgresQueueStore>(q.target, options);
 }
 
 }  // namespace rgbaq::storage
