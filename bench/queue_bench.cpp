@@ -1,17 +1,23 @@
 // The queue's speed: submitting 100,000 jobs from one CSV (parse + validate + build + insert, in one
 // transaction), with and without the tokenizer's prompt-length check; and claim-complete cycles per
 // second on a database holding a million jobs, each cycle with a durable commit (synchronous = FULL).
-// usage: queue_bench [--jobs-in-db N]
+// With --queue postgresql://...: the stores side by side in the same run: submitting 100,000 jobs, and
+// claim-complete cycles per second with 1 and 4 claimers (threads, each on its own connection), on
+// SQLite (a temporary file) and on the PostgreSQL database given (its tables are created if missing).
+// usage: queue_bench [--jobs-in-db N] [--queue URL]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "daemon/job_submission.h"
 #include "jobs/job_file.h"
-#include "storage/queue_store.h"
+#include "storage/open_queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/test_temp_dir.h"
 #include "tokenizer/prompt_template.h"
 #include "tokenizer/tokenizer.h"
@@ -33,10 +39,82 @@ static std::string make_csv(int rows) {
   return csv;
 }
 
+static std::vector<storage::NewJob> synthetic_jobs(int64_t n, uint64_t tag) {
+  std::vector<storage::NewJob> jobs;
+  jobs.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    storage::NewJob j;
+    j.line = static_cast<int>(i + 2);
+    j.prompt = "a red fox, variant " + std::to_string(i % 5000);
+    j.seed = static_cast<uint64_t>(i);
+    j.width = j.height = 1024;
+    j.output_path = "/renders/" + std::to_string(tag) + "/p" + std::to_string(i) + ".png";
+    j.content_key = (tag << 40) ^ (static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull);
+    j.prompt_key = static_cast<uint64_t>(i % 5000);
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+// Claim-complete cycles per second with `claimers` threads for `seconds`, each with its own store
+// (connection) and worker, each cycle one transaction (complete_and_claim).
+static double cycles_per_second(const std::string& url, int claimers, double seconds) {
+  std::vector<std::thread> threads;
+  std::vector<int64_t> cycles(static_cast<size_t>(claimers), 0);
+  const auto t0 = Clock::now();
+  for (int c = 0; c < claimers; ++c) {
+    threads.emplace_back([&, c] {
+      auto store = storage::open_queue_store(url, {.busy_timeout_ms = 60000});
+      const int64_t worker = store->register_worker({"bench-host", "boot", c, "none", "none"});
+      auto job = store->claim(worker);
+      while (job && seconds_since(t0) < seconds) {
+        job = store->complete_and_claim(job->id, job->output_path, "{\"bench\": true}", worker, {job->prompt_key});
+        ++cycles[static_cast<size_t>(c)];
+      }
+      if (job) store->requeue(job->id);
+    });
+  }
+  for (auto& t : threads) t.join();
+  int64_t total = 0;
+  for (const int64_t n : cycles) total += n;
+  return static_cast<double>(total) / seconds_since(t0);
+}
+
+// SQLite next to the given queue: submit 100,000 jobs, then cycles with 1 and 4 claimers.
+static int compare_stores(const std::string& other_url) {
+  TempDir dir;
+  const std::string sqlite_url = (dir.path() / "q.db").string();
+  const uint64_t tag = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  std::printf("%-10s %22s %22s %22s\n", "store", "submit 100,000 jobs", "cycles/s, 1 claimer", "cycles/s, 4 claimers");
+  for (const std::string& url : {sqlite_url, other_url}) {
+    auto store = storage::open_queue_store(url);
+    const auto jobs = synthetic_jobs(100'000, tag);
+    // As the daemon submits: batches of 5,000, each its own transaction, the run published at the end.
+    const auto t0 = Clock::now();
+    const storage::RunOptions run{"bench", "{}", "/renders"};
+    const int64_t run_id = store->begin_run(run);
+    uint64_t inserted = 0;
+    for (size_t i = 0; i < jobs.size(); i += 5000) {
+      const std::vector<storage::NewJob> batch(jobs.begin() + static_cast<long>(i),
+                                               jobs.begin() + static_cast<long>(std::min(jobs.size(), i + 5000)));
+      inserted += store->append_jobs(run_id, run, batch).inserted;
+    }
+    store->publish_run(run_id, inserted);
+    const double submit_s = seconds_since(t0);
+    const double one = cycles_per_second(url, 1, 3.0);
+    const double four = cycles_per_second(url, 4, 3.0);
+    std::printf("%-10s %20.3f s %22.0f %22.0f\n", storage::parse_queue_url(url).kind == storage::QueueKind::kSqlite ? "sqlite" : "postgresql",
+                submit_s, one, four);
+    std::printf("%-10s integrity_check: %s\n", "", store->integrity_check().c_str());
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   int64_t db_jobs = 1'000'000;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--jobs-in-db") == 0) db_jobs = std::atoll(argv[i + 1]);
+    if (std::strcmp(argv[i], "--queue") == 0) return compare_stores(argv[i + 1]);
   }
   const std::string csv = make_csv(100'000);
   const auto tk = tokenizer::Tokenizer::from_file(std::filesystem::path(RGBAQ_SOURCE_DIR_PATH) / "tokenizer/data/qwen3/tokenizer.json");
@@ -44,7 +122,7 @@ int main(int argc, char** argv) {
 
   for (bool check_tokens : {false, true}) {
     TempDir dir;
-    storage::QueueStore store(dir.path() / "q.db");
+    storage::SqliteQueueStore store(dir.path() / "q.db");
     const auto t0 = Clock::now();
     jobs::ParseOptions options;
     if (check_tokens) {
@@ -69,7 +147,7 @@ int main(int argc, char** argv) {
   }
 
   TempDir dir;
-  storage::QueueStore store(dir.path() / "big.db");
+  storage::SqliteQueueStore store(dir.path() / "big.db");
   const auto t0 = Clock::now();
   std::vector<storage::NewJob> batch;
   for (int64_t i = 0; i < db_jobs; ++i) {
@@ -89,11 +167,12 @@ int main(int argc, char** argv) {
   if (!batch.empty()) store.submit({"fill", "{}", "/renders"}, batch);
   std::printf("filled a database with %lld jobs in %.1f s\n", static_cast<long long>(db_jobs), seconds_since(t0));
 
-  auto job = store.claim("bench");
+  const int64_t worker = store.register_worker({"bench-host", "boot", 1, "none", "none"});
+  auto job = store.claim(worker);
   int cycles = 0;
   const auto t1 = Clock::now();
   while (seconds_since(t1) < 3.0 && job) {
-    job = store.complete_and_claim(job->id, job->output_path, "{\"bench\": true}", "bench", {job->prompt_key});
+    job = store.complete_and_claim(job->id, job->output_path, "{\"bench\": true}", worker, {job->prompt_key});
     ++cycles;
   }
   const double one_commit = cycles / seconds_since(t1);
@@ -101,7 +180,7 @@ int main(int argc, char** argv) {
   const auto t2 = Clock::now();
   while (seconds_since(t2) < 3.0 && job) {
     store.complete(job->id, job->output_path, "{\"bench\": true}");
-    job = store.claim("bench", {job->prompt_key});
+    job = store.claim(worker, {job->prompt_key});
     ++cycles;
   }
   const double two_commits = cycles / seconds_since(t2);

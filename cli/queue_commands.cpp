@@ -1,5 +1,6 @@
 #include "cli/queue_commands.h"
 
+#include <chrono>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -95,6 +96,17 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (s["current"].is_object()) {
     ctx.out << "now:    job " << s["current"].value("job", 0) << ", step " << s["current"].value("step", 0) << "/"
             << s["current"].value("steps", 0) << "\n";
+  }
+  // Every daemon on the queue (one per host, or more): what each holds, when it last beat.
+  if (s.contains("workers") && s["workers"].is_array() && !s["workers"].empty()) {
+    ctx.out << "workers:\n";
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    for (const json& w : s["workers"]) {
+      ctx.out << "  " << w.value("host", "?") << " (pid " << w.value("pid", 0) << ", " << w.value("engine", "") << " on "
+              << w.value("device", "") << "): " << (w["job"].is_number() ? "job " + std::to_string(w["job"].get<int64_t>()) : std::string("idle"))
+              << ", " << w.value("images_done", 0) << " images done, last heartbeat "
+              << duration(std::max(0.0, now - w.value("heartbeat_at", now))) << " ago\n";
+    }
   }
   ctx.out << "since start: " << c.value("images_rendered", 0) << " images rendered, " << c.value("outputs_reused", 0)
           << " finished outputs reused, " << c.value("encoder_runs", 0) << " encoder runs, embedding cache hits "

@@ -6,6 +6,7 @@
 
 #include "common/arguments.h"
 #include "daemon/socket_paths.h"
+#include "storage/open_queue_store.h"
 
 namespace rgbaq::daemon {
 
@@ -26,10 +27,17 @@ options (each may also be set in the config file; flags win):
                           the weights do not fit, DiT blocks stream from pinned host memory
   --socket PATH           Unix socket (default $XDG_RUNTIME_DIR/rgbaq/rgbaqd.sock, or $RGBAQ_SOCKET)
   --data-dir DIR          queue.db, cache/embeddings/, logs/rgbaqd.log (default ~/.local/share/rgbaq)
+  --queue URL             the job queue: a path or sqlite:PATH (default DATA_DIR/queue.db), or
+                          postgresql://[user@]host[:port]/db (one queue shared by daemons on many
+                          hosts; the password comes from ~/.pgpass or PGPASSWORD, never logged)
   --max-attempts N        tries per job before it fails (default 3): renders that failed, or that
                           crashed the daemon (a crash signal while the job was in hand)
   --max-interruptions N   times a job may be cut off by a stop that is not its fault (SIGKILL, a
                           reboot) before it fails (default 100); these do not spend attempts
+  --lease-s N             a running job's lease in the queue (default 60); the heartbeat renews it every
+                          N/6 s and at each step; a job whose lease runs out (its host died) is
+                          taken back and counted as an interruption
+  --host NAME             this host's name in the queue (default: the system's host name)
   --encoder-cache-mb N    prompt embeddings kept in memory (default 1024); they are also kept on disk
   --log-level LEVEL       trace, debug, info, warn, error (default info)
   --max-frame-mb N        longest request line, so largest submitted file (default 16)
@@ -47,7 +55,7 @@ options (each may also be set in the config file; flags win):
   --create-queue          when DATA_DIR/queue.db exists but is not an rgbaq queue (empty, or another
                           database), make a new queue in it instead of refusing to start
   --config FILE           a JSON file with any of: {"model", "engine", "threads", "device", "precision",
-                          "gpu_memory_gib", "socket", "data_dir", "max_attempts", "max_interruptions",
+                          "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
                           "encoder_cache_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
                           "create_queue", "lora_dirs" (a list of folders), "lora_cache_mb"}
@@ -59,6 +67,17 @@ next start resumes.
 )";
 
 namespace {
+
+// A SQLite queue's relative path is taken from `base` (the working directory, or the config file's folder).
+std::string queue_url_from(const std::string& url, const std::filesystem::path& base, const std::string& where) {
+  try {
+    const auto q = storage::parse_queue_url(url);
+    if (q.kind != storage::QueueKind::kSqlite) return url;
+    return std::filesystem::absolute(base / q.target).lexically_normal().string();
+  } catch (const std::invalid_argument& e) {
+    throw common::UsageError(where + e.what());
+  }
+}
 
 std::filesystem::path made_absolute(const std::filesystem::path& p) {
   return p.empty() ? p : std::filesystem::absolute(p).lexically_normal();
@@ -100,8 +119,14 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     }
     else if (key == "socket") c.socket_path = path();
     else if (key == "data_dir") c.data_dir = path();
+    else if (key == "queue") c.queue = queue_url_from(text(), base, file.string() + ": \"queue\": ");
     else if (key == "max_attempts") c.max_attempts = static_cast<int>(number());
     else if (key == "max_interruptions") c.max_interruptions = static_cast<int>(number());
+    else if (key == "lease_s") {
+      if (!value.is_number() || value.get<double>() <= 0) throw common::UsageError(file.string() + ": \"lease_s\" must be a positive number");
+      c.lease_s = value.get<double>();
+    }
+    else if (key == "host") c.host_name = text();
     else if (key == "encoder_cache_mb") c.encoder_cache_mb = static_cast<size_t>(number());
     else if (key == "log_level") c.log_level = text();
     else if (key == "max_frame_mb") c.max_frame_mb = static_cast<size_t>(number());
@@ -161,15 +186,16 @@ storage::StoreOptions DaemonConfig::store_options() const {
   o.max_interruptions = max_interruptions;
   o.busy_timeout_ms = busy_timeout_ms;
   o.create_over_invalid = create_queue;
+  o.lease_seconds = lease_s;
   return o;
 }
 
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
                          {"model", "engine", "threads", "device", "precision", "gpu-memory", "socket", "data-dir",
-                          "max-attempts", "encoder-cache-mb", "log-level", "config", "max-frame-mb", "max-connections",
+                          "queue", "max-attempts", "encoder-cache-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
-                          "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb"},
+                          "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host"},
                          {"create-queue"});
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
@@ -182,8 +208,18 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (const auto v = a.get("gpu-memory")) c.gpu_memory_gib = parse_gpu_memory(*v);
   if (const auto v = a.get("socket")) c.socket_path = made_absolute(*v);
   if (const auto v = a.get("data-dir")) c.data_dir = made_absolute(*v);
+  if (const auto v = a.get("queue")) c.queue = queue_url_from(*v, std::filesystem::current_path(), "--queue: ");
   c.max_attempts = a.get_int("max-attempts", c.max_attempts);
   c.max_interruptions = a.get_int("max-interruptions", c.max_interruptions);
+  if (const auto v = a.get("lease-s")) {
+    try {
+      c.lease_s = std::stod(*v);
+    } catch (const std::exception&) {
+      c.lease_s = -1;
+    }
+    if (!(c.lease_s > 0)) throw common::UsageError("--lease-s \"" + *v + "\" is not a positive number of seconds");
+  }
+  if (const auto v = a.get("host")) c.host_name = *v;
   c.encoder_cache_mb = static_cast<size_t>(a.get_int("encoder-cache-mb", static_cast<int>(c.encoder_cache_mb)));
   if (const auto v = a.get("log-level")) c.log_level = *v;
   c.max_frame_mb = static_cast<size_t>(a.get_int("max-frame-mb", static_cast<int>(c.max_frame_mb)));

@@ -21,8 +21,11 @@ struct DaemonConfig {
   double gpu_memory_gib = 0;           // cuda: 0 = what the device has
   std::filesystem::path socket_path;   // default: paths::default_socket_path()
   std::filesystem::path data_dir;      // queue.db, cache/, logs/; default: paths::default_data_dir()
+  std::string queue;                   // the queue's URL (storage/open_queue_store.h); empty: DATA_DIR/queue.db
   int max_attempts = 3;                // renders that failed or crashed the daemon
   int max_interruptions = 100;         // stops (SIGKILL, reboot) under a job before it fails
+  double lease_s = 60;                 // a claimed job's lease; the heartbeat (every lease/6) extends it
+  std::string host_name;               // this host in the queue; empty: the system's host name
   size_t encoder_cache_mb = 1024;      // embeddings kept in memory
   std::string log_level = "info";
   // What one client may take (daemon/socket_server.h).
@@ -43,6 +46,8 @@ struct DaemonConfig {
   storage::StoreOptions store_options() const;
 
   std::filesystem::path queue_db() const { return data_dir / "queue.db"; }
+  // The queue every store of this daemon opens: --queue, or the data directory's database.
+  std::string queue_url() const { return queue.empty() ? queue_db().string() : queue; }
   std::filesystem::path cache_dir() const { return data_dir / "cache" / "embeddings"; }
   std::filesystem::path log_file() const { return data_dir / "logs" / "rgbaqd.log"; }
 };

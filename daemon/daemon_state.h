@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace rgbaq::daemon {
 
@@ -57,6 +59,21 @@ class DaemonState {
     std::lock_guard lock(mutex_);
     return health_;
   }
+  // The jobs whose leases this daemon holds (claimed, rendering or waiting for the writer): the heartbeat
+  // extends exactly these, so a job we lost track of (a claim whose answer a dropped connection ate)
+  // lets its lease run out and goes back to the queue.
+  void hold(int64_t job) {
+    std::lock_guard lock(mutex_);
+    held_.insert(job);
+  }
+  void release(int64_t job) {
+    std::lock_guard lock(mutex_);
+    held_.erase(job);
+  }
+  std::vector<int64_t> held_jobs() const {
+    std::lock_guard lock(mutex_);
+    return {held_.begin(), held_.end()};
+  }
   // Waits up to `timeout` or until the stop, whatever wakes the worker meanwhile.
   void wait_for_stop(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
@@ -75,6 +92,7 @@ class DaemonState {
   std::condition_variable cv_;
   uint64_t wakeups_ = 0;
   Health health_;
+  std::set<int64_t> held_;
 };
 
 }  // namespace rgbaq::daemon

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "storage/open_queue_store.h"
 #include "storage/png_file.h"
 
 namespace rgbaq::daemon {
@@ -26,9 +27,9 @@ void report_failure(storage::QueueStore& store, DaemonState& state, EventHub& ev
   publish_if_run_finished(store, events, job.run_id);
 }
 
-OutputWriter::OutputWriter(const std::filesystem::path& queue_db, storage::StoreOptions options, DaemonState& state,
+OutputWriter::OutputWriter(const std::string& queue_url, const storage::StoreOptions& options, DaemonState& state,
                            EventHub& events)
-    : store_(queue_db, options), state_(state), events_(events), thread_([this] { loop(); }) {}
+    : store_(storage::open_queue_store(queue_url, options)), state_(state), events_(events), thread_([this] { loop(); }) {}
 
 OutputWriter::~OutputWriter() { finish(); }
 
@@ -66,6 +67,7 @@ void OutputWriter::loop() {
     } catch (const std::exception& e) {
       record_failure(render.job, e.what());
     }
+    state_.release(render.job.id);  // recorded (or not recordable): its lease is no longer renewed
     {
       std::lock_guard lock(mutex_);
       busy_ = false;
@@ -76,11 +78,11 @@ void OutputWriter::loop() {
 
 void OutputWriter::record_failure(const storage::Job& job, const std::string& reason) {
   try {
-    report_failure(store_, state_, events_, job, reason);
+    report_failure(*store_, state_, events_, job, reason);
   } catch (const std::exception& e) {
-    // The store refuses even the failure: the job stays running in it and the next start's recovery
-    // returns it to the queue. The daemon stays up.
-    spdlog::error("job {}: {}; recording the failure failed too ({}); it stays running until the next start",
+    // The store refuses even the failure: the job stays running in it until its lease (no longer
+    // renewed) runs out and recovery returns it to the queue. The daemon stays up.
+    spdlog::error("job {}: {}; recording the failure failed too ({}); it stays running until its lease runs out",
                   job.id, reason, e.what());
   }
 }
@@ -95,7 +97,12 @@ void OutputWriter::write(FinishedRender& r) {
     return;
   }
   try {
-    store_.complete(job.id, job.output_path, storage::metadata_json(r.metadata));
+    if (!store_->complete(job.id, job.output_path, storage::metadata_json(r.metadata))) {
+      // Its lease ran out (this host stalled longer than a lease) and the queue gave it to another
+      // worker, or it was canceled meanwhile: the PNG is the same image, the job is not ours to finish.
+      spdlog::warn("job {} was no longer this worker's when its PNG was written: {}", job.id, job.output_path);
+      return;
+    }
   } catch (const std::exception& e) {
     // The PNG is in place; the job fails this attempt with the reason (a retry finds the finished
     // PNG, with its job id, and marks it done without rendering again).
@@ -106,7 +113,7 @@ void OutputWriter::write(FinishedRender& r) {
   spdlog::info("job {} done: {}", job.id, job.output_path);
   events_.publish("job_done", {{"job", job.id}, {"run", job.run_id}, {"path", job.output_path},
                                {"seconds", r.metadata.total_s}});
-  publish_if_run_finished(store_, events_, job.run_id);
+  publish_if_run_finished(*store_, events_, job.run_id);
 }
 
 }  // namespace rgbaq::daemon

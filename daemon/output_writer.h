@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -27,7 +28,7 @@ struct FinishedRender {
 
 class OutputWriter {
  public:
-  OutputWriter(const std::filesystem::path& queue_db, storage::StoreOptions options, DaemonState& state, EventHub& events);
+  OutputWriter(const std::string& queue_url, const storage::StoreOptions& options, DaemonState& state, EventHub& events);
   ~OutputWriter();
 
   // Waits while two renders are already pending (they hold whole images in memory).
@@ -41,7 +42,7 @@ class OutputWriter {
   // report_failure, catching what the store throws: the writer thread never ends on an exception.
   void record_failure(const storage::Job& job, const std::string& reason);
 
-  storage::QueueStore store_;
+  std::unique_ptr<storage::QueueStore> store_;
   DaemonState& state_;
   EventHub& events_;
   std::mutex mutex_;

@@ -14,6 +14,7 @@
 #include "daemon/render_record.h"
 #include "engine/model_identity.h"
 #include "jobs/lora_list.h"
+#include "storage/open_queue_store.h"
 #include "storage/png_file.h"
 #include "storage/render_metadata.h"
 
@@ -26,16 +27,16 @@ constexpr size_t kPreferredLoraSets = 8;
 }  // namespace
 
 RenderWorker::RenderWorker(const DaemonConfig& config, engine::Session& session, const std::string& model_identity,
-                           DaemonState& state, EventHub& events)
+                           DaemonState& state, EventHub& events, WorkerHeartbeat& heartbeat)
     : config_(config),
       session_(session),
       model_identity_(model_identity),
       state_(state),
       events_(events),
-      store_(config.queue_db(), config.store_options()),
-      writer_(config.queue_db(), config.store_options(), state, events),
+      store_(storage::open_queue_store(config.queue_url(), config.store_options())),
+      writer_(config.queue_url(), config.store_options(), state, events),
       cache_(engine::text_encoder_identity(config.model_dir), config.encoder_cache_mb << 20, config.cache_dir()),
-      worker_id_("rgbaqd-" + std::to_string(getpid())) {}
+      heartbeat_(heartbeat) {}
 
 void RenderWorker::run() {
   // A claim that fails (the database locked by another process, unreadable, its disk gone) makes the
@@ -47,9 +48,10 @@ void RenderWorker::run() {
   while (!state_.stopping()) {
     std::optional<storage::Job> job;
     try {
-      job = store_.claim(worker_id_, {cached_prompts_.begin(), cached_prompts_.end()}, loaded_loras());
+      job = store_->claim(heartbeat_.worker_id(), {cached_prompts_.begin(), cached_prompts_.end()}, loaded_loras());
+      if (job) state_.hold(job->id);  // from here the heartbeat renews its lease
       if (failing) {
-        spdlog::info("the queue database {} works again", config_.queue_db().string());
+        spdlog::info("the queue database {} works again", store_->location());
         state_.clear_problem();
         sd_notify("STATUS=ready");
         failing = false;
@@ -59,7 +61,7 @@ void RenderWorker::run() {
       const auto now = std::chrono::steady_clock::now();
       if (!failing) failing_since = now;
       failing = true;
-      const std::string problem = "claiming a job from the queue database " + config_.queue_db().string() + " fails: " + e.what();
+      const std::string problem = "claiming a job from the queue database " + store_->location() + " fails: " + e.what();
       state_.set_problem(problem);
       sd_notify("STATUS=unhealthy: " + problem);
       const auto failing_for = std::chrono::duration_cast<std::chrono::seconds>(now - failing_since);
@@ -108,11 +110,14 @@ bool RenderWorker::reuse_finished_output(const storage::Job& job) {
   if (!ours && !same) {
     throw std::runtime_error("output " + job.output_path + " exists and holds another image; move it or submit with another --out");
   }
-  store_.complete(job.id, job.output_path, it->second);
+  if (!store_->complete(job.id, job.output_path, it->second)) {
+    spdlog::warn("job {} was no longer this worker's when its finished PNG was found (its lease ran out)", job.id);
+    return true;
+  }
   ++state_.counters.outputs_reused;
   spdlog::info("job {}: {} already holds its image; not rendering again", job.id, job.output_path);
   events_.publish("job_done", {{"job", job.id}, {"run", job.run_id}, {"path", job.output_path}, {"reused", true}});
-  publish_if_run_finished(store_, events_, job.run_id);
+  publish_if_run_finished(*store_, events_, job.run_id);
   return true;
 }
 
@@ -138,6 +143,7 @@ void RenderWorker::handle(const storage::Job& job) {
   abort_if_test_prompt(job.prompt);  // tests only: a job that crashes the daemon every time
   try {
     if (reuse_finished_output(job)) {
+      state_.release(job.id);
       state_.counters.current_job = -1;
       return;
     }
@@ -165,6 +171,7 @@ void RenderWorker::handle(const storage::Job& job) {
     engine::RenderResult result = session_.render_embedded(embeds, request, [&](int done, int total) {
       state_.counters.current_step = done;
       state_.counters.current_steps = total;
+      heartbeat_.beat_soon();
       // step_s: this step's wall time, so a watcher's ETA comes from measured steps at this size.
       const auto now = std::chrono::steady_clock::now();
       events_.publish("progress", {{"job", job.id}, {"run", job.run_id}, {"step", done}, {"steps", total},
@@ -173,7 +180,7 @@ void RenderWorker::handle(const storage::Job& job) {
       step_began = now;
       if (done == total) events_.publish("decoding", {{"job", job.id}, {"run", job.run_id}});
       if (state_.stopping()) return false;
-      canceled = store_.cancel_requested(job.id);
+      canceled = store_->cancel_requested(job.id);
       return !canceled;
     });
     FinishedRender render;
@@ -190,20 +197,24 @@ void RenderWorker::handle(const storage::Job& job) {
     m.encoder_cache_hit = cache_hit;
     m.job_id = job.id;
     m.run_id = job.run_id;
-    writer_.enqueue(std::move(render));
+    m.host = job.host;
+    writer_.enqueue(std::move(render));  // the writer releases the job once it is recorded
+    state_.counters.current_job = -1;
+    return;
   } catch (const engine::RenderCanceled&) {
     if (state_.stopping()) {
-      store_.requeue(job.id);
+      store_->requeue(job.id);
       spdlog::info("job {} returned to the queue for shutdown", job.id);
     } else {
-      store_.finish_canceled(job.id);
+      store_->finish_canceled(job.id);
       ++state_.counters.jobs_canceled;
       events_.publish("job_canceled", {{"job", job.id}, {"run", job.run_id}});
-      publish_if_run_finished(store_, events_, job.run_id);
+      publish_if_run_finished(*store_, events_, job.run_id);
     }
   } catch (const std::exception& e) {
-    report_failure(store_, state_, events_, job, e.what());
+    report_failure(*store_, state_, events_, job, e.what());
   }
+  state_.release(job.id);
   state_.counters.current_job = -1;
 }
 

@@ -4,12 +4,14 @@
 // looks embeddings up in the encoder cache, renders with progress events, checks for cancellation and
 // shutdown between steps, and hands the image to the writer thread.
 #include <deque>
+#include <memory>
 #include <string>
 
 #include "daemon/daemon_config.h"
 #include "daemon/daemon_state.h"
 #include "daemon/event_hub.h"
 #include "daemon/output_writer.h"
+#include "daemon/worker_heartbeat.h"
 #include "engine/encoder_cache.h"
 #include "engine/session.h"
 #include "storage/queue_store.h"
@@ -19,7 +21,7 @@ namespace rgbaq::daemon {
 class RenderWorker {
  public:
   RenderWorker(const DaemonConfig& config, engine::Session& session, const std::string& model_identity,
-               DaemonState& state, EventHub& events);
+               DaemonState& state, EventHub& events, WorkerHeartbeat& heartbeat);
 
   // Until the daemon stops: a job in hand goes back to the queue at its next step; the PNGs already
   // rendered are written before it returns.
@@ -37,12 +39,12 @@ class RenderWorker {
   std::string model_identity_;
   DaemonState& state_;
   EventHub& events_;
-  storage::QueueStore store_;
+  std::unique_ptr<storage::QueueStore> store_;
   OutputWriter writer_;
   engine::EncoderCache cache_;
   std::deque<uint64_t> cached_prompts_;  // prompt keys of recent encodes, for claim preference
   std::deque<std::string> recent_loras_;  // LoRA lists of recent jobs, newest first
-  std::string worker_id_;
+  WorkerHeartbeat& heartbeat_;
 };
 
 }  // namespace rgbaq::daemon

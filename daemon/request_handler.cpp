@@ -4,6 +4,7 @@
 
 #include "daemon/job_submission.h"
 #include "daemon/protocol.h"
+#include "storage/open_queue_store.h"
 #include "storage/render_metadata.h"
 
 namespace rgbaq::daemon {
@@ -50,7 +51,7 @@ json job_json(const storage::Job& j, bool with_metadata) {
               {"width", j.width},   {"height", j.height},        {"name", j.name},       {"priority", j.priority}, {"lora", j.lora},
               {"state", storage::state_name(j.state)}, {"attempts", j.attempts}, {"error", j.error},
               {"output", j.output_path}, {"created_at", j.created_at}, {"started_at", j.started_at},
-              {"finished_at", j.finished_at}};
+              {"finished_at", j.finished_at}, {"host", j.host}};
   if (with_metadata) {
     out["metadata"] = j.metadata_json.empty() ? json(nullptr) : json::parse(j.metadata_json, nullptr, false);
     out["errors"] = json::parse(j.errors_json, nullptr, false);
@@ -64,7 +65,7 @@ RequestHandler::RequestHandler(const DaemonConfig& config, const engine::Session
       session_(session),
       model_identity_(std::move(model_identity)),
       state_(state),
-      store_(config.queue_db(), config.store_options()) {}
+      store_(storage::open_queue_store(config.queue_url(), config.store_options())) {}
 
 json RequestHandler::handle(const std::string& method, const json& params) {
   if (!params.is_object()) throw RequestError(protocol::error_code::kBadRequest, "params must be an object");
@@ -74,7 +75,7 @@ json RequestHandler::handle(const std::string& method, const json& params) {
   if (method == "export") return export_run(params);
   if (method == "ls_runs") {
     json runs = json::array();
-    for (const auto& r : store_.list_runs()) {
+    for (const auto& r : store_->list_runs()) {
       runs.push_back({{"id", r.id}, {"name", r.name}, {"out_dir", r.out_dir}, {"created_at", r.created_at},
                       {"total", r.total()}, {"counts", counts_json(r.counts)}, {"options", json::parse(r.options_json, nullptr, false)}});
     }
@@ -82,7 +83,7 @@ json RequestHandler::handle(const std::string& method, const json& params) {
   }
   if (method == "ls_jobs") {
     std::optional<int64_t> run;
-    if (params.contains("run")) run = run_param(store_, params);
+    if (params.contains("run")) run = run_param(*store_, params);
     std::optional<JobState> state;
     if (auto s = param<std::string>(params, "state", ""); !s.empty()) {
       if (s == "cancelled") s = "canceled";  // both spellings are in use
@@ -90,7 +91,7 @@ json RequestHandler::handle(const std::string& method, const json& params) {
       if (!state) throw RequestError(protocol::error_code::kBadRequest, "state \"" + s + "\" is not one of queued, running, done, failed, canceled (or cancelled)");
     }
     json jobs = json::array();
-    for (const auto& j : store_.list_jobs(run, state, param<int64_t>(params, "limit", 1000), param<int64_t>(params, "offset", 0))) {
+    for (const auto& j : store_->list_jobs(run, state, param<int64_t>(params, "limit", 1000), param<int64_t>(params, "offset", 0))) {
       jobs.push_back(job_json(j, false));
     }
     return {{"jobs", jobs}};
@@ -98,33 +99,41 @@ json RequestHandler::handle(const std::string& method, const json& params) {
   if (method == "cancel") {
     if (params.contains("job")) {
       const auto id = required<int64_t>(params, "job");
-      if (!store_.job(id)) throw RequestError(protocol::error_code::kNotFound, "there is no job " + std::to_string(id));
-      const bool affected = store_.cancel_job(id);
+      if (!store_->job(id)) throw RequestError(protocol::error_code::kNotFound, "there is no job " + std::to_string(id));
+      const bool affected = store_->cancel_job(id);
       // The state after the request: a finished job says so, for the client to tell the user.
-      const auto job = store_.job(id);
+      const auto job = store_->job(id);
       return {{"affected", affected ? 1 : 0}, {"state", job ? storage::state_name(job->state) : "unknown"}};
     }
-    return {{"affected", store_.cancel_run(run_param(store_, params))}};
+    return {{"affected", store_->cancel_run(run_param(*store_, params))}};
   }
   if (method == "retry") {
-    const auto n = store_.retry(run_param(store_, params), param<bool>(params, "canceled", false));
+    const auto n = store_->retry(run_param(*store_, params), param<bool>(params, "canceled", false));
     state_.wake_worker();
     return {{"requeued", n}};
   }
   if (method == "pause" || method == "resume") {
-    store_.set_paused(method == "pause");
+    store_->set_paused(method == "pause");
     state_.wake_worker();
     return {{"paused", method == "pause"}};
   }
   if (method == "prioritize") {
-    const auto run = run_param(store_, params);
-    return {{"updated", store_.prioritize_run(run, required<int>(params, "priority"))}};
+    const auto run = run_param(*store_, params);
+    return {{"updated", store_->prioritize_run(run, required<int>(params, "priority"))}};
   }
   throw RequestError(protocol::error_code::kUnknownMethod, "unknown method \"" + method + "\"");
 }
 
 json RequestHandler::submit(const json& params) {
-  json result = submit_job_file(store_, session_, model_identity_, params,
+  // A shared queue's outputs are written by whichever host renders them: the folder must already be
+  // there (on a shared file system), not made by the first host to finish an image.
+  if (storage::parse_queue_url(config_.queue_url()).kind == storage::QueueKind::kPostgres && params.contains("out_dir") &&
+      params["out_dir"].is_string() && !std::filesystem::is_directory(params["out_dir"].get<std::string>())) {
+    throw RequestError(protocol::error_code::kBadRequest,
+                       "out_dir " + params["out_dir"].get<std::string>() + " does not exist on this host; with a queue shared "
+                       "by many hosts the output folder must be a folder on a shared file system, the same path on every host");
+  }
+  json result = submit_job_file(*store_, session_, model_identity_, params,
                                 {.max_jobs = config_.max_jobs_per_submit, .lora_dirs = config_.lora_dirs});
   state_.wake_worker();
   return result;
@@ -138,13 +147,20 @@ json RequestHandler::status() {
   if (const int64_t id = c.current_job; id >= 0) current = {{"job", id}, {"step", c.current_step.load()}, {"steps", c.current_steps.load()}};
   auto health = state_.health();
   // Status answers even when the store does not: that is when a person needs it most.
-  json paused = nullptr, jobs = nullptr;
+  json paused = nullptr, jobs = nullptr, workers = nullptr;
   try {
-    paused = store_.paused();
-    jobs = counts_json(store_.counts());
+    paused = store_->paused();
+    jobs = counts_json(store_->counts());
+    // Every daemon rendering from this queue, on any host.
+    workers = json::array();
+    for (const auto& w : store_->list_workers()) {
+      workers.push_back({{"id", w.id}, {"host", w.info.host}, {"pid", w.info.pid}, {"engine", w.info.engine},
+                         {"device", w.info.device}, {"job", w.job > 0 ? json(w.job) : json(nullptr)},
+                         {"heartbeat_at", w.heartbeat_at}, {"started_at", w.started_at}, {"images_done", w.images_done}});
+    }
   } catch (const std::exception& e) {
     if (health.problem.empty()) {
-      health.problem = std::string("reading the queue database ") + config_.queue_db().string() + " fails: " + e.what();
+      health.problem = "reading the queue database " + store_->location() + " fails: " + e.what();
       health.since = now;
     }
   }
@@ -163,6 +179,7 @@ json RequestHandler::status() {
           {"engine_device", session_.device_description()},
           {"socket", config_.socket_path.string()},
           {"data_dir", config_.data_dir.string()},
+          {"queue", store_->location()},
           {"health", health_json},
           {"paused", paused},
           {"stopping", state_.stopping()},
@@ -176,18 +193,19 @@ json RequestHandler::status() {
             {"jobs_failed", c.jobs_failed.load()},
             {"jobs_canceled", c.jobs_canceled.load()}}},
           {"jobs", jobs},
+          {"workers", workers},
           {"current", current}};
 }
 
 json RequestHandler::export_run(const json& params) {
-  const auto run = run_param(store_, params);
+  const auto run = run_param(*store_, params);
   json jobs = json::array();
   for (int64_t offset = 0;; offset += 10000) {
-    const auto page = store_.list_jobs(run, std::nullopt, 10000, offset);
+    const auto page = store_->list_jobs(run, std::nullopt, 10000, offset);
     for (const auto& j : page) jobs.push_back(job_json(j, true));
     if (page.size() < 10000) break;
   }
-  const auto r = store_.run(run);
+  const auto r = store_->run(run);
   return {{"run", {{"id", r->id}, {"name", r->name}, {"out_dir", r->out_dir}, {"counts", counts_json(r->counts)}}},
           {"jobs", jobs}};
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The protocol's methods (daemon/protocol.h), answered from the queue store, the daemon's counters and
 // the session's tokenizer (a submit is validated again here: token length needs the tokenizer).
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -42,7 +43,7 @@ class RequestHandler {
   const engine::Session& session_;
   std::string model_identity_;
   DaemonState& state_;
-  storage::QueueStore store_;
+  std::unique_ptr<storage::QueueStore> store_;
 };
 
 // A job as the protocol shows it.

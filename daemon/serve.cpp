@@ -27,9 +27,10 @@
 #include "daemon/render_worker.h"
 #include "daemon/request_handler.h"
 #include "daemon/socket_server.h"
+#include "daemon/worker_heartbeat.h"
 #include "engine/backend_registry.h"
 #include "engine/model_identity.h"
-#include "storage/queue_store.h"
+#include "storage/open_queue_store.h"
 
 namespace rgbaq::daemon {
 namespace {
@@ -46,13 +47,16 @@ void setup_logging(const DaemonConfig& c) {
   spdlog::set_default_logger(logger);
 }
 
-// Temporary files a killed writer left next to the outputs of unfinished runs.
-void remove_stale_temporaries(storage::QueueStore& store) {
+// Temporary files a killed writer left next to the outputs of unfinished runs. On a shared queue the
+// output folder is shared too, and another host may be writing one right now: only old ones go there.
+void remove_stale_temporaries(storage::QueueStore& store, bool shared_queue) {
+  const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::minutes(10);
   for (const auto& run : store.list_runs()) {
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(run.out_dir, ec)) {
       const auto name = e.path().filename().string();
-      if (name.size() > 1 && name[0] == '.' && name.find(".png.tmp") != std::string::npos) {
+      if (name.size() > 1 && name[0] == '.' && name.find(".png.tmp") != std::string::npos &&
+          (!shared_queue || e.last_write_time(ec) < old)) {
         std::filesystem::remove(e.path(), ec);
         spdlog::info("removed a stale temporary file {}", e.path().string());
       }
@@ -88,6 +92,7 @@ int run_serve_command(const std::vector<std::string>& args) {
   std::unique_ptr<engine::Session> session;
   std::string identity;
   std::unique_ptr<DataDirLock> data_dir_lock;  // held until the process ends
+  storage::WorkerInfo me;
   try {
     setup_logging(config);
     spdlog::info("rgbaqd {} starting: model {}, engine {}, data {}", storage::kRgbaqVersion, config.model_dir.string(),
@@ -111,13 +116,18 @@ int run_serve_command(const std::vector<std::string>& args) {
     }
     spdlog::info("engine {} on {}", session->backend_name(), session->device_description());
     identity = engine::model_identity(config.model_dir);
-    storage::QueueStore store(config.queue_db(), config.store_options());
-    const auto recovered = store.recover(take_crash_record(config.data_dir));
+    const auto store = storage::open_queue_store(config.queue_url(), config.store_options());
+    spdlog::info("queue {}", store->location());
+    me = this_worker(config, session->backend_name(), session->device_description());
+    // This host's dead workers (an earlier run of this daemon) give their jobs back now; other hosts'
+    // only when their leases run out.
+    expire_dead_local_workers(*store, me);
+    const auto recovered = store->recover(take_crash_record(config.data_dir));
     if (recovered.requeued || recovered.failed) {
       spdlog::info("recovered after a stop: {} job(s) back in the queue, {} failed after too many interruptions",
                    recovered.requeued, recovered.failed);
     }
-    remove_stale_temporaries(store);
+    remove_stale_temporaries(*store, storage::parse_queue_url(config.queue_url()).kind == storage::QueueKind::kPostgres);
   } catch (const std::exception& e) {
     spdlog::error("cannot start: {}", e.what());
     std::cerr << "rgbaqd: " << e.what() << "\n";
@@ -181,7 +191,8 @@ int run_serve_command(const std::vector<std::string>& args) {
 
   int code = 0;
   try {
-    RenderWorker(config, *session, identity, state, events).run();
+    WorkerHeartbeat heartbeat(config, me, state);
+    RenderWorker(config, *session, identity, state, events, heartbeat).run();
   } catch (const std::exception& e) {
     spdlog::critical("the worker stopped: {}", e.what());
     std::cerr << "rgbaqd: stopping: " << e.what() << "\n";

@@ -1,17 +1,16 @@
 #pragma once
-// The job queue in SQLite (WAL, BEGIN IMMEDIATE for read-then-write, a busy timeout, bound parameters
-// only, a versioned schema with forward migrations). Semantics (DESIGN.md, "Queue semantics"):
+// The job queue's interface, with no database types in it; storage/sqlite/ (the embedded default) and
+// storage/postgres/ (one queue shared by many hosts) implement it, and open_queue_store.h picks one
+// from a URL. Semantics (DESIGN.md, "Queue semantics"):
 //   queued -> running (a lease: attempt, start time, worker) -> done | failed | canceled.
 // At-least-once execution with exactly-once outputs: after a crash, running jobs go back to queued, and
 // a job whose attempts reach the limit fails with the reason. A done job never changes again.
-// Several processes may share one database; every transition is one transaction.
-#include <SQLiteCpp/SQLiteCpp.h>
-
+// Several processes may share one queue; every transition is one transaction.
 #include <array>
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,7 +74,10 @@ struct Job {
   JobState state = JobState::kQueued;
   int attempts = 0;
   int interruptions = 0;  // times the daemon stopped under it (not counted as attempts)
-  std::string worker;
+  std::string worker;       // the lease holder's label (host:pid), kept after the job ends
+  int64_t worker_id = 0;    // the lease holder while running (Worker::id), else 0
+  std::string host;         // the host that rendered it (or renders it now)
+  double lease_expires = 0;  // while running: the lease ends then unless its worker's heartbeat extends it
   double created_at = 0, started_at = 0, finished_at = 0;
   bool cancel_requested = false;
   std::string error;        // the last failure reason
@@ -98,6 +100,10 @@ struct StoreOptions {
   int max_interruptions = 100;  // stops (SIGKILL, reboot) while the job was running: not its fault, but bounded
   double backoff_seconds = 2.0;  // before attempt k + 1: backoff * 2^(k - 1), at most 5 minutes
   int busy_timeout_ms = 10000;
+  // A claimed job's lease, which its worker's heartbeat extends; a job whose lease runs out is taken back
+  // by recovery. Also how long a pending submit may be left alone before recovery discards it.
+  double lease_seconds = 60;
+  double reconnect_seconds = 120;  // PostgreSQL: how long an operation keeps reconnecting after a drop
   bool durable = true;  // synchronous = FULL: a commit survives power loss, not only a crash
   // An existing file that is not an rgbaq queue (empty, or another database) is refused unless this is
   // set; then a new queue is made in it. A missing file is always created.
@@ -109,98 +115,141 @@ struct RecoverResult {
   int64_t discarded_jobs = 0;  // of submits interrupted before their last batch
 };
 
+// A daemon that renders from the queue (one per process), as the queue knows it.
+struct WorkerInfo {
+  std::string host, boot_id;  // the boot id tells a rebooted host's dead workers from live ones
+  int64_t pid = 0;
+  std::string engine, device;
+};
+struct Worker {
+  int64_t id = 0;
+  WorkerInfo info;
+  double started_at = 0, heartbeat_at = 0;
+  int64_t images_done = 0;
+  int64_t job = 0;  // the job in hand (its lowest, when the writer still holds one), 0 when none
+};
+
 class QueueStore {
  public:
-  static constexpr int kSchemaVersion = 3;
-
-  // Opens or creates the database and migrates it forward. Throws std::runtime_error naming the file
-  // when it cannot, when its schema is newer than this build knows, or when an existing file is not an
-  // rgbaq queue (see StoreOptions::create_over_invalid).
-  explicit QueueStore(const std::filesystem::path& path, StoreOptions options = {});
-  ~QueueStore();
+  virtual ~QueueStore() = default;
 
   // The run and all its jobs: begin_run, one append_jobs, publish_run (discard_run if it throws).
-  SubmitResult submit(const RunOptions& run, const std::vector<NewJob>& jobs);
+  SubmitResult submit(const RunOptions& run, const std::vector<NewJob>& jobs) {
+    const int64_t id = begin_run(run);
+    SubmitResult result;
+    try {
+      result = append_jobs(id, run, jobs);
+      publish_run(id, result.inserted);
+    } catch (...) {
+      discard_run(id);
+      throw;
+    }
+    return result;
+  }
 
   // A submit in bounded batches, each its own short transaction, so no submit holds the write lock for
   // long: the run is pending (invisible to claims, listings and counts) until publish_run commits; an
   // interrupted one is removed by discard_run, or by recover() at the next start.
-  int64_t begin_run(const RunOptions& run);
+  virtual int64_t begin_run(const RunOptions& run) = 0;
   // Inserts a batch into a pending run. Each job claims its output path (unique across all runs; a
   // job with the same content key may share it, being the same image). Throws OutputClashError (and
   // inserts nothing of the batch) when another job owns a path.
-  SubmitResult append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs);
-  void publish_run(int64_t run_id, uint64_t inserted);
+  virtual SubmitResult append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) = 0;
+  virtual void publish_run(int64_t run_id, uint64_t inserted) = 0;
   // A pending run's jobs and output claims, deleted in batches, then the run.
-  int64_t discard_run(int64_t run_id);
+  virtual int64_t discard_run(int64_t run_id) = 0;
 
   // The next job by priority, then submit order; among the jobs of the top priority, one whose LoRA set
   // is in `preferred_loras` (loaded already) and whose prompt key is in `preferred` first, then one of
-  // those LoRA sets, then one of those prompts. Leases it to `worker`. Nothing while paused.
-  std::optional<Job> claim(const std::string& worker, const std::vector<uint64_t>& preferred = {},
-                           const std::vector<std::string>& preferred_loras = {});
+  // those LoRA sets, then one of those prompts. Leases it to the worker (register_worker) for
+  // StoreOptions::lease_seconds. Nothing while paused.
+  virtual std::optional<Job> claim(int64_t worker_id, const std::vector<uint64_t>& preferred = {},
+                                   const std::vector<std::string>& preferred_loras = {}) = 0;
   // complete(job) and claim(...) in one transaction: one durable commit per finished job.
-  std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path, const std::string& metadata_json,
-                                        const std::string& worker, const std::vector<uint64_t>& preferred = {},
-                                        const std::vector<std::string>& preferred_loras = {});
+  virtual std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path,
+                                                const std::string& metadata_json, int64_t worker_id,
+                                                const std::vector<uint64_t>& preferred = {},
+                                                const std::vector<std::string>& preferred_loras = {}) = 0;
   // running -> done. False (and nothing changes) when the job is not running.
-  bool complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json);
+  virtual bool complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) = 0;
   // running -> queued after a backoff, or failed once its attempts reach the limit. Returns the state.
-  JobState fail(int64_t job_id, const std::string& reason);
+  virtual JobState fail(int64_t job_id, const std::string& reason) = 0;
   // running -> queued without counting the attempt (a clean shutdown abandoned it).
-  bool requeue(int64_t job_id);
+  virtual bool requeue(int64_t job_id) = 0;
   // running with a cancel request -> canceled.
-  bool finish_canceled(int64_t job_id);
+  virtual bool finish_canceled(int64_t job_id) = 0;
 
   // Queued jobs -> canceled; running ones get a cancel request the worker sees at its next step.
-  int64_t cancel_run(int64_t run_id);
-  bool cancel_job(int64_t job_id);
-  bool cancel_requested(int64_t job_id);
-  void set_paused(bool paused);
-  bool paused();
+  virtual int64_t cancel_run(int64_t run_id) = 0;
+  virtual bool cancel_job(int64_t job_id) = 0;
+  virtual bool cancel_requested(int64_t job_id) = 0;
+  virtual void set_paused(bool paused) = 0;
+  virtual bool paused() = 0;
   // The priority of the run's queued and running jobs.
-  int64_t prioritize_run(int64_t run_id, int priority);
+  virtual int64_t prioritize_run(int64_t run_id, int priority) = 0;
   // The run's failed (and canceled, when asked) jobs -> queued with their attempts reset.
-  int64_t retry(int64_t run_id, bool include_canceled = false);
-  // At start, after a stop: running jobs -> queued. `crashed_job` (the job the daemon was rendering when a
-  // crash signal ended it) spends the attempt, failing with "crashed the daemon N times" at the attempt
-  // limit; any other running job was merely interrupted (SIGKILL, reboot): its attempt is given back
-  // and it fails only at the separate, higher interruption limit. Pending runs (a submit cut off before
-  // its last batch) are discarded.
-  RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt);
+  virtual int64_t retry(int64_t run_id, bool include_canceled = false) = 0;
+  // Running jobs whose lease expired -> queued; a live worker's job is never touched. `crashed_job` (the
+  // job this daemon was rendering when a crash signal ended it) spends the attempt, failing with "crashed
+  // the daemon N times" at the attempt limit; any other expired job was merely interrupted (SIGKILL, a
+  // reboot, a host gone): its attempt is given back and it fails only at the separate, higher
+  // interruption limit. Pending runs (a submit cut off before its last batch) left alone for a lease are
+  // discarded, and workers silent for a lease are forgotten. Run at start and every heartbeat.
+  virtual RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) = 0;
 
-  std::vector<Run> list_runs();
-  std::optional<Run> run(int64_t run_id);
-  std::vector<Job> list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit = 1000,
-                             int64_t offset = 0);
-  std::optional<Job> job(int64_t job_id);
-  StateCounts counts(std::optional<int64_t> run_id = std::nullopt);
+  // Workers: each daemon registers once and heartbeats. heartbeat() extends the leases of `jobs` (those
+  // the worker holds) and returns false when the worker is no longer registered (recovery forgot it,
+  // its leases are gone): it must register again.
+  virtual int64_t register_worker(const WorkerInfo& info) = 0;
+  virtual bool heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) = 0;
+  virtual void unregister_worker(int64_t worker_id) = 0;
+  // The worker's process is known to be dead (same host and boot, its pid gone): its leases end now and
+  // it is forgotten. Returns the jobs whose lease ended.
+  virtual int64_t expire_worker(int64_t worker_id) = 0;
+  virtual std::vector<Worker> list_workers() = 0;
 
-  // "ok", or what PRAGMA integrity_check (and the run counters' cross-check) found.
-  std::string integrity_check();
-  int schema_version();
-  const std::filesystem::path& path() const { return path_; }
+  virtual std::vector<Run> list_runs() = 0;
+  virtual std::optional<Run> run(int64_t run_id) = 0;
+  virtual std::vector<Job> list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state,
+                                     int64_t limit = 1000, int64_t offset = 0) = 0;
+  virtual std::optional<Job> job(int64_t job_id) = 0;
+  virtual StateCounts counts(std::optional<int64_t> run_id = std::nullopt) = 0;
 
-  // Throws std::runtime_error naming the file when the path no longer names the file this store opened
-  // (deleted, or replaced): what is written now could not be found again. Every write checks it first
-  // (one stat).
-  void check_file_identity() const;
-
- private:
-  struct Statements;
-  std::optional<Job> claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred,
-                                  const std::vector<std::string>& preferred_loras);
-  bool complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json);
-  // Queued jobs where `column` (id or run_id) = id -> canceled; running ones get a cancel request.
-  int64_t cancel_where(const char* column, int64_t id);
-  void migrate();
-
-  std::filesystem::path path_;
-  StoreOptions options_;
-  bool existed_ = false;                  // the file was there before this store opened it
-  uint64_t file_dev_ = 0, file_ino_ = 0;  // the opened file's identity
-  SQLite::Database db_;
-  std::unique_ptr<Statements> st_;  // prepared once: claims and completions run thousands of times a second
+  // "ok", or what the store's own checks found (its consistency, the run counters' cross-check).
+  virtual std::string integrity_check() = 0;
+  virtual int schema_version() = 0;
+  // Where the queue is, for messages and logs: a file path, or a PostgreSQL URL without its password.
+  virtual std::string location() const = 0;
 };
+
+inline std::string_view state_name(JobState s) {
+  constexpr const char* kStateNames[] = {"queued", "running", "done", "failed", "canceled"};
+  return kStateNames[static_cast<int>(s)];
+}
+
+inline std::optional<JobState> parse_state(std::string_view name) {
+  for (int i = 0; i < kJobStates; ++i) {
+    if (name == state_name(static_cast<JobState>(i))) return static_cast<JobState>(i);
+  }
+  return std::nullopt;
+}
+
+inline int64_t Run::total() const {
+  int64_t t = 0;
+  for (int64_t c : counts) t += c;
+  return t;
+}
+
+inline OutputClashError::OutputClashError(std::vector<OutputClash> clashes)
+    : std::runtime_error([&] {
+        std::string m;
+        for (const auto& c : clashes) {
+          if (!m.empty()) m += "; ";
+          m += "line " + std::to_string(c.line) + ": output " + c.path + " already belongs to another image (run " +
+               std::to_string(c.owner_run) + ")";
+        }
+        return m;
+      }()),
+      clashes_(std::move(clashes)) {}
 
 }  // namespace rgbaq::storage

@@ -31,6 +31,7 @@ struct RenderMetadata {
   bool encoder_cache_hit = false;
   std::optional<int64_t> job_id, run_id;
   std::vector<LoraRecord> loras;  // in the order applied
+  std::string host;  // the host that rendered it (rgbaqd --host, or the system's host name)
 };
 
 // The `parameters` text: "<prompt>\nSteps: 8, Sampler: Euler, Schedule type: FlowMatch, CFG scale: 1,

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "storage/png_file.h"
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 #include "storage/render_metadata.h"
 #include "tests/daemon/daemon_test_helpers.h"
 
@@ -69,7 +69,7 @@ TEST(Daemon, TwoHundredSigkillsRenderEveryImageOnceFailNoJobAndLeaveNoTemporarie
   for (const auto& e : fs::directory_iterator(out_dir)) {
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << "left behind: " << e.path();
   }
-  storage::QueueStore store(d.data_dir() / "queue.db");
+  storage::SqliteQueueStore store(d.data_dir() / "queue.db");
   int most = 0;
   for (const auto& j : store.list_jobs(std::nullopt, std::nullopt)) most = std::max(most, j.interruptions);
   std::cout << "kills: " << kills << ", images finished before the last start: " << seen.size()

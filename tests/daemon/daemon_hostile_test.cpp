@@ -21,7 +21,7 @@
 #include <sstream>
 #include <thread>
 
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/daemon/daemon_test_helpers.h"
 
 namespace rgbaq {
@@ -447,7 +447,7 @@ TEST(DaemonHostile, SighupStopsCleanlyWithoutSpendingAnAttempt) {
   for (int i = 0; i < 200 && status(d)["current"].is_null(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   d.signal(SIGHUP);
   EXPECT_EQ(d.wait_exit(), 0);
-  storage::QueueStore store(d.data_dir() / "queue.db");
+  storage::SqliteQueueStore store(d.data_dir() / "queue.db");
   const auto jobs = store.list_jobs(std::nullopt, std::nullopt);
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].state, storage::JobState::kQueued);

@@ -11,7 +11,7 @@
 
 #include "engine/safetensors.h"
 #include "storage/png_file.h"
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/daemon/daemon_test_helpers.h"
 #include "tools/tiny_model.h"
 
@@ -109,7 +109,7 @@ TEST(DaemonLora, RendersRecordsHashesFailsBadFilesAndKeepsServing) {
   EXPECT_EQ(meta["loras"][1]["sha256"], detail_hash);
 
   // The bad files failed their jobs with the reason; the daemon serves on.
-  storage::QueueStore store(d.data_dir() / "queue.db");
+  storage::SqliteQueueStore store(d.data_dir() / "queue.db");
   const auto failed = store.list_jobs(std::nullopt, storage::JobState::kFailed);
   ASSERT_EQ(failed.size(), 2u);
   for (const auto& j : failed) {
@@ -147,7 +147,7 @@ TEST(DaemonLora, RendersRecordsHashesFailsBadFilesAndKeepsServing) {
   const auto again = rgbaq(second, {"submit", "-", "--size", "128", "--out", out.string(), "--wait"},
                            "prompt,seed,name,lora\na fox,1,plain,style-diffusers:0.9\n");
   EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
-  storage::QueueStore second_store(second.data_dir() / "queue.db");
+  storage::SqliteQueueStore second_store(second.data_dir() / "queue.db");
   const auto refused = second_store.list_jobs(std::nullopt, storage::JobState::kFailed);
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_NE(refused[0].error.find("holds another image"), std::string::npos) << refused[0].error;

@@ -8,7 +8,7 @@
 
 #include <fstream>
 
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/daemon/daemon_test_helpers.h"
 
 namespace rgbaq {

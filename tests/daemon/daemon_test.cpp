@@ -18,7 +18,7 @@
 #include "daemon/listen_socket.h"
 #include "tests/daemon/daemon_test_helpers.h"
 #include "storage/png_file.h"
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 #include "storage/render_metadata.h"
 #include "tests/daemon/daemon_process.h"
 #include "tests/engine/tiny_model_fixture.h"
@@ -111,7 +111,7 @@ TEST(Daemon, SigtermReturnsTheJobInHandAndExitsZero) {
   EXPECT_EQ(d.wait_exit(), 0);
   EXPECT_FALSE(fs::exists(d.socket())) << "the socket is removed on a clean stop";
   // Read the queue the daemon left, with no daemon running to claim the job again.
-  storage::QueueStore store(d.data_dir() / "queue.db");
+  storage::SqliteQueueStore store(d.data_dir() / "queue.db");
   const auto jobs = store.list_jobs(std::nullopt, std::nullopt);
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].state, storage::JobState::kQueued);

@@ -7,6 +7,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "storage/png_file.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/test_temp_dir.h"
 
 namespace rgbaq::daemon {
@@ -21,14 +22,14 @@ struct Fixture {
   EventHub events;
 
   storage::Job claim_one(const std::string& prompt) {
-    storage::QueueStore store(db);
+    storage::SqliteQueueStore store(db);
     storage::NewJob j;
     j.prompt = prompt;
     j.width = j.height = 2;
     j.output_path = (dir.path() / (prompt + ".png")).string();
     j.content_key = std::hash<std::string>()(prompt);
     store.submit({.name = prompt, .out_dir = dir.path().string()}, {j});
-    return *store.claim("test");
+    return *store.claim(store.register_worker({"test-host", "boot", 1, "none", "none"}));
   }
   FinishedRender render(const storage::Job& job) {
     FinishedRender r;
@@ -56,7 +57,7 @@ TEST(OutputWriter, AStoreErrorInCompleteFailsTheAttemptWithTheReasonAndTheWriter
   writer.enqueue(f.render(job));
   writer.enqueue(f.render(second));
   writer.finish();
-  storage::QueueStore store(f.db);
+  storage::SqliteQueueStore store(f.db);
   const auto first = *store.job(job.id);
   EXPECT_EQ(first.state, storage::JobState::kQueued);
   EXPECT_NE(first.error.find("database or disk is full (simulated)"), std::string::npos) << first.error;
@@ -74,8 +75,11 @@ TEST(OutputWriter, ABusyDatabaseLeavesTheJobForRecoveryAndDoesNotEndTheProcess) 
     writer.finish();
   }
   locker.exec("COMMIT");
-  storage::QueueStore store(f.db);
+  storage::SqliteQueueStore store(f.db);
   EXPECT_EQ(store.job(job.id)->state, storage::JobState::kRunning);
+  EXPECT_EQ(store.recover().requeued, 0) << "its lease has not run out";
+  EXPECT_TRUE(f.state.held_jobs().empty()) << "the writer no longer renews its lease";
+  store.expire_worker(job.worker_id);  // as a restart finds its dead process, or the lease runs out
   EXPECT_EQ(store.recover().requeued, 1);
   EXPECT_EQ(storage::read_png(job.output_path).rgba, std::vector<uint8_t>(16, 200)) << "the PNG itself was written";
 }

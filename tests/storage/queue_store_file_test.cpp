@@ -7,7 +7,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/test_temp_dir.h"
 
 namespace rgbaq::storage {
@@ -37,38 +37,38 @@ TEST(QueueStoreFile, AnEmptyOrForeignFileIsRefusedNamingItUnlessAskedToCreate) {
   TempDir dir;
   const auto empty = dir.path() / "queue.db";
   std::ofstream(empty).close();  // zero bytes, as a truncation leaves it
-  const std::string why = error_of([&] { QueueStore s(empty); });
+  const std::string why = error_of([&] { SqliteQueueStore s(empty); });
   EXPECT_NE(why.find(empty.string() + ": exists but is not an rgbaq queue database"), std::string::npos) << why;
   EXPECT_NE(why.find("--create-queue"), std::string::npos) << why;
   EXPECT_EQ(fs::file_size(empty), 0u) << "the refused file is left as it was";
 
   const auto foreign = dir.path() / "other.db";
   { SQLite::Database(foreign.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE).exec("CREATE TABLE t (x)"); }
-  EXPECT_NE(error_of([&] { QueueStore s(foreign); }).find("is not an rgbaq queue"), std::string::npos);
+  EXPECT_NE(error_of([&] { SqliteQueueStore s(foreign); }).find("is not an rgbaq queue"), std::string::npos);
 
-  QueueStore created(empty, {.create_over_invalid = true});
+  SqliteQueueStore created(empty, {.create_over_invalid = true});
   EXPECT_EQ(created.submit({.name = "r"}, {job("a")}).inserted, 1u);
   // A missing file is created as before, and a real queue opens again without the flag.
-  { QueueStore fresh(dir.path() / "new.db"); }
-  QueueStore again(dir.path() / "new.db");
-  EXPECT_EQ(again.schema_version(), QueueStore::kSchemaVersion);
+  { SqliteQueueStore fresh(dir.path() / "new.db"); }
+  SqliteQueueStore again(dir.path() / "new.db");
+  EXPECT_EQ(again.schema_version(), SqliteQueueStore::kSchemaVersion);
 }
 
 TEST(QueueStoreFile, ADeletedOrReplacedDatabaseRefusesWrites) {
   TempDir dir;
   const auto db = dir.path() / "data" / "queue.db";
   fs::create_directories(db.parent_path());
-  QueueStore store(db);
+  SqliteQueueStore store(db);
   ASSERT_EQ(store.submit({.name = "r"}, {job("a")}).inserted, 1u);
   fs::remove_all(dir.path() / "data");
   const std::string deleted = error_of([&] { store.submit({.name = "r"}, {job("b")}); });
   EXPECT_NE(deleted.find(db.string() + ": the queue database was deleted"), std::string::npos) << deleted;
-  EXPECT_NE(error_of([&] { store.claim("w"); }).find("was deleted"), std::string::npos);
+  EXPECT_NE(error_of([&] { store.claim(1); }).find("was deleted"), std::string::npos);
 
   // Replaced: another queue file renamed over the path.
   const auto db2 = dir.path() / "queue2.db";
-  QueueStore second(db2);
-  { QueueStore other(dir.path() / "other.db"); }
+  SqliteQueueStore second(db2);
+  { SqliteQueueStore other(dir.path() / "other.db"); }
   fs::rename(dir.path() / "other.db", db2);
   const std::string replaced = error_of([&] { second.set_paused(true); });
   EXPECT_NE(replaced.find(db2.string() + ": the queue database was replaced"), std::string::npos) << replaced;

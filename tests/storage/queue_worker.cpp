@@ -12,10 +12,10 @@
 #include <string>
 #include <thread>
 
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 
 using rgbaq::storage::NewJob;
-using rgbaq::storage::QueueStore;
+using rgbaq::storage::SqliteQueueStore;
 
 namespace {
 
@@ -44,7 +44,10 @@ std::vector<NewJob> make_jobs(int n, uint64_t tag) {
 int main(int argc, char** argv) {
   if (argc < 4) return 2;
   const std::string mode = argv[1];
-  QueueStore store(argv[2]);
+  // A lease of 0 in crash mode: the parent recovers right after each kill, as a restarted daemon that
+  // knows its old process is gone would.
+  SqliteQueueStore store(argv[2], {.lease_seconds = mode == "crash" ? 0.0 : 60.0});
+  const int64_t worker = store.register_worker({"test-host", "boot", getpid(), "none", "none"});
   if (mode == "crash") {
     std::mt19937_64 rng(std::strtoull(argv[3], nullptr, 10));
     for (uint64_t round = 0;; ++round) {
@@ -52,7 +55,7 @@ int main(int argc, char** argv) {
       const auto r = store.submit({"crash", "{}", "/out"}, make_jobs(n, rng()));
       say("S " + std::to_string(r.run_id) + " " + std::to_string(r.inserted));
       for (int k = 0; k < n; ++k) {
-        const auto job = store.claim("crash-worker");
+        const auto job = store.claim(worker);
         if (!job) break;
         if (rng() % 10 == 0) {
           store.fail(job->id, "simulated failure");
@@ -73,7 +76,7 @@ int main(int argc, char** argv) {
   if (mode == "claim") {
     const std::filesystem::path stop = argv[3];
     for (;;) {
-      const auto job = store.claim("claimer-" + std::to_string(getpid()));
+      const auto job = store.claim(worker);
       if (!job) {
         const auto queued = store.counts()[static_cast<int>(rgbaq::storage::JobState::kQueued)];
         if (std::filesystem::exists(stop) && queued == 0) return 0;

@@ -1,4 +1,4 @@
-#include "storage/queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,8 +14,6 @@
 
 namespace rgbaq::storage {
 namespace {
-
-constexpr const char* kStateNames[] = {"queued", "running", "done", "failed", "canceled"};
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -90,7 +88,26 @@ CREATE TABLE outputs (
 INSERT OR IGNORE INTO outputs (path, content_key, run_id) SELECT output_path, content_key, run_id FROM jobs ORDER BY id;
 ALTER TABLE jobs ADD COLUMN interruptions INTEGER NOT NULL DEFAULT 0;
 )",
-    // 2 -> 3: each job's LoRA set ("name:weight;...", '' for none), and claims that prefer a loaded set.
+    // v3: workers with heartbeats, and leases that recovery takes back only once they expire.
+    R"(
+CREATE TABLE workers (
+  id INTEGER PRIMARY KEY,
+  host TEXT NOT NULL,
+  boot_id TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  engine TEXT NOT NULL,
+  device TEXT NOT NULL,
+  started_at REAL NOT NULL,
+  heartbeat_at REAL NOT NULL,
+  images_done INTEGER NOT NULL DEFAULT 0
+);
+ALTER TABLE jobs ADD COLUMN worker_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN lease_expires REAL NOT NULL DEFAULT 0;  -- 0 for jobs running before v3: expired
+CREATE INDEX jobs_running ON jobs (worker_id) WHERE state = 'running';
+ALTER TABLE runs ADD COLUMN touched_at REAL NOT NULL DEFAULT 0;
+)",
+    // v4: each job's LoRA set ("name:weight;...", '' for none), and claims that prefer a loaded set.
     R"(
 ALTER TABLE jobs ADD COLUMN lora TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_claim_lora ON jobs (lora, priority, id) WHERE state = 'queued';
@@ -102,7 +119,8 @@ constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE 
 
 const char* kJobColumns =
     "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
-    "finished_at, cancel_requested, error, errors, output_path, metadata, prompt_key, content_key, interruptions, lora";
+    "finished_at, cancel_requested, error, errors, output_path, metadata, prompt_key, content_key, interruptions, "
+    "worker_id, host, lease_expires, lora";
 
 Job read_job(SQLite::Statement& q) {
   Job j;
@@ -128,13 +146,16 @@ Job read_job(SQLite::Statement& q) {
   j.prompt_key = static_cast<uint64_t>(q.getColumn(19).getInt64());
   j.content_key = static_cast<uint64_t>(q.getColumn(20).getInt64());
   j.interruptions = q.getColumn(21).getInt();
-  j.lora = q.getColumn(22).getString();
+  j.worker_id = q.getColumn(22).getInt64();
+  j.host = q.getColumn(23).getString();
+  j.lease_expires = q.getColumn(24).getDouble();
+  j.lora = q.getColumn(25).getString();
   return j;
 }
 
 }  // namespace
 
-struct QueueStore::Statements {
+struct SqliteQueueStore::Statements {
   explicit Statements(SQLite::Database& db)
       : paused(db, "SELECT value FROM settings WHERE key = 'paused'"),
         top(db, std::string("SELECT id, priority FROM jobs WHERE state = 'queued' AND not_before <= ?") + kVisible +
@@ -143,14 +164,16 @@ struct QueueStore::Statements {
                                   "not_before <= ?") + kVisible + " ORDER BY id LIMIT 1"),
         preferred_lora(db, std::string("SELECT id FROM jobs WHERE state = 'queued' AND lora = ? AND priority = ? AND "
                                        "not_before <= ?") + kVisible + " ORDER BY id LIMIT 1"),
-        lease(db, "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker = ?, started_at = ? "
-                  "WHERE id = ? AND state = 'queued'"),
+        lease(db, "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker_id = ?1, started_at = ?2, "
+                  "lease_expires = ?2 + ?4, worker = coalesce((SELECT host || ':' || pid FROM workers WHERE id = ?1), ''), "
+                  "host = coalesce((SELECT host FROM workers WHERE id = ?1), '') WHERE id = ?3 AND state = 'queued'"),
         select_job(db, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?"),
-        complete(db, "UPDATE jobs SET state = 'done', finished_at = ?, output_path = ?, metadata = ?, error = '' "
-                     "WHERE id = ? AND state = 'running'"),
+        complete(db, "UPDATE jobs SET state = 'done', finished_at = ?, output_path = ?, metadata = ?, error = '', "
+                     "lease_expires = 0 WHERE id = ? AND state = 'running' RETURNING worker_id"),
+        count_image(db, "UPDATE workers SET images_done = images_done + 1 WHERE id = ?"),
         cancel_requested(db, "SELECT cancel_requested FROM jobs WHERE id = ?") {}
 
-  SQLite::Statement paused, top, preferred, preferred_lora, lease, select_job, complete, cancel_requested;
+  SQLite::Statement paused, top, preferred, preferred_lora, lease, select_job, complete, count_image, cancel_requested;
 };
 
 namespace {
@@ -172,22 +195,7 @@ class Use {
 
 }  // namespace
 
-QueueStore::~QueueStore() = default;
-
-std::string_view state_name(JobState s) { return kStateNames[static_cast<int>(s)]; }
-
-std::optional<JobState> parse_state(std::string_view name) {
-  for (int i = 0; i < kJobStates; ++i) {
-    if (name == kStateNames[i]) return static_cast<JobState>(i);
-  }
-  return std::nullopt;
-}
-
-int64_t Run::total() const {
-  int64_t t = 0;
-  for (int64_t c : counts) t += c;
-  return t;
-}
+SqliteQueueStore::~SqliteQueueStore() = default;
 
 namespace {
 
@@ -238,7 +246,7 @@ bool create_if_missing(const std::filesystem::path& path) {
 
 }  // namespace
 
-QueueStore::QueueStore(const std::filesystem::path& path, StoreOptions options) try
+SqliteQueueStore::SqliteQueueStore(const std::filesystem::path& path, StoreOptions options) try
     : path_(path), options_(options), existed_(create_if_missing(path)),
       db_(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX, options.busy_timeout_ms) {
   struct stat st {};
@@ -265,9 +273,9 @@ QueueStore::QueueStore(const std::filesystem::path& path, StoreOptions options) 
   throw std::runtime_error(path.string() + ": cannot open the queue database: " + e.what());
 }
 
-void QueueStore::migrate() { migrate_database(db_, path_); }
+void SqliteQueueStore::migrate() { migrate_database(db_, path_); }
 
-void QueueStore::check_file_identity() const {
+void SqliteQueueStore::check_file_identity() const {
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) {
     throw std::runtime_error(path_.string() + ": the queue database was deleted while rgbaqd had it open; refusing "
@@ -279,39 +287,14 @@ void QueueStore::check_file_identity() const {
   }
 }
 
-int QueueStore::schema_version() {
+int SqliteQueueStore::schema_version() {
   SQLite::Statement q(db_, "SELECT version FROM schema_version");
   return q.executeStep() ? q.getColumn(0).getInt() : 0;
 }
 
-OutputClashError::OutputClashError(std::vector<OutputClash> clashes)
-    : std::runtime_error([&] {
-        std::string m;
-        for (const auto& c : clashes) {
-          if (!m.empty()) m += "; ";
-          m += "line " + std::to_string(c.line) + ": output " + c.path + " already belongs to another image (run " +
-               std::to_string(c.owner_run) + ")";
-        }
-        return m;
-      }()),
-      clashes_(std::move(clashes)) {}
-
-SubmitResult QueueStore::submit(const RunOptions& run, const std::vector<NewJob>& jobs) {
-  const int64_t id = begin_run(run);
-  SubmitResult result;
-  try {
-    result = append_jobs(id, run, jobs);
-    publish_run(id, result.inserted);
-  } catch (...) {
-    discard_run(id);
-    throw;
-  }
-  return result;
-}
-
-int64_t QueueStore::begin_run(const RunOptions& run) {
+int64_t SqliteQueueStore::begin_run(const RunOptions& run) {
   check_file_identity();
-  SQLite::Statement ins_run(db_, "INSERT INTO runs (name, options, out_dir, created_at, pending) VALUES (?, ?, ?, ?, 1)");
+  SQLite::Statement ins_run(db_, "INSERT INTO runs (name, options, out_dir, created_at, pending, touched_at) VALUES (?, ?, ?, ?4, 1, ?4)");
   ins_run.bind(1, run.name);
   ins_run.bind(2, run.options_json);
   ins_run.bind(3, run.out_dir);
@@ -320,7 +303,7 @@ int64_t QueueStore::begin_run(const RunOptions& run) {
   return db_.getLastInsertRowid();
 }
 
-SubmitResult QueueStore::append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) {
+SubmitResult SqliteQueueStore::append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   const double now = now_seconds();
@@ -378,11 +361,15 @@ SubmitResult QueueStore::append_jobs(int64_t run_id, const RunOptions& run, cons
     ++result.inserted;
   }
   if (!clashes.empty()) throw OutputClashError(std::move(clashes));  // the transaction rolls back
+  SQLite::Statement touch(db_, "UPDATE runs SET touched_at = ? WHERE id = ?");
+  touch.bind(1, now);
+  touch.bind(2, run_id);
+  touch.exec();
   tx.commit();
   return result;
 }
 
-void QueueStore::publish_run(int64_t run_id, uint64_t inserted) {
+void SqliteQueueStore::publish_run(int64_t run_id, uint64_t inserted) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement counts(db_, "INSERT INTO run_counts (run_id, state, n) VALUES (?, 'queued', ?) "
@@ -396,7 +383,7 @@ void QueueStore::publish_run(int64_t run_id, uint64_t inserted) {
   tx.commit();
 }
 
-int64_t QueueStore::discard_run(int64_t run_id) {
+int64_t SqliteQueueStore::discard_run(int64_t run_id) {
   int64_t deleted = 0;
   // Batches, each its own transaction: discarding a million jobs must not hold the lock either.
   for (;;) {
@@ -419,8 +406,8 @@ int64_t QueueStore::discard_run(int64_t run_id) {
   return deleted;
 }
 
-std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std::vector<uint64_t>& preferred,
-                                            const std::vector<std::string>& preferred_loras) {
+std::optional<Job> SqliteQueueStore::claim_locked(int64_t worker_id, const std::vector<uint64_t>& preferred,
+                                                  const std::vector<std::string>& preferred_loras) {
   if (paused()) return std::nullopt;
   const double now = now_seconds();
   int64_t id = 0;
@@ -462,33 +449,42 @@ std::optional<Job> QueueStore::claim_locked(const std::string& worker, const std
   }
   {
     Use lease(st_->lease);
-    lease->bind(1, worker);
+    lease->bind(1, worker_id);
     lease->bind(2, now);
     lease->bind(3, id);
+    lease->bind(4, options_.lease_seconds);
     if (lease->exec() != 1) return std::nullopt;
   }
   return job(id);
 }
 
-std::optional<Job> QueueStore::claim(const std::string& worker, const std::vector<uint64_t>& preferred,
-                                     const std::vector<std::string>& preferred_loras) {
+std::optional<Job> SqliteQueueStore::claim(int64_t worker_id, const std::vector<uint64_t>& preferred,
+                                           const std::vector<std::string>& preferred_loras) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  auto job = claim_locked(worker, preferred, preferred_loras);
+  auto job = claim_locked(worker_id, preferred, preferred_loras);
   tx.commit();
   return job;
 }
 
-bool QueueStore::complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
-  Use q(st_->complete);
-  q->bind(1, now_seconds());
-  q->bindNoCopy(2, output_path);
-  q->bindNoCopy(3, metadata_json);
-  q->bind(4, job_id);
-  return q->exec() == 1;
+bool SqliteQueueStore::complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
+  int64_t worker_id = 0;
+  {
+    Use q(st_->complete);
+    q->bind(1, now_seconds());
+    q->bindNoCopy(2, output_path);
+    q->bindNoCopy(3, metadata_json);
+    q->bind(4, job_id);
+    if (!q->executeStep()) return false;
+    worker_id = q->getColumn(0).getInt64();
+  }
+  Use count(st_->count_image);
+  count->bind(1, worker_id);
+  count->exec();
+  return true;
 }
 
-bool QueueStore::complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
+bool SqliteQueueStore::complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   const bool ok = complete_locked(job_id, output_path, metadata_json);
@@ -496,19 +492,19 @@ bool QueueStore::complete(int64_t job_id, const std::string& output_path, const 
   return ok;
 }
 
-std::optional<Job> QueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
-                                                  const std::string& metadata_json, const std::string& worker,
-                                                  const std::vector<uint64_t>& preferred,
-                                                  const std::vector<std::string>& preferred_loras) {
+std::optional<Job> SqliteQueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
+                                                        const std::string& metadata_json, int64_t worker_id,
+                                                        const std::vector<uint64_t>& preferred,
+                                                        const std::vector<std::string>& preferred_loras) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   complete_locked(job_id, output_path, metadata_json);
-  auto next = claim_locked(worker, preferred, preferred_loras);
+  auto next = claim_locked(worker_id, preferred, preferred_loras);
   tx.commit();
   return next;
 }
 
-JobState QueueStore::fail(int64_t job_id, const std::string& reason) {
+JobState SqliteQueueStore::fail(int64_t job_id, const std::string& reason) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement get(db_, "SELECT attempts FROM jobs WHERE id = ? AND state = 'running'");
@@ -524,8 +520,8 @@ JobState QueueStore::fail(int64_t job_id, const std::string& reason) {
   const double backoff = std::min(300.0, options_.backoff_seconds * std::pow(2.0, attempts - 1));
   SQLite::Statement q(db_,
                       "UPDATE jobs SET state = ?, error = ?, not_before = ?, finished_at = ?, "
-                      "errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?, 'reason', ?)) "
-                      "WHERE id = ?");
+                      "errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?, 'reason', ?)), "
+                      "worker_id = 0, lease_expires = 0 WHERE id = ?");
   q.bind(1, final ? "failed" : "queued");
   q.bind(2, reason);
   q.bind(3, final ? 0.0 : now + backoff);
@@ -538,26 +534,26 @@ JobState QueueStore::fail(int64_t job_id, const std::string& reason) {
   return final ? JobState::kFailed : JobState::kQueued;
 }
 
-bool QueueStore::requeue(int64_t job_id) {
+bool SqliteQueueStore::requeue(int64_t job_id) {
   check_file_identity();
   SQLite::Statement q(db_,
-                      "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0), worker = '' "
-                      "WHERE id = ? AND state = 'running'");
+                      "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0), worker = '', worker_id = 0, "
+                      "lease_expires = 0 WHERE id = ? AND state = 'running'");
   q.bind(1, job_id);
   return q.exec() == 1;
 }
 
-bool QueueStore::finish_canceled(int64_t job_id) {
+bool SqliteQueueStore::finish_canceled(int64_t job_id) {
   check_file_identity();
   SQLite::Statement q(db_,
-                      "UPDATE jobs SET state = 'canceled', finished_at = ? WHERE id = ? AND state = 'running' AND "
-                      "cancel_requested = 1");
+                      "UPDATE jobs SET state = 'canceled', finished_at = ?, worker_id = 0, lease_expires = 0 WHERE id = ? AND "
+                      "state = 'running' AND cancel_requested = 1");
   q.bind(1, now_seconds());
   q.bind(2, job_id);
   return q.exec() == 1;
 }
 
-int64_t QueueStore::cancel_where(const char* column, int64_t id) {
+int64_t SqliteQueueStore::cancel_where(const char* column, int64_t id) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement queued(db_, std::string("UPDATE jobs SET state = 'canceled', finished_at = ? WHERE ") + column +
@@ -572,17 +568,17 @@ int64_t QueueStore::cancel_where(const char* column, int64_t id) {
   return n;
 }
 
-int64_t QueueStore::cancel_run(int64_t run_id) { return cancel_where("run_id", run_id); }
+int64_t SqliteQueueStore::cancel_run(int64_t run_id) { return cancel_where("run_id", run_id); }
 
-bool QueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id) > 0; }
+bool SqliteQueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id) > 0; }
 
-bool QueueStore::cancel_requested(int64_t job_id) {
+bool SqliteQueueStore::cancel_requested(int64_t job_id) {
   Use q(st_->cancel_requested);
   q->bind(1, job_id);
   return q->executeStep() && q->getColumn(0).getInt() != 0;
 }
 
-void QueueStore::set_paused(bool paused) {
+void SqliteQueueStore::set_paused(bool paused) {
   check_file_identity();
   SQLite::Statement q(db_, "INSERT INTO settings (key, value) VALUES ('paused', ?) "
                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
@@ -590,12 +586,12 @@ void QueueStore::set_paused(bool paused) {
   q.exec();
 }
 
-bool QueueStore::paused() {
+bool SqliteQueueStore::paused() {
   Use q(st_->paused);
   return q->executeStep() && q->getColumn(0).getString() == "1";
 }
 
-int64_t QueueStore::prioritize_run(int64_t run_id, int priority) {
+int64_t SqliteQueueStore::prioritize_run(int64_t run_id, int priority) {
   check_file_identity();
   SQLite::Statement q(db_, "UPDATE jobs SET priority = ? WHERE run_id = ? AND state IN ('queued', 'running')");
   q.bind(1, priority);
@@ -603,51 +599,135 @@ int64_t QueueStore::prioritize_run(int64_t run_id, int priority) {
   return q.exec();
 }
 
-int64_t QueueStore::retry(int64_t run_id, bool include_canceled) {
+int64_t SqliteQueueStore::retry(int64_t run_id, bool include_canceled) {
   check_file_identity();
   SQLite::Statement q(db_, std::string("UPDATE jobs SET state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', "
-                                       "cancel_requested = 0, finished_at = 0 WHERE run_id = ? AND state IN ('failed'") +
+                                       "cancel_requested = 0, finished_at = 0, worker_id = 0, lease_expires = 0 WHERE run_id = ? AND state IN ('failed'") +
                                (include_canceled ? ", 'canceled')" : ")"));
   q.bind(1, run_id);
   return q.exec();
 }
 
-RecoverResult QueueStore::recover(std::optional<int64_t> crashed_job) {
+RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
   check_file_identity();
   RecoverResult r;
+  const double now = now_seconds();
   std::vector<int64_t> pending;
   {
-    SQLite::Statement q(db_, "SELECT id FROM runs WHERE pending = 1");
+    // Submits cut off before their last batch and left alone for a lease: their submitter is gone.
+    SQLite::Statement q(db_, "SELECT id FROM runs WHERE pending = 1 AND touched_at < ?");
+    q.bind(1, now - options_.lease_seconds);
     while (q.executeStep()) pending.push_back(q.getColumn(0).getInt64());
   }
   for (const int64_t id : pending) r.discarded_jobs += discard_run(id);
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  const double now = now_seconds();
+  // Only expired leases: a live worker's job (its heartbeat extends the lease) is never taken.
+  const std::string expired = "state = 'running' AND lease_expires < ?4";
   auto fail_where = [&](const std::string& reason_sql, const std::string& where, int64_t bound) {
     SQLite::Statement q(db_, "UPDATE jobs SET state = 'failed', finished_at = ?1, error = " + reason_sql +
                                  ", errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?1, "
-                                 "'reason', " + reason_sql + ")) WHERE state = 'running' AND " + where);
+                                 "'reason', " + reason_sql + ")), worker_id = 0, lease_expires = 0 WHERE " + expired + " AND " + where);
     q.bind(1, now);
     q.bind(2, bound);
     q.bind(3, crashed_job.value_or(-1));
+    q.bind(4, now);
     return q.exec();
   };
   // The crashed job: its attempt counts (taken at the claim).
   r.failed += fail_where("'crashed the daemon ' || attempts || ' times'", "id = ?3 AND attempts >= ?2", options_.max_attempts);
   // The others were interrupted: the attempt is given back, the interruption counted.
   SQLite::Statement interrupted(db_, "UPDATE jobs SET attempts = max(attempts - 1, 0), interruptions = interruptions + 1 "
-                                     "WHERE state = 'running' AND id != ?");
+                                     "WHERE state = 'running' AND lease_expires < ?2 AND id != ?1");
   interrupted.bind(1, crashed_job.value_or(-1));
+  interrupted.bind(2, now);
   interrupted.exec();
   r.failed += fail_where("'interrupted ' || interruptions || ' times'", "id != ?3 AND interruptions >= ?2",
                          options_.max_interruptions);
-  SQLite::Statement requeue(db_, "UPDATE jobs SET state = 'queued', worker = '' WHERE state = 'running'");
+  SQLite::Statement requeue(db_, "UPDATE jobs SET state = 'queued', worker = '', worker_id = 0, lease_expires = 0 "
+                                 "WHERE state = 'running' AND lease_expires < ?");
+  requeue.bind(1, now);
   r.requeued = requeue.exec();
+  SQLite::Statement forget(db_, "DELETE FROM workers WHERE heartbeat_at < ?");
+  forget.bind(1, now - options_.lease_seconds);
+  forget.exec();
   tx.commit();
   return r;
 }
 
-std::vector<Run> QueueStore::list_runs() {
+int64_t SqliteQueueStore::register_worker(const WorkerInfo& info) {
+  check_file_identity();
+  SQLite::Statement q(db_, "INSERT INTO workers (host, boot_id, pid, engine, device, started_at, heartbeat_at) "
+                           "VALUES (?, ?, ?, ?, ?, ?6, ?6)");
+  q.bind(1, info.host);
+  q.bind(2, info.boot_id);
+  q.bind(3, info.pid);
+  q.bind(4, info.engine);
+  q.bind(5, info.device);
+  q.bind(6, now_seconds());
+  q.exec();
+  return db_.getLastInsertRowid();
+}
+
+bool SqliteQueueStore::heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) {
+  check_file_identity();
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  const double now = now_seconds();
+  SQLite::Statement beat(db_, "UPDATE workers SET heartbeat_at = ? WHERE id = ?");
+  beat.bind(1, now);
+  beat.bind(2, worker_id);
+  if (beat.exec() != 1) return false;  // forgotten: its leases may be someone else's now
+  SQLite::Statement extend(db_, "UPDATE jobs SET lease_expires = ? WHERE id = ? AND worker_id = ? AND state = 'running'");
+  for (const int64_t id : jobs) {
+    extend.bind(1, now + options_.lease_seconds);
+    extend.bind(2, id);
+    extend.bind(3, worker_id);
+    extend.exec();
+    extend.reset();
+  }
+  tx.commit();
+  return true;
+}
+
+void SqliteQueueStore::unregister_worker(int64_t worker_id) {
+  check_file_identity();
+  SQLite::Statement q(db_, "DELETE FROM workers WHERE id = ?");
+  q.bind(1, worker_id);
+  q.exec();
+}
+
+int64_t SqliteQueueStore::expire_worker(int64_t worker_id) {
+  check_file_identity();
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement q(db_, "UPDATE jobs SET lease_expires = 0 WHERE worker_id = ? AND state = 'running'");
+  q.bind(1, worker_id);
+  const int64_t n = q.exec();
+  SQLite::Statement del(db_, "DELETE FROM workers WHERE id = ?");
+  del.bind(1, worker_id);
+  del.exec();
+  tx.commit();
+  return n;
+}
+
+std::vector<Worker> SqliteQueueStore::list_workers() {
+  SQLite::Statement q(db_, "SELECT w.id, host, boot_id, pid, engine, device, started_at, heartbeat_at, images_done, "
+                           "coalesce((SELECT min(id) FROM jobs WHERE state = 'running' AND worker_id = w.id), 0) "
+                           "FROM workers w ORDER BY id");
+  std::vector<Worker> workers;
+  while (q.executeStep()) {
+    Worker w;
+    w.id = q.getColumn(0).getInt64();
+    w.info = {q.getColumn(1).getString(), q.getColumn(2).getString(), q.getColumn(3).getInt64(),
+              q.getColumn(4).getString(), q.getColumn(5).getString()};
+    w.started_at = q.getColumn(6).getDouble();
+    w.heartbeat_at = q.getColumn(7).getDouble();
+    w.images_done = q.getColumn(8).getInt64();
+    w.job = q.getColumn(9).getInt64();
+    workers.push_back(std::move(w));
+  }
+  return workers;
+}
+
+std::vector<Run> SqliteQueueStore::list_runs() {
   std::vector<Run> runs;
   SQLite::Statement q(db_, "SELECT id, name, options, out_dir, created_at FROM runs WHERE pending = 0 ORDER BY id");
   while (q.executeStep()) {
@@ -669,14 +749,14 @@ std::vector<Run> QueueStore::list_runs() {
   return runs;
 }
 
-std::optional<Run> QueueStore::run(int64_t run_id) {
+std::optional<Run> SqliteQueueStore::run(int64_t run_id) {
   for (auto& r : list_runs()) {
     if (r.id == run_id) return r;
   }
   return std::nullopt;
 }
 
-std::vector<Job> QueueStore::list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit,
+std::vector<Job> SqliteQueueStore::list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit,
                                        int64_t offset) {
   std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE 1 = 1";
   if (run_id) sql += " AND run_id = :run";
@@ -692,14 +772,14 @@ std::vector<Job> QueueStore::list_jobs(std::optional<int64_t> run_id, std::optio
   return jobs;
 }
 
-std::optional<Job> QueueStore::job(int64_t job_id) {
+std::optional<Job> SqliteQueueStore::job(int64_t job_id) {
   Use q(st_->select_job);
   q->bind(1, job_id);
   if (!q->executeStep()) return std::nullopt;
   return read_job(*q);
 }
 
-StateCounts QueueStore::counts(std::optional<int64_t> run_id) {
+StateCounts SqliteQueueStore::counts(std::optional<int64_t> run_id) {
   StateCounts c{};
   SQLite::Statement q(db_, run_id ? "SELECT state, n FROM run_counts WHERE run_id = ?" : "SELECT state, sum(n) FROM run_counts GROUP BY state");
   if (run_id) q.bind(1, *run_id);
@@ -709,7 +789,7 @@ StateCounts QueueStore::counts(std::optional<int64_t> run_id) {
   return c;
 }
 
-std::string QueueStore::integrity_check() {
+std::string SqliteQueueStore::integrity_check() {
   std::string result;
   SQLite::Statement q(db_, "PRAGMA integrity_check");
   while (q.executeStep()) result += (result.empty() ? "" : "; ") + q.getColumn(0).getString();
@@ -721,6 +801,11 @@ std::string QueueStore::integrity_check() {
                         "LEFT JOIN run_counts c USING (run_id, state) WHERE c.n IS NULL OR c.n != j.n");
   cmp.executeStep();
   if (cmp.getColumn(0).getInt64() != 0) return "run counters disagree with the jobs";
+  SQLite::Statement orphans(db_, "SELECT count(*) FROM jobs j WHERE state = 'running' AND (lease_expires < ? OR NOT "
+                                 "EXISTS (SELECT 1 FROM workers w WHERE w.id = j.worker_id))");
+  orphans.bind(1, now_seconds());
+  orphans.executeStep();
+  if (const int64_t n = orphans.getColumn(0).getInt64()) return std::to_string(n) + " running job(s) without a live lease";
   return "ok";
 }
 

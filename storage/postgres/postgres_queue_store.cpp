@@ -1,0 +1,672 @@
+#include "storage/postgres/postgres_queue_store.h"
+
+#include <stdexcept>
+
+#include "storage/postgres/pg_connection.h"
+
+namespace rgbaq::storage {
+namespace {
+
+using Params = std::vector<std::optional<std::string>>;
+
+// Schema versions: kMigrations[v] takes the database from version v to v + 1. Times are the server's
+// clock (rgbaq_now), so leases mean the same on every host.
+const std::vector<const char*> kMigrations = {
+    R"(
+CREATE FUNCTION rgbaq_now() RETURNS double precision LANGUAGE sql VOLATILE AS
+  $$ SELECT extract(epoch FROM clock_timestamp())::double precision $$;
+CREATE TABLE runs (
+  id BIGSERIAL PRIMARY KEY,
+  name TEXT NOT NULL,
+  options TEXT NOT NULL,
+  out_dir TEXT NOT NULL,
+  created_at DOUBLE PRECISION NOT NULL,
+  pending BOOLEAN NOT NULL DEFAULT TRUE,          -- a submit still adding batches: invisible
+  touched_at DOUBLE PRECISION NOT NULL DEFAULT 0  -- its last batch: a pending run left alone is discarded
+);
+CREATE INDEX runs_pending ON runs (id) WHERE pending;
+CREATE TABLE workers (
+  id BIGSERIAL PRIMARY KEY,
+  host TEXT NOT NULL,
+  boot_id TEXT NOT NULL,
+  pid BIGINT NOT NULL,
+  engine TEXT NOT NULL,
+  device TEXT NOT NULL,
+  started_at DOUBLE PRECISION NOT NULL,
+  heartbeat_at DOUBLE PRECISION NOT NULL,
+  images_done BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE jobs (
+  id BIGSERIAL PRIMARY KEY,
+  run_id BIGINT NOT NULL REFERENCES runs(id),
+  prompt TEXT NOT NULL,
+  seed BIGINT NOT NULL,                 -- the uint64 seed's bits
+  width INTEGER NOT NULL,
+  height INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'canceled')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  interruptions INTEGER NOT NULL DEFAULT 0,
+  not_before DOUBLE PRECISION NOT NULL DEFAULT 0,
+  worker TEXT NOT NULL DEFAULT '',
+  worker_id BIGINT NOT NULL DEFAULT 0,  -- the lease holder while running
+  host TEXT NOT NULL DEFAULT '',        -- the host that rendered (or renders) it
+  lease_expires DOUBLE PRECISION NOT NULL DEFAULT 0,
+  created_at DOUBLE PRECISION NOT NULL,
+  started_at DOUBLE PRECISION NOT NULL DEFAULT 0,
+  finished_at DOUBLE PRECISION NOT NULL DEFAULT 0,
+  cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+  error TEXT NOT NULL DEFAULT '',
+  errors JSONB NOT NULL DEFAULT '[]',
+  output_path TEXT NOT NULL,
+  metadata TEXT NOT NULL DEFAULT '',
+  content_key BIGINT NOT NULL,
+  prompt_key BIGINT NOT NULL
+);
+CREATE INDEX jobs_claim ON jobs (priority DESC, id) WHERE state = 'queued';
+CREATE INDEX jobs_claim_prompt ON jobs (prompt_key, priority, id) WHERE state = 'queued';
+CREATE INDEX jobs_running ON jobs (worker_id) WHERE state = 'running';
+CREATE INDEX jobs_run ON jobs (run_id, state);
+CREATE INDEX jobs_content ON jobs (content_key);
+-- Per-run counters kept by a trigger, in 16 stripes (job id % 16) so that concurrent claims of
+-- neighbouring jobs do not wait on one row; a count is the sum over the stripes.
+CREATE TABLE run_counts (
+  run_id BIGINT NOT NULL,
+  state TEXT NOT NULL,
+  stripe INTEGER NOT NULL,
+  n BIGINT NOT NULL,
+  PRIMARY KEY (run_id, state, stripe)
+);
+CREATE FUNCTION rgbaq_count_state() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF OLD.state = 'done' THEN
+    RAISE EXCEPTION 'a done job cannot change state (job %)', OLD.id;
+  END IF;
+  INSERT INTO run_counts VALUES (OLD.run_id, OLD.state, OLD.id % 16, -1)
+    ON CONFLICT (run_id, state, stripe) DO UPDATE SET n = run_counts.n - 1;
+  INSERT INTO run_counts VALUES (NEW.run_id, NEW.state, NEW.id % 16, 1)
+    ON CONFLICT (run_id, state, stripe) DO UPDATE SET n = run_counts.n + 1;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER jobs_state_change BEFORE UPDATE OF state ON jobs FOR EACH ROW
+  WHEN (OLD.state IS DISTINCT FROM NEW.state) EXECUTE FUNCTION rgbaq_count_state();
+CREATE TABLE outputs (
+  path TEXT PRIMARY KEY,
+  content_key BIGINT NOT NULL,
+  run_id BIGINT NOT NULL
+);
+CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+)",
+    // v2: each job's LoRA set ("name:weight;...", '' for none), and claims that prefer a loaded set.
+    R"(
+ALTER TABLE jobs ADD COLUMN lora TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_claim_lora ON jobs (lora, priority, id) WHERE state = 'queued';
+)",
+};
+
+constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE pending)";
+
+constexpr const char* kJobColumns =
+    "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
+    "finished_at, cancel_requested, error, errors::text, output_path, metadata, prompt_key, content_key, interruptions, "
+    "worker_id, host, lease_expires, lora";
+
+Job read_job(const pg::Result& r, int row) {
+  Job j;
+  j.id = r.int64(row, 0);
+  j.run_id = r.int64(row, 1);
+  j.prompt = r.text(row, 2);
+  j.seed = static_cast<uint64_t>(r.int64(row, 3));
+  j.width = static_cast<int>(r.int64(row, 4));
+  j.height = static_cast<int>(r.int64(row, 5));
+  j.name = r.text(row, 6);
+  j.priority = static_cast<int>(r.int64(row, 7));
+  j.state = parse_state(r.text(row, 8)).value_or(JobState::kFailed);
+  j.attempts = static_cast<int>(r.int64(row, 9));
+  j.worker = r.text(row, 10);
+  j.created_at = r.real(row, 11);
+  j.started_at = r.real(row, 12);
+  j.finished_at = r.real(row, 13);
+  j.cancel_requested = r.boolean(row, 14);
+  j.error = r.text(row, 15);
+  j.errors_json = r.text(row, 16);
+  j.output_path = r.text(row, 17);
+  j.metadata_json = r.text(row, 18);
+  j.prompt_key = static_cast<uint64_t>(r.int64(row, 19));
+  j.content_key = static_cast<uint64_t>(r.int64(row, 20));
+  j.interruptions = static_cast<int>(r.int64(row, 21));
+  j.worker_id = r.int64(row, 22);
+  j.host = r.text(row, 23);
+  j.lease_expires = r.real(row, 24);
+  j.lora = r.text(row, 25);
+  return j;
+}
+
+std::string num(int64_t v) { return std::to_string(v); }
+std::string num(uint64_t v) { return std::to_string(static_cast<int64_t>(v)); }  // the bits, as BIGINT holds them
+std::string num(int v) { return std::to_string(v); }
+std::string real(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+template <class T>
+std::string array_literal(const std::vector<T>& values) {
+  std::string a = "{";
+  for (const auto v : values) {
+    if (a.size() > 1) a += ',';
+    a += num(v);
+  }
+  return a + "}";
+}
+
+// A text[] literal: each element double-quoted, with its quotes and backslashes escaped.
+std::string text_array_literal(const std::vector<std::string>& values) {
+  std::string a = "{";
+  for (const auto& v : values) {
+    if (a.size() > 1) a += ',';
+    a += '"';
+    for (const char c : v) {
+      if (c == '"' || c == '\\') a += '\\';
+      a += c;
+    }
+    a += '"';
+  }
+  return a + "}";
+}
+
+// BEGIN, op, COMMIT; ROLLBACK if op throws. `op` may run again after a dropped connection.
+template <class Op>
+auto transaction(pg::Connection& db, Op&& op) {
+  return db.retrying([&] {
+    try {
+      db.exec("BEGIN");
+      auto result = op();
+      db.exec("COMMIT");
+      return result;
+    } catch (...) {
+      db.rollback_quietly();
+      throw;
+    }
+  });
+}
+
+// Among the queued, visible jobs of the top priority, the first whose `filter` holds.
+std::string preferred_job_sql(const char* filter) {
+  return std::string("(SELECT id FROM jobs WHERE state = 'queued' AND ") + filter + " AND not_before <= rgbaq_now()" +
+         kVisible + " AND priority = (SELECT priority FROM jobs WHERE state = 'queued' AND not_before <= rgbaq_now()" +
+         kVisible + " ORDER BY priority DESC, id LIMIT 1) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED), ";
+}
+
+// $1 worker, $2 cached prompt keys, $3 lease seconds, $4 loaded LoRA sets.
+const std::string kClaimSql = std::string(
+    "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker_id = $1, "
+    "worker = coalesce((SELECT host || ':' || pid FROM workers WHERE id = $1), ''), "
+    "host = coalesce((SELECT host FROM workers WHERE id = $1), ''), "
+    "started_at = rgbaq_now(), lease_expires = rgbaq_now() + $3 "
+    "WHERE state = 'queued' AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'paused' AND value = '1') AND id = coalesce(") +
+    // among the jobs of the top priority, one with a loaded LoRA set and a cached prompt, then one with a
+    // loaded set, then one with a cached prompt...
+    preferred_job_sql("lora = ANY($4::text[]) AND prompt_key = ANY($2::bigint[])") +
+    preferred_job_sql("lora = ANY($4::text[])") + preferred_job_sql("prompt_key = ANY($2::bigint[])") +
+    // ...else the first by priority, then submit order
+    "(SELECT id FROM jobs WHERE state = 'queued' AND not_before <= rgbaq_now()" + kVisible +
+    " ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED)) RETURNING " + kJobColumns;
+
+}  // namespace
+
+PostgresQueueStore::PostgresQueueStore(const std::string& url, StoreOptions options) : options_(options) {
+  const auto reconnect_for = std::chrono::milliseconds(static_cast<int64_t>(options_.reconnect_seconds * 1000));
+  try {
+    db_ = std::make_unique<pg::Connection>(url, reconnect_for);
+  } catch (const pg::ConnectionLost& e) {
+    throw std::runtime_error(e.what());
+  }
+  migrate();
+}
+
+PostgresQueueStore::~PostgresQueueStore() = default;
+
+std::string PostgresQueueStore::location() const { return db_->location(); }
+
+void PostgresQueueStore::migrate() {
+  transaction(*db_, [&] {
+    // Daemons starting together migrate one at a time.
+    db_->exec("SELECT pg_advisory_xact_lock(7366616)");
+    db_->exec("CREATE TABLE IF NOT EXISTS rgbaq_schema_version (version INTEGER NOT NULL)");
+    auto r = db_->exec("SELECT version FROM rgbaq_schema_version");
+    int version = 0;
+    if (r.empty()) {
+      db_->exec("INSERT INTO rgbaq_schema_version (version) VALUES (0)");
+    } else {
+      version = static_cast<int>(r.int64(0, 0));
+    }
+    if (version > static_cast<int>(kMigrations.size())) {
+      throw std::runtime_error(location() + ": the queue database has schema version " + std::to_string(version) +
+                               "; this rgbaq knows versions up to " + std::to_string(kMigrations.size()));
+    }
+    for (; version < static_cast<int>(kMigrations.size()); ++version) db_->exec(kMigrations[version]);
+    db_->exec("UPDATE rgbaq_schema_version SET version = $1", {num(version)});
+    return 0;
+  });
+}
+
+int PostgresQueueStore::schema_version() {
+  return db_->retrying([&] {
+    const auto r = db_->exec("SELECT version FROM rgbaq_schema_version");
+    return r.empty() ? 0 : static_cast<int>(r.int64(0, 0));
+  });
+}
+
+int64_t PostgresQueueStore::begin_run(const RunOptions& run) {
+  return db_->retrying([&] {
+    return db_->exec("INSERT INTO runs (name, options, out_dir, created_at, pending, touched_at) "
+                     "VALUES ($1, $2, $3, rgbaq_now(), TRUE, rgbaq_now()) RETURNING id",
+                     {run.name, run.options_json, run.out_dir})
+        .int64(0, 0);
+  });
+}
+
+SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) {
+  // One COPY into a temporary table, then set-wise statements: a batch costs a few round trips, not
+  // one per job.
+  std::string rows;
+  rows.reserve(jobs.size() * 160);
+  int ord = 0;
+  for (const NewJob& j : jobs) {
+    rows += num(j.line) + '\t';
+    pg::copy_escape(rows, j.prompt);
+    rows += '\t' + num(j.seed) + '\t' + num(j.width) + '\t' + num(j.height) + '\t';
+    pg::copy_escape(rows, j.name);
+    rows += '\t' + num(j.priority) + '\t';
+    pg::copy_escape(rows, j.output_path);
+    rows += '\t' + num(j.content_key) + '\t' + num(j.prompt_key) + '\t' + num(ord++) + '\t';
+    pg::copy_escape(rows, j.lora);
+    rows += '\n';
+  }
+  return transaction(*db_, [&] {
+    SubmitResult result;
+    result.run_id = run_id;
+    db_->exec("CREATE TEMP TABLE IF NOT EXISTS new_jobs (line INTEGER, prompt TEXT, seed BIGINT, width INTEGER, "
+              "height INTEGER, name TEXT, priority INTEGER, output_path TEXT, content_key BIGINT, prompt_key BIGINT, "
+              "ord INTEGER, lora TEXT) ON COMMIT DELETE ROWS");
+    db_->copy_in("COPY new_jobs FROM STDIN", rows);
+    if (run.skip_duplicates) {
+      result.skipped = static_cast<uint64_t>(
+          db_->exec("DELETE FROM new_jobs n WHERE EXISTS (SELECT 1 FROM jobs WHERE content_key = n.content_key AND "
+                    "state IN ('queued', 'running', 'done')) OR EXISTS (SELECT 1 FROM new_jobs m WHERE "
+                    "m.content_key = n.content_key AND m.ord < n.ord)")
+              .affected());
+    }
+    db_->exec("INSERT INTO outputs (path, content_key, run_id) SELECT output_path, content_key, $1 FROM new_jobs "
+              "ORDER BY ord ON CONFLICT (path) DO NOTHING",
+              {num(run_id)});
+    const auto clash = db_->exec("SELECT n.line, n.output_path, o.run_id FROM new_jobs n JOIN outputs o ON o.path = "
+                                 "n.output_path WHERE o.content_key <> n.content_key ORDER BY n.ord LIMIT 20");
+    if (!clash.empty()) {
+      std::vector<OutputClash> clashes;
+      for (int i = 0; i < clash.rows(); ++i) {
+        clashes.push_back({static_cast<int>(clash.int64(i, 0)), clash.text(i, 1), clash.int64(i, 2)});
+      }
+      throw OutputClashError(std::move(clashes));  // the transaction rolls back
+    }
+    result.inserted = static_cast<uint64_t>(
+        db_->exec("INSERT INTO jobs (run_id, prompt, seed, width, height, name, priority, state, created_at, "
+                  "output_path, content_key, prompt_key, lora) SELECT $1, prompt, seed, width, height, name, priority, "
+                  "'queued', rgbaq_now(), output_path, content_key, prompt_key, lora FROM new_jobs ORDER BY ord",
+                  {num(run_id)})
+            .affected());
+    db_->exec("UPDATE runs SET touched_at = rgbaq_now() WHERE id = $1", {num(run_id)});
+    return result;
+  });
+}
+
+void PostgresQueueStore::publish_run(int64_t run_id, uint64_t inserted) {
+  transaction(*db_, [&] {
+    // Only the first publish counts: this may run again after a dropped connection.
+    if (db_->exec("UPDATE runs SET pending = FALSE WHERE id = $1 AND pending", {num(run_id)}).affected() == 1) {
+      db_->exec("INSERT INTO run_counts (run_id, state, stripe, n) VALUES ($1, 'queued', 0, $2) "
+                "ON CONFLICT (run_id, state, stripe) DO UPDATE SET n = run_counts.n + excluded.n",
+                {num(run_id), num(inserted)});
+    }
+    return 0;
+  });
+}
+
+int64_t PostgresQueueStore::discard_run(int64_t run_id) {
+  int64_t deleted = 0;
+  for (;;) {
+    const int64_t n = db_->retrying([&] {
+      return db_->exec("DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE run_id = $1 LIMIT 5000)", {num(run_id)})
+          .affected();
+    });
+    deleted += n;
+    if (n == 0) break;
+  }
+  transaction(*db_, [&] {
+    for (const char* sql : {"DELETE FROM outputs WHERE run_id = $1", "DELETE FROM run_counts WHERE run_id = $1",
+                            "DELETE FROM runs WHERE id = $1 AND pending"}) {
+      db_->exec(sql, {num(run_id)});
+    }
+    return 0;
+  });
+  return deleted;
+}
+
+std::optional<Job> PostgresQueueStore::claim_in_transaction(int64_t worker_id, const std::vector<uint64_t>& preferred,
+                                                            const std::vector<std::string>& preferred_loras) {
+  const auto r = db_->exec(kClaimSql,
+                           {num(worker_id), array_literal(preferred), real(options_.lease_seconds),
+                            text_array_literal(preferred_loras)},
+                           "claim");
+  if (r.empty()) return std::nullopt;
+  return read_job(r, 0);
+}
+
+std::optional<Job> PostgresQueueStore::claim(int64_t worker_id, const std::vector<uint64_t>& preferred,
+                                             const std::vector<std::string>& preferred_loras) {
+  return db_->retrying([&] { return claim_in_transaction(worker_id, preferred, preferred_loras); });
+}
+
+bool PostgresQueueStore::complete_in_transaction(int64_t job_id, const std::string& output_path,
+                                                 const std::string& metadata_json) {
+  const auto r = db_->exec(
+      "WITH done AS (UPDATE jobs SET state = 'done', finished_at = rgbaq_now(), output_path = $2, metadata = $3, "
+      "error = '', lease_expires = 0 WHERE id = $1 AND state = 'running' RETURNING worker_id), "
+      "counted AS (UPDATE workers SET images_done = images_done + 1 WHERE id IN (SELECT worker_id FROM done)) "
+      "SELECT count(*) FROM done",
+      {num(job_id), output_path, metadata_json}, "complete");
+  return r.int64(0, 0) == 1;
+}
+
+bool PostgresQueueStore::complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
+  return db_->retrying([&] { return complete_in_transaction(job_id, output_path, metadata_json); });
+}
+
+std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
+                                                          const std::string& metadata_json, int64_t worker_id,
+                                                          const std::vector<uint64_t>& preferred,
+                                                          const std::vector<std::string>& preferred_loras) {
+  return transaction(*db_, [&] {
+    complete_in_transaction(job_id, output_path, metadata_json);
+    return claim_in_transaction(worker_id, preferred, preferred_loras);
+  });
+}
+
+JobState PostgresQueueStore::fail(int64_t job_id, const std::string& reason) {
+  return db_->retrying([&] {
+    const auto r = db_->exec(
+        "UPDATE jobs SET state = CASE WHEN attempts >= $3 THEN 'failed' ELSE 'queued' END, error = $2, "
+        "not_before = CASE WHEN attempts >= $3 THEN 0 ELSE rgbaq_now() + least(300, $4 * power(2, attempts - 1)) END, "
+        "finished_at = CASE WHEN attempts >= $3 THEN rgbaq_now() ELSE 0 END, "
+        "errors = errors || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', rgbaq_now(), 'reason', $2::text)), "
+        "worker_id = 0, lease_expires = 0 WHERE id = $1 AND state = 'running' RETURNING state",
+        {num(job_id), reason, num(options_.max_attempts), real(options_.backoff_seconds)});
+    if (!r.empty()) return parse_state(r.text(0, 0)).value_or(JobState::kFailed);
+    const auto now = db_->exec("SELECT state FROM jobs WHERE id = $1", {num(job_id)});
+    return now.empty() ? JobState::kFailed : parse_state(now.text(0, 0)).value_or(JobState::kFailed);
+  });
+}
+
+bool PostgresQueueStore::requeue(int64_t job_id) {
+  return db_->retrying([&] {
+    return db_->exec("UPDATE jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), worker = '', worker_id = 0, "
+                     "lease_expires = 0 WHERE id = $1 AND state = 'running'",
+                     {num(job_id)})
+               .affected() == 1;
+  });
+}
+
+bool PostgresQueueStore::finish_canceled(int64_t job_id) {
+  return db_->retrying([&] {
+    return db_->exec("UPDATE jobs SET state = 'canceled', finished_at = rgbaq_now(), worker_id = 0, lease_expires = 0 "
+                     "WHERE id = $1 AND state = 'running' AND cancel_requested",
+                     {num(job_id)})
+               .affected() == 1;
+  });
+}
+
+int64_t PostgresQueueStore::cancel_where(const char* column, int64_t id) {
+  return transaction(*db_, [&] {
+    int64_t n = db_->exec(std::string("UPDATE jobs SET state = 'canceled', finished_at = rgbaq_now() WHERE ") + column +
+                              " = $1 AND state = 'queued'" + kVisible,
+                          {num(id)})
+                    .affected();
+    n += db_->exec(std::string("UPDATE jobs SET cancel_requested = TRUE WHERE ") + column + " = $1 AND state = 'running'",
+                   {num(id)})
+             .affected();
+    return n;
+  });
+}
+
+int64_t PostgresQueueStore::cancel_run(int64_t run_id) { return cancel_where("run_id", run_id); }
+
+bool PostgresQueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id) > 0; }
+
+bool PostgresQueueStore::cancel_requested(int64_t job_id) {
+  return db_->retrying([&] {
+    const auto r = db_->exec("SELECT cancel_requested FROM jobs WHERE id = $1", {num(job_id)}, "cancel_requested");
+    return !r.empty() && r.boolean(0, 0);
+  });
+}
+
+void PostgresQueueStore::set_paused(bool paused) {
+  db_->retrying([&] {
+    return db_->exec("INSERT INTO settings (key, value) VALUES ('paused', $1) ON CONFLICT (key) DO UPDATE SET value = "
+                     "excluded.value",
+                     {paused ? "1" : "0"})
+        .affected();
+  });
+}
+
+bool PostgresQueueStore::paused() {
+  return db_->retrying([&] {
+    const auto r = db_->exec("SELECT value FROM settings WHERE key = 'paused'");
+    return !r.empty() && r.text(0, 0) == "1";
+  });
+}
+
+int64_t PostgresQueueStore::prioritize_run(int64_t run_id, int priority) {
+  return db_->retrying([&] {
+    return db_->exec("UPDATE jobs SET priority = $1 WHERE run_id = $2 AND state IN ('queued', 'running')",
+                     {num(priority), num(run_id)})
+        .affected();
+  });
+}
+
+int64_t PostgresQueueStore::retry(int64_t run_id, bool include_canceled) {
+  return db_->retrying([&] {
+    return db_->exec(std::string("UPDATE jobs SET state = 'queued', attempts = 0, interruptions = 0, not_before = 0, "
+                                 "error = '', cancel_requested = FALSE, finished_at = 0, worker_id = 0, lease_expires = 0 "
+                                 "WHERE run_id = $1 AND state IN ('failed'") +
+                         (include_canceled ? ", 'canceled')" : ")"),
+                     {num(run_id)})
+        .affected();
+  });
+}
+
+RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
+  RecoverResult r;
+  // Submits cut off before their last batch and left alone for a lease: their submitter is gone.
+  const auto pending = db_->retrying([&] {
+    return db_->exec("SELECT id FROM runs WHERE pending AND touched_at < rgbaq_now() - $1",
+                     {real(options_.lease_seconds)});
+  });
+  for (int i = 0; i < pending.rows(); ++i) r.discarded_jobs += discard_run(pending.int64(i, 0));
+  // Expired leases, in one statement (concurrent recoveries on other hosts lock rows in the same order).
+  // The crashed job spends its attempt; any other was interrupted: attempt given back, interruption counted.
+  const std::string crashed = num(crashed_job.value_or(-1));
+  const char* failed_crash = "(id = $1 AND attempts >= $2)";
+  const char* failed_interrupted = "(id <> $1 AND interruptions + 1 >= $3)";
+  const std::string failing = std::string("(") + failed_crash + " OR " + failed_interrupted + ")";
+  const std::string reason = std::string("CASE WHEN ") + failed_crash + " THEN 'crashed the daemon ' || attempts || ' times' "
+                             "ELSE 'interrupted ' || (interruptions + 1) || ' times' END";
+  const auto states = db_->retrying([&] {
+    return db_->exec(
+        "UPDATE jobs SET attempts = CASE WHEN id = $1 THEN attempts ELSE greatest(attempts - 1, 0) END, "
+        "interruptions = CASE WHEN id = $1 THEN interruptions ELSE interruptions + 1 END, "
+        "state = CASE WHEN " + failing + " THEN 'failed' ELSE 'queued' END, "
+        "error = CASE WHEN " + failing + " THEN " + reason + " ELSE error END, "
+        "errors = CASE WHEN " + failing + " THEN errors || jsonb_build_array(jsonb_build_object('attempt', attempts, "
+        "'at', rgbaq_now(), 'reason', " + reason + ")) ELSE errors END, "
+        "finished_at = CASE WHEN " + failing + " THEN rgbaq_now() ELSE finished_at END, "
+        "worker = '', worker_id = 0, lease_expires = 0 "
+        "WHERE state = 'running' AND lease_expires < rgbaq_now() RETURNING state",
+        {crashed, num(options_.max_attempts), num(options_.max_interruptions)});
+  });
+  for (int i = 0; i < states.rows(); ++i) ++(states.text(i, 0) == "failed" ? r.failed : r.requeued);
+  db_->retrying([&] {
+    return db_->exec("DELETE FROM workers WHERE heartbeat_at < rgbaq_now() - $1", {real(options_.lease_seconds)}).affected();
+  });
+  return r;
+}
+
+int64_t PostgresQueueStore::register_worker(const WorkerInfo& info) {
+  return db_->retrying([&] {
+    return db_->exec("INSERT INTO workers (host, boot_id, pid, engine, device, started_at, heartbeat_at) "
+                     "VALUES ($1, $2, $3, $4, $5, rgbaq_now(), rgbaq_now()) RETURNING id",
+                     {info.host, info.boot_id, num(info.pid), info.engine, info.device})
+        .int64(0, 0);
+  });
+}
+
+bool PostgresQueueStore::heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) {
+  return db_->retrying([&] {
+    return db_->exec("WITH w AS (UPDATE workers SET heartbeat_at = rgbaq_now() WHERE id = $1 RETURNING id), "
+                     "j AS (UPDATE jobs SET lease_expires = rgbaq_now() + $3 WHERE id = ANY($2::bigint[]) AND "
+                     "state = 'running' AND worker_id = $1 AND EXISTS (SELECT 1 FROM w)) SELECT count(*) FROM w",
+                     {num(worker_id), array_literal(jobs), real(options_.lease_seconds)}, "heartbeat")
+               .int64(0, 0) == 1;
+  });
+}
+
+void PostgresQueueStore::unregister_worker(int64_t worker_id) {
+  db_->retrying([&] { return db_->exec("DELETE FROM workers WHERE id = $1", {num(worker_id)}).affected(); });
+}
+
+int64_t PostgresQueueStore::expire_worker(int64_t worker_id) {
+  return transaction(*db_, [&] {
+    const int64_t n = db_->exec("UPDATE jobs SET lease_expires = 0 WHERE worker_id = $1 AND state = 'running'",
+                                {num(worker_id)})
+                          .affected();
+    db_->exec("DELETE FROM workers WHERE id = $1", {num(worker_id)});
+    return n;
+  });
+}
+
+std::vector<Worker> PostgresQueueStore::list_workers() {
+  const auto r = db_->retrying([&] {
+    return db_->exec("SELECT w.id, host, boot_id, pid, engine, device, started_at, heartbeat_at, images_done, "
+                     "coalesce((SELECT min(id) FROM jobs WHERE state = 'running' AND worker_id = w.id), 0) "
+                     "FROM workers w ORDER BY id");
+  });
+  std::vector<Worker> workers;
+  for (int i = 0; i < r.rows(); ++i) {
+    Worker w;
+    w.id = r.int64(i, 0);
+    w.info = {r.text(i, 1), r.text(i, 2), r.int64(i, 3), r.text(i, 4), r.text(i, 5)};
+    w.started_at = r.real(i, 6);
+    w.heartbeat_at = r.real(i, 7);
+    w.images_done = r.int64(i, 8);
+    w.job = r.int64(i, 9);
+    workers.push_back(std::move(w));
+  }
+  return workers;
+}
+
+std::vector<Run> PostgresQueueStore::list_runs() {
+  return transaction(*db_, [&] {
+    std::vector<Run> runs;
+    const auto q = db_->exec("SELECT id, name, options, out_dir, created_at FROM runs WHERE NOT pending ORDER BY id");
+    for (int i = 0; i < q.rows(); ++i) {
+      Run r;
+      r.id = q.int64(i, 0);
+      r.name = q.text(i, 1);
+      r.options_json = q.text(i, 2);
+      r.out_dir = q.text(i, 3);
+      r.created_at = q.real(i, 4);
+      runs.push_back(std::move(r));
+    }
+    const auto c = db_->exec("SELECT run_id, state, sum(n) FROM run_counts GROUP BY run_id, state");
+    for (int i = 0; i < c.rows(); ++i) {
+      const int64_t id = c.int64(i, 0);
+      const auto state = parse_state(c.text(i, 1));
+      const auto it = std::lower_bound(runs.begin(), runs.end(), id, [](const Run& r, int64_t v) { return r.id < v; });
+      if (state && it != runs.end() && it->id == id) it->counts[static_cast<int>(*state)] = c.int64(i, 2);
+    }
+    return runs;
+  });
+}
+
+std::optional<Run> PostgresQueueStore::run(int64_t run_id) {
+  for (auto& r : list_runs()) {
+    if (r.id == run_id) return r;
+  }
+  return std::nullopt;
+}
+
+std::vector<Job> PostgresQueueStore::list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit,
+                                               int64_t offset) {
+  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE TRUE";
+  Params params;
+  if (run_id) {
+    params.push_back(num(*run_id));
+    sql += " AND run_id = $" + std::to_string(params.size());
+  }
+  if (state) {
+    params.push_back(std::string(state_name(*state)));
+    sql += " AND state = $" + std::to_string(params.size());
+  }
+  params.push_back(num(limit));
+  sql += " ORDER BY id LIMIT $" + std::to_string(params.size());
+  params.push_back(num(offset));
+  sql += " OFFSET $" + std::to_string(params.size());
+  const auto r = db_->retrying([&] { return db_->exec(sql, params); });
+  std::vector<Job> jobs;
+  jobs.reserve(static_cast<size_t>(r.rows()));
+  for (int i = 0; i < r.rows(); ++i) jobs.push_back(read_job(r, i));
+  return jobs;
+}
+
+std::optional<Job> PostgresQueueStore::job(int64_t job_id) {
+  const auto r = db_->retrying(
+      [&] { return db_->exec(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = $1", {num(job_id)}, "job"); });
+  if (r.empty()) return std::nullopt;
+  return read_job(r, 0);
+}
+
+StateCounts PostgresQueueStore::counts(std::optional<int64_t> run_id) {
+  const auto r = db_->retrying([&] {
+    return run_id ? db_->exec("SELECT state, sum(n) FROM run_counts WHERE run_id = $1 GROUP BY state", {num(*run_id)})
+                  : db_->exec("SELECT state, sum(n) FROM run_counts GROUP BY state");
+  });
+  StateCounts c{};
+  for (int i = 0; i < r.rows(); ++i) {
+    if (const auto s = parse_state(r.text(i, 0))) c[static_cast<int>(*s)] = r.int64(i, 1);
+  }
+  return c;
+}
+
+std::string PostgresQueueStore::integrity_check() {
+  return transaction(*db_, [&]() -> std::string {
+    // One snapshot for both sides of each comparison.
+    db_->exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    std::string problems;
+    const auto counters = db_->exec(
+        std::string("SELECT count(*) FROM (SELECT run_id, state, count(*) AS n FROM jobs WHERE TRUE") + kVisible +
+        " GROUP BY run_id, state) j FULL JOIN (SELECT run_id, state, sum(n) AS n FROM run_counts GROUP BY run_id, state) c "
+        "USING (run_id, state) WHERE coalesce(j.n, 0) <> coalesce(c.n, 0)");
+    if (counters.int64(0, 0) != 0) problems = "run counters disagree with the jobs (" + counters.text(0, 0) + " run/state pairs)";
+    const auto orphans = db_->exec("SELECT count(*) FROM jobs j WHERE state = 'running' AND (lease_expires < rgbaq_now() OR "
+                                   "NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = j.worker_id))");
+    if (orphans.int64(0, 0) != 0) {
+      if (!problems.empty()) problems += "; ";
+      problems += orphans.text(0, 0) + " running job(s) without a live lease";
+    }
+    return problems.empty() ? "ok" : problems;
+  });
+}
+
+}  // namespace rgbaq::storage

@@ -1,0 +1,76 @@
+#pragma once
+// The job queue in PostgreSQL: one queue shared by daemons on many hosts. Claims are one statement
+// (UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING ...); a running job holds
+// a lease (the server's clock, so hosts' clocks need not agree) that its worker's heartbeat extends;
+// recovery requeues only expired leases. Run counters are kept by a trigger in 16 stripes per (run,
+// state), so concurrent claims do not queue on one counter row. The schema is versioned and migrated
+// forward by whoever opens it first; a newer one is refused. A dropped connection is reopened with
+// backoff (pg_connection.h).
+#include <memory>
+#include <string>
+
+#include "storage/queue_store.h"
+
+namespace rgbaq::storage {
+
+namespace pg {
+class Connection;
+}
+
+class PostgresQueueStore final : public QueueStore {
+ public:
+  static constexpr int kSchemaVersion = 2;
+
+  // Connects and migrates. Throws std::runtime_error naming the URL (password masked).
+  explicit PostgresQueueStore(const std::string& url, StoreOptions options = {});
+  ~PostgresQueueStore() override;
+
+  int64_t begin_run(const RunOptions& run) override;
+  SubmitResult append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) override;
+  void publish_run(int64_t run_id, uint64_t inserted) override;
+  int64_t discard_run(int64_t run_id) override;
+  std::optional<Job> claim(int64_t worker_id, const std::vector<uint64_t>& preferred = {},
+                           const std::vector<std::string>& preferred_loras = {}) override;
+  std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path, const std::string& metadata_json,
+                                        int64_t worker_id, const std::vector<uint64_t>& preferred = {},
+                                        const std::vector<std::string>& preferred_loras = {}) override;
+  bool complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) override;
+  JobState fail(int64_t job_id, const std::string& reason) override;
+  bool requeue(int64_t job_id) override;
+  bool finish_canceled(int64_t job_id) override;
+  int64_t cancel_run(int64_t run_id) override;
+  bool cancel_job(int64_t job_id) override;
+  bool cancel_requested(int64_t job_id) override;
+  void set_paused(bool paused) override;
+  bool paused() override;
+  int64_t prioritize_run(int64_t run_id, int priority) override;
+  int64_t retry(int64_t run_id, bool include_canceled = false) override;
+  RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) override;
+  int64_t register_worker(const WorkerInfo& info) override;
+  bool heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) override;
+  void unregister_worker(int64_t worker_id) override;
+  int64_t expire_worker(int64_t worker_id) override;
+  std::vector<Worker> list_workers() override;
+  std::vector<Run> list_runs() override;
+  std::optional<Run> run(int64_t run_id) override;
+  std::vector<Job> list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit = 1000,
+                             int64_t offset = 0) override;
+  std::optional<Job> job(int64_t job_id) override;
+  StateCounts counts(std::optional<int64_t> run_id = std::nullopt) override;
+  // "ok", or what disagrees: run counters against the jobs, running jobs without a live lease.
+  std::string integrity_check() override;
+  int schema_version() override;
+  std::string location() const override;
+
+ private:
+  std::optional<Job> claim_in_transaction(int64_t worker_id, const std::vector<uint64_t>& preferred,
+                                          const std::vector<std::string>& preferred_loras);
+  bool complete_in_transaction(int64_t job_id, const std::string& output_path, const std::string& metadata_json);
+  int64_t cancel_where(const char* column, int64_t id);
+  void migrate();
+
+  StoreOptions options_;
+  std::unique_ptr<pg::Connection> db_;
+};
+
+}  // namespace rgbaq::storage

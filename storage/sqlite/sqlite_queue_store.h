@@ -1,0 +1,85 @@
+#pragma once
+// The job queue in SQLite (WAL, BEGIN IMMEDIATE for read-then-write, a busy timeout, bound parameters
+// only, a versioned schema with forward migrations): the embedded default, one file a data directory.
+// Several processes may share one database; every transition is one transaction.
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "storage/queue_store.h"
+
+namespace rgbaq::storage {
+
+class SqliteQueueStore final : public QueueStore {
+ public:
+  static constexpr int kSchemaVersion = 4;
+
+  // Opens or creates the database and migrates it forward. Throws std::runtime_error naming the file
+  // when it cannot, when its schema is newer than this build knows, or when an existing file is not an
+  // rgbaq queue (see StoreOptions::create_over_invalid).
+  explicit SqliteQueueStore(const std::filesystem::path& path, StoreOptions options = {});
+  ~SqliteQueueStore() override;
+
+  int64_t begin_run(const RunOptions& run) override;
+  SubmitResult append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) override;
+  void publish_run(int64_t run_id, uint64_t inserted) override;
+  int64_t discard_run(int64_t run_id) override;
+  std::optional<Job> claim(int64_t worker_id, const std::vector<uint64_t>& preferred = {},
+                           const std::vector<std::string>& preferred_loras = {}) override;
+  std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path, const std::string& metadata_json,
+                                        int64_t worker_id, const std::vector<uint64_t>& preferred = {},
+                                        const std::vector<std::string>& preferred_loras = {}) override;
+  bool complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) override;
+  JobState fail(int64_t job_id, const std::string& reason) override;
+  bool requeue(int64_t job_id) override;
+  bool finish_canceled(int64_t job_id) override;
+  int64_t cancel_run(int64_t run_id) override;
+  bool cancel_job(int64_t job_id) override;
+  bool cancel_requested(int64_t job_id) override;
+  void set_paused(bool paused) override;
+  bool paused() override;
+  int64_t prioritize_run(int64_t run_id, int priority) override;
+  int64_t retry(int64_t run_id, bool include_canceled = false) override;
+  RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) override;
+  int64_t register_worker(const WorkerInfo& info) override;
+  bool heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) override;
+  void unregister_worker(int64_t worker_id) override;
+  int64_t expire_worker(int64_t worker_id) override;
+  std::vector<Worker> list_workers() override;
+  std::vector<Run> list_runs() override;
+  std::optional<Run> run(int64_t run_id) override;
+  std::vector<Job> list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit = 1000,
+                             int64_t offset = 0) override;
+  std::optional<Job> job(int64_t job_id) override;
+  StateCounts counts(std::optional<int64_t> run_id = std::nullopt) override;
+  // "ok", or what PRAGMA integrity_check (and the run counters' cross-check) found.
+  std::string integrity_check() override;
+  int schema_version() override;
+  std::string location() const override { return path_.string(); }
+
+  const std::filesystem::path& path() const { return path_; }
+
+  // Throws std::runtime_error naming the file when the path no longer names the file this store opened
+  // (deleted, or replaced): what is written now could not be found again. Every write checks it first
+  // (one stat).
+  void check_file_identity() const;
+
+ private:
+  struct Statements;
+  std::optional<Job> claim_locked(int64_t worker_id, const std::vector<uint64_t>& preferred,
+                                  const std::vector<std::string>& preferred_loras);
+  bool complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json);
+  // Queued jobs where `column` (id or run_id) = id -> canceled; running ones get a cancel request.
+  int64_t cancel_where(const char* column, int64_t id);
+  void migrate();
+
+  std::filesystem::path path_;
+  StoreOptions options_;
+  bool existed_ = false;                  // the file was there before this store opened it
+  uint64_t file_dev_ = 0, file_ino_ = 0;  // the opened file's identity
+  SQLite::Database db_;
+  std::unique_ptr<Statements> st_;  // prepared once: claims and completions run thousands of times a second
+};
+
+}  // namespace rgbaq::storage

@@ -1,0 +1,85 @@
+#pragma once
+// The queue stores the typed suites run over: SQLite in a temporary file, and PostgreSQL on a real
+// server (tests/postgres_server.h, one per test process, a fresh database per test). A PostgreSQL test
+// skips, saying why, only when the server binaries are not installed.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+
+#include "storage/open_queue_store.h"
+#include "storage/postgres/postgres_queue_store.h"
+#include "storage/sqlite/sqlite_queue_store.h"
+#include "tests/postgres_server.h"
+#include "tests/test_temp_dir.h"
+
+namespace rgbaq::storage {
+
+struct SqliteBackend {
+  static constexpr const char* kName = "sqlite";
+  static bool available() { return true; }
+  static std::string why_unavailable() { return {}; }
+  std::string url() const { return (dir.path() / "q.db").string(); }
+  std::unique_ptr<QueueStore> open(const StoreOptions& o = {}) const { return std::make_unique<SqliteQueueStore>(url(), o); }
+  void set_schema_version(int v) const {
+    SQLite::Database db(url(), SQLite::OPEN_READWRITE);
+    db.exec("UPDATE schema_version SET version = " + std::to_string(v));
+  }
+  int known_schema_version() const { return SqliteQueueStore::kSchemaVersion; }
+  void exec(const std::string& sql) const {
+    SQLite::Database db(url(), SQLite::OPEN_READWRITE);
+    db.exec(sql);
+  }
+  TempDir dir;
+};
+
+inline PostgresServer& shared_postgres_server() {
+  static PostgresServer server;  // started by the first test that needs it, stopped at exit
+  return server;
+}
+
+struct PostgresBackend {
+  static constexpr const char* kName = "postgres";
+  static bool available() { return PostgresServer::available(); }
+  static std::string why_unavailable() { return PostgresServer::why_unavailable(); }
+  PostgresBackend() {
+    static std::atomic<int> counter{0};
+    database = "t" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+    url_ = shared_postgres_server().create_database(database);
+  }
+  std::string url() const { return url_; }
+  std::unique_ptr<QueueStore> open(const StoreOptions& o = {}) const { return std::make_unique<PostgresQueueStore>(url_, o); }
+  void set_schema_version(int v) const { exec("UPDATE rgbaq_schema_version SET version = " + std::to_string(v)); }
+  int known_schema_version() const { return PostgresQueueStore::kSchemaVersion; }
+  void exec(const std::string& sql) const {
+    const auto r = shared_postgres_server().psql(database, sql);
+    if (r.exit_code != 0) throw std::runtime_error(r.err);
+  }
+  std::string database, url_;
+};
+
+// The typed fixture: backend() opens stores on one queue (several stores = several connections).
+template <class Backend>
+class QueueStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!Backend::available()) GTEST_SKIP() << Backend::why_unavailable();
+    backend_ = std::make_unique<Backend>();
+  }
+  std::unique_ptr<QueueStore> open(const StoreOptions& o = {}) { return backend_->open(o); }
+  Backend& backend() { return *backend_; }
+
+ private:
+  std::unique_ptr<Backend> backend_;
+};
+
+using QueueStoreBackends = ::testing::Types<SqliteBackend, PostgresBackend>;
+
+struct BackendNames {
+  template <class T>
+  static std::string GetName(int) {
+    return T::kName;
+  }
+};
+
+}  // namespace rgbaq::storage
