@@ -203,7 +203,7 @@ void channel_rms_norm_pixels(const Map& x, const std::vector<float>& gamma, bool
     const float* row = x.v.data() + c * pixels;
     float* out = y.v.data() + c * pixels;
     for (int64_t p = p0; p < p1; ++p) {
-      const float scale = root_c / static_cast<float>(std::max(std::sqrt(sums[p - p0]), 1e-12));
+      const float scale = math::channel_rms_scale(sums[p - p0], root_c);
       const float v = row[p] * scale * gamma[c];
       out[p] = then_silu ? silu(v) : v;
     }
@@ -232,7 +232,7 @@ RGBAQ_AVX2_FMA void channel_rms_norm_pixels_avx2(const Map& x, const std::vector
   }
   // sums now hold each pixel's scale, as floats in the first half.
   float* scale = reinterpret_cast<float*>(sum);
-  for (int64_t i = 0; i < n; ++i) scale[i] = root_c / static_cast<float>(std::max(std::sqrt(sum[i]), 1e-12));
+  for (int64_t i = 0; i < n; ++i) scale[i] = math::channel_rms_scale(sum[i], root_c);
   for (int64_t c = 0; c < x.c; ++c) {
     const float* row = x.v.data() + c * pixels;
     float* out = y.v.data() + c * pixels;
@@ -295,11 +295,16 @@ void add_dup_up(Map& y, const Map& x, int temporal_factor, ThreadPool& pool) {
   const int64_t ft = temporal_factor, repeats = y.c * ft * 4 / x.c;
   pool.parallel_for(y.c, 1, [&](int64_t o0, int64_t o1) {
     for (int64_t o = o0; o < o1; ++o)
-      for (int64_t yy = 0; yy < y.h; ++yy)
-        for (int64_t xx = 0; xx < y.w; ++xx) {
-          const int64_t c = ((o * ft + ft - 1) * 2 + yy % 2) * 2 + xx % 2;
-          y.v[(o * y.h + yy) * y.w + xx] += x.v[((c / repeats) * x.h + yy / 2) * x.w + xx / 2];
+      for (int64_t yy = 0; yy < y.h; ++yy) {  // even X reads channel c_even, odd X the next
+        const int64_t c_even = ((o * ft + ft - 1) * 2 + yy % 2) * 2;
+        const float* even = x.v.data() + ((c_even / repeats) * x.h + yy / 2) * x.w;
+        const float* odd = x.v.data() + (((c_even + 1) / repeats) * x.h + yy / 2) * x.w;
+        float* row = y.v.data() + (o * y.h + yy) * y.w;
+        for (int64_t xx = 0; xx < x.w; ++xx) {
+          row[2 * xx] += even[xx];
+          row[2 * xx + 1] += odd[xx];
         }
+      }
   });
 }
 
