@@ -130,6 +130,12 @@ VaeDecoder::ResBlock load_resblock(const WeightStore& ws, const std::string& p, 
 
 // im2col floats per task: about 1 MiB, so a strip's columns stay in cache between im2col and sgemm.
 constexpr int64_t kStripFloats = 256 * 1024;
+// ...but at least this many columns: sgemm packs the whole weight (up to 1152 x 10368 at the real dims'
+// low resolutions) on every call, which thin strips would repeat for a few columns each.
+constexpr int64_t kMinStripCols = 256;
+// Small maps give fewer strips than this many tasks; the output channels are then split too (a fixed
+// rule, so results do not depend on the thread count).
+constexpr int64_t kMinConvTasks = 4;
 
 // out = conv(x) + bias (+ residual, which has out's shape), zero padding (k - 1) / 2.
 Map conv2d(const Map& x, const Conv& c, Ctx& ctx, const Map* residual = nullptr) {
@@ -137,10 +143,15 @@ Map conv2d(const Map& x, const Conv& c, Ctx& ctx, const Map* residual = nullptr)
   Map y(ctx, c.out, x.h, x.w);
   ThreadPool& pool = ctx.pool;
   const int64_t pixels = x.pixels();
-  const int64_t rows_per_strip = c.k == 1 ? std::max<int64_t>(1, 8192 / x.w)
-                                          : std::max<int64_t>(1, kStripFloats / (c.in * c.k * c.k * x.w));
+  const int64_t rows_per_strip =
+      c.k == 1 ? std::max<int64_t>(1, 8192 / x.w)
+               : std::max({int64_t{1}, kStripFloats / (c.in * c.k * c.k * x.w), (kMinStripCols + x.w - 1) / x.w});
   const int64_t strips = (x.h + rows_per_strip - 1) / rows_per_strip, taps = c.k * c.k, pad = (c.k - 1) / 2;
-  pool.run(strips, [&](int64_t strip) {
+  const int64_t out_chunks = std::clamp<int64_t>((kMinConvTasks + strips - 1) / strips, 1, std::max<int64_t>(1, c.out / 32));
+  const int64_t out_per_chunk = (c.out + out_chunks - 1) / out_chunks;
+  pool.run(strips * out_chunks, [&](int64_t task) {
+    const int64_t strip = task / out_chunks, o_begin = (task % out_chunks) * out_per_chunk;
+    const int64_t o_end = std::min(c.out, o_begin + out_per_chunk);
     const int64_t y0 = strip * rows_per_strip, y1 = std::min(x.h, y0 + rows_per_strip), cols = (y1 - y0) * x.w;
     const float* b;
     int64_t ldb;
@@ -173,7 +184,7 @@ Map conv2d(const Map& x, const Conv& c, Ctx& ctx, const Map* residual = nullptr)
       ldb = cols;
     }
     float* out = y.v.data() + y0 * x.w;
-    for (int64_t o = 0; o < c.out; ++o) {
+    for (int64_t o = o_begin; o < o_end; ++o) {
       float* row = out + o * pixels;
       if (residual) {
         const float* r = residual->v.data() + o * pixels + y0 * x.w;
@@ -182,7 +193,8 @@ Map conv2d(const Map& x, const Conv& c, Ctx& ctx, const Map* residual = nullptr)
         std::fill(row, row + cols, c.bias[o]);
       }
     }
-    sgemm_nn(c.out, cols, c.in * taps, c.weight.data(), c.in * taps, b, ldb, out, pixels, true);
+    sgemm_nn(o_end - o_begin, cols, c.in * taps, c.weight.data() + o_begin * c.in * taps, c.in * taps, b, ldb,
+             out + o_begin * pixels, pixels, true);
   });
   return y;
 }
