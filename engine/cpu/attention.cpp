@@ -2,71 +2,81 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <vector>
 
 #include "engine/cpu/linear.h"
+#include "engine/cpu/vector_exp.h"
 
 namespace rgbaq::engine::cpu {
 namespace {
 
-// Larger blocks keep the two small GEMMs per block efficient; scores stay 128 KiB (in L2).
-constexpr int64_t kQueryBlock = 128;
+// Larger blocks keep the two small GEMMs per block efficient (OpenBLAS packs both operands on every
+// call); scores are 256 KiB, about L2. 256 x 256 beat 128 x 256 and 128 x 512 on a 2-core EPYC (AVX2).
+constexpr int64_t kQueryBlock = 256;
 constexpr int64_t kKeyBlock = 256;
-
-// e^x for x <= 0 (softmax's arguments after the max is subtracted): Cephes' expf, range reduction by
-// ln 2 and a degree-6 polynomial, branch-free so the loops below vectorise (relative error ~2e-7,
-// against libm's ~20 cycles a call, which at N = 4096 was a sixth of the DiT step).
-inline float exp_nonpositive(float x) {
-  x = std::max(x, -87.0f);
-  const float n = std::floor(x * 1.44269504088896341f + 0.5f);
-  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, 4);
-  return p * scale;
-}
 
 // One row of a score block: scale the first `limit` scores, fold them into the running max and sum,
 // leave exp(score - max) (0 past `limit`) in place; returns the factor that rescales the older
 // accumulators, or a negative value when the row has seen no visible key yet.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
 float softmax_block_row(float* sr, int64_t cols, int64_t limit, float scale, float& row_max, float& row_sum) {
-  float lane_max[8];
-  std::fill(lane_max, lane_max + 8, -std::numeric_limits<float>::infinity());
-  int64_t c = 0;
-  for (; c + 8 <= limit; c += 8)
-    for (int j = 0; j < 8; ++j) lane_max[j] = std::max(lane_max[j], sr[c + j] *= scale);
-  float block_max = *std::max_element(lane_max, lane_max + 8);
-  for (; c < limit; ++c) block_max = std::max(block_max, sr[c] *= scale);
+  float block_max = -std::numeric_limits<float>::infinity();
+  for (int64_t c = 0; c < limit; ++c) block_max = std::max(block_max, sr[c] * scale);
   const float new_max = std::max(row_max, block_max);
   if (new_max == -std::numeric_limits<float>::infinity()) {  // nothing visible yet in this row
     std::fill(sr, sr + cols, 0.0f);
     return -1.0f;
   }
-  for (c = 0; c < limit; ++c) sr[c] = exp_nonpositive(sr[c] - new_max);
-  std::fill(sr + std::max<int64_t>(limit, 0), sr + cols, 0.0f);
-  float lane_sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (c = 0; c + 8 <= limit; c += 8)
-    for (int j = 0; j < 8; ++j) lane_sum[j] += sr[c + j];
   float sum = 0;
-  for (int j = 0; j < 8; ++j) sum += lane_sum[j];
-  for (; c < limit; ++c) sum += sr[c];
-  const float correction = exp_nonpositive(row_max - new_max);
+  for (int64_t c = 0; c < limit; ++c) sum += sr[c] = exp_clamped(sr[c] * scale - new_max);
+  std::fill(sr + std::max<int64_t>(limit, 0), sr + cols, 0.0f);
+  const float correction = exp_clamped(row_max - new_max);
   row_sum = row_sum * correction + sum;
   row_max = new_max;
   return correction;
+}
+
+#if RGBAQ_HAVE_AVX2_PATH
+// The same eight scores at a time; the scale folds into exp's argument (one pass that reads, one that
+// writes).
+RGBAQ_AVX2_FMA float softmax_block_row_avx2(float* sr, int64_t cols, int64_t limit, float scale, float& row_max,
+                                            float& row_sum) {
+  const __m256 vscale = _mm256_set1_ps(scale);
+  __m256 vmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t c = 0;
+  for (; c + 8 <= limit; c += 8) vmax = _mm256_max_ps(vmax, _mm256_mul_ps(_mm256_loadu_ps(sr + c), vscale));
+  float block_max = horizontal_max(vmax);
+  for (; c < limit; ++c) block_max = std::max(block_max, sr[c] * scale);
+  const float new_max = std::max(row_max, block_max);
+  if (new_max == -std::numeric_limits<float>::infinity()) {
+    std::fill(sr, sr + cols, 0.0f);
+    return -1.0f;
+  }
+  const __m256 minus_max = _mm256_set1_ps(-new_max);
+  __m256 vsum = _mm256_setzero_ps();
+  for (c = 0; c + 8 <= limit; c += 8) {
+    const __m256 e = exp8(_mm256_fmadd_ps(_mm256_loadu_ps(sr + c), vscale, minus_max));
+    _mm256_storeu_ps(sr + c, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  float sum = horizontal_sum(vsum);
+  for (; c < limit; ++c) sum += sr[c] = exp_clamped(sr[c] * scale - new_max);
+  std::fill(sr + std::max<int64_t>(limit, 0), sr + cols, 0.0f);
+  const float correction = exp_clamped(row_max - new_max);
+  row_sum = row_sum * correction + sum;
+  row_max = new_max;
+  return correction;
+}
+#endif
+
+using SoftmaxRow = float (*)(float*, int64_t, int64_t, float, float&, float&);
+
+SoftmaxRow pick_softmax_row() {
+#if RGBAQ_HAVE_AVX2_PATH
+  if (avx2_fma_available()) return softmax_block_row_avx2;
+#endif
+  return softmax_block_row;
 }
 
 }  // namespace
@@ -79,6 +89,7 @@ void attention(const float* q, const float* k, const float* v, float* out, const
   const int group = s.q_heads / s.kv_heads;
   const int64_t d = s.head_dim;
   const int64_t q_blocks = (s.q_rows + kQueryBlock - 1) / kQueryBlock;
+  const SoftmaxRow softmax_row = pick_softmax_row();
   pool.run(q_blocks * s.q_heads, [&](int64_t task) {
     const int head = static_cast<int>(task % s.q_heads);
     const int64_t q0 = (task / s.q_heads) * kQueryBlock;
@@ -103,7 +114,7 @@ void attention(const float* q, const float* k, const float* v, float* out, const
       sgemm_nt(rows, cols, d, qh, s.q_stride, kh + k0 * s.k_stride, s.k_stride, scores.data(), kKeyBlock, false);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t limit = std::max<int64_t>(0, std::min(cols, visible(q0 + r) - k0));  // keys past it are masked
-        const float correction = softmax_block_row(scores.data() + r * kKeyBlock, cols, limit, s.scale, row_max[r], row_sum[r]);
+        const float correction = softmax_row(scores.data() + r * kKeyBlock, cols, limit, s.scale, row_max[r], row_sum[r]);
         if (correction < 0 || correction == 1.0f) continue;
         float* ar = acc.data() + r * d;
         for (int64_t j = 0; j < d; ++j) ar[j] *= correction;

@@ -1,6 +1,6 @@
 #pragma once
 // Softmax attention that streams over keys (online softmax, as in FlashAttention): scores exist only
-// for a block of 64 queries by 256 keys at a time, so memory grows with the sequence, not its square.
+// for a block of 256 queries by 256 keys at a time, so memory grows with the sequence, not its square.
 // Grouped-query: query head h reads key/value head h / (q_heads / kv_heads). fp32 throughout.
 #include <cstdint>
 

@@ -8,6 +8,7 @@
 #include "engine/cpu/attention.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/linear.h"
+#include "engine/cpu/vector_exp.h"
 
 namespace rgbaq::engine::cpu {
 namespace {
@@ -129,17 +130,28 @@ VaeDecoder::ResBlock load_resblock(const WeightStore& ws, const std::string& p, 
 
 // im2col floats per task: about 1 MiB, so a strip's columns stay in cache between im2col and sgemm.
 constexpr int64_t kStripFloats = 256 * 1024;
+// ...but at least this many columns: sgemm packs the whole weight (up to 1152 x 10368 at the real dims'
+// low resolutions) on every call, which thin strips would repeat for a few columns each.
+constexpr int64_t kMinStripCols = 256;
+// Small maps give fewer strips than this many tasks; the output channels are then split too (a fixed
+// rule, so results do not depend on the thread count).
+constexpr int64_t kMinConvTasks = 4;
 
-// out = conv(x) + bias, zero padding (k - 1) / 2.
-Map conv2d(const Map& x, const Conv& c, Ctx& ctx) {
+// out = conv(x) + bias (+ residual, which has out's shape), zero padding (k - 1) / 2.
+Map conv2d(const Map& x, const Conv& c, Ctx& ctx, const Map* residual = nullptr) {
   if (x.c != c.in) throw std::logic_error("conv2d: channel mismatch");
   Map y(ctx, c.out, x.h, x.w);
   ThreadPool& pool = ctx.pool;
   const int64_t pixels = x.pixels();
-  const int64_t rows_per_strip = c.k == 1 ? std::max<int64_t>(1, 8192 / x.w)
-                                          : std::max<int64_t>(1, kStripFloats / (c.in * c.k * c.k * x.w));
+  const int64_t rows_per_strip =
+      c.k == 1 ? std::max<int64_t>(1, 8192 / x.w)
+               : std::max({int64_t{1}, kStripFloats / (c.in * c.k * c.k * x.w), (kMinStripCols + x.w - 1) / x.w});
   const int64_t strips = (x.h + rows_per_strip - 1) / rows_per_strip, taps = c.k * c.k, pad = (c.k - 1) / 2;
-  pool.run(strips, [&](int64_t strip) {
+  const int64_t out_chunks = std::clamp<int64_t>((kMinConvTasks + strips - 1) / strips, 1, std::max<int64_t>(1, c.out / 32));
+  const int64_t out_per_chunk = (c.out + out_chunks - 1) / out_chunks;
+  pool.run(strips * out_chunks, [&](int64_t task) {
+    const int64_t strip = task / out_chunks, o_begin = (task % out_chunks) * out_per_chunk;
+    const int64_t o_end = std::min(c.out, o_begin + out_per_chunk);
     const int64_t y0 = strip * rows_per_strip, y1 = std::min(x.h, y0 + rows_per_strip), cols = (y1 - y0) * x.w;
     const float* b;
     int64_t ldb;
@@ -172,54 +184,108 @@ Map conv2d(const Map& x, const Conv& c, Ctx& ctx) {
       ldb = cols;
     }
     float* out = y.v.data() + y0 * x.w;
-    for (int64_t o = 0; o < c.out; ++o) std::fill(out + o * pixels, out + o * pixels + cols, c.bias[o]);
-    sgemm_nn(c.out, cols, c.in * taps, c.weight.data(), c.in * taps, b, ldb, out, pixels, true);
+    for (int64_t o = o_begin; o < o_end; ++o) {
+      float* row = out + o * pixels;
+      if (residual) {
+        const float* r = residual->v.data() + o * pixels + y0 * x.w;
+        for (int64_t i = 0; i < cols; ++i) row[i] = r[i] + c.bias[o];
+      } else {
+        std::fill(row, row + cols, c.bias[o]);
+      }
+    }
+    sgemm_nn(o_end - o_begin, cols, c.in * taps, c.weight.data() + o_begin * c.in * taps, c.in * taps, b, ldb,
+             out + o_begin * pixels, pixels, true);
   });
   return y;
 }
+
+constexpr int64_t kNormPixels = 1024;
+
+// Pixels [p0, p1) of channel_rms_norm: sums of squares in double, then scale, gamma and SiLU.
+void channel_rms_norm_pixels(const Map& x, const std::vector<float>& gamma, bool then_silu, Map& y, int64_t p0,
+                             int64_t p1, std::vector<double>& sums) {
+  const int64_t pixels = x.pixels();
+  const float root_c = static_cast<float>(std::sqrt(static_cast<double>(x.c)));
+  sums.assign(static_cast<size_t>(p1 - p0), 0.0);
+  for (int64_t c = 0; c < x.c; ++c) {
+    const float* row = x.v.data() + c * pixels;
+    for (int64_t p = p0; p < p1; ++p) sums[p - p0] += static_cast<double>(row[p]) * row[p];
+  }
+  for (int64_t c = 0; c < x.c; ++c) {
+    const float* row = x.v.data() + c * pixels;
+    float* out = y.v.data() + c * pixels;
+    for (int64_t p = p0; p < p1; ++p) {
+      const float scale = math::channel_rms_scale(sums[p - p0], root_c);
+      const float v = row[p] * scale * gamma[c];
+      out[p] = then_silu ? silu(v) : v;
+    }
+  }
+}
+
+#if RGBAQ_HAVE_AVX2_PATH
+// The same with AVX2: the sums stay double (four lanes), SiLU's exp is exp8.
+RGBAQ_AVX2_FMA void channel_rms_norm_pixels_avx2(const Map& x, const std::vector<float>& gamma, bool then_silu, Map& y,
+                                                 int64_t p0, int64_t p1, std::vector<double>& sums) {
+  const int64_t pixels = x.pixels(), n = p1 - p0, vector_end = p0 + n / 8 * 8;
+  const float root_c = static_cast<float>(std::sqrt(static_cast<double>(x.c)));
+  sums.assign(static_cast<size_t>(n), 0.0);
+  double* sum = sums.data();
+  for (int64_t c = 0; c < x.c; ++c) {
+    const float* row = x.v.data() + c * pixels;
+    int64_t p = p0;
+    for (; p < vector_end; p += 8) {
+      const __m256 v = _mm256_loadu_ps(row + p);
+      const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+      double* s = sum + (p - p0);
+      _mm256_storeu_pd(s, _mm256_fmadd_pd(lo, lo, _mm256_loadu_pd(s)));
+      _mm256_storeu_pd(s + 4, _mm256_fmadd_pd(hi, hi, _mm256_loadu_pd(s + 4)));
+    }
+    for (; p < p1; ++p) sum[p - p0] += static_cast<double>(row[p]) * row[p];
+  }
+  // sums now hold each pixel's scale, as floats in the first half.
+  float* scale = reinterpret_cast<float*>(sum);
+  for (int64_t i = 0; i < n; ++i) scale[i] = math::channel_rms_scale(sum[i], root_c);
+  for (int64_t c = 0; c < x.c; ++c) {
+    const float* row = x.v.data() + c * pixels;
+    float* out = y.v.data() + c * pixels;
+    const __m256 g = _mm256_set1_ps(gamma[c]);
+    int64_t p = p0;
+    for (; p < vector_end; p += 8) {
+      const __m256 v = _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(row + p), _mm256_loadu_ps(scale + (p - p0))), g);
+      _mm256_storeu_ps(out + p, then_silu ? silu8(v) : v);
+    }
+    for (; p < p1; ++p) {
+      const float v = row[p] * scale[p - p0] * gamma[c];
+      out[p] = then_silu ? silu_fast(v) : v;
+    }
+  }
+}
+#endif
 
 // RMS_norm over channels: x / max(||x||, 1e-12) * sqrt(C) * gamma, per pixel; then SiLU when asked.
 Map channel_rms_norm(const Map& x, const std::vector<float>& gamma, bool then_silu, Ctx& ctx) {
   Map y(ctx, x.c, x.h, x.w);
-  ThreadPool& pool = ctx.pool;
-  const int64_t pixels = x.pixels();
-  const float root_c = static_cast<float>(std::sqrt(static_cast<double>(x.c)));
-  pool.parallel_for(pixels, 1024, [&](int64_t p0, int64_t p1) {
-    std::vector<double> sums(static_cast<size_t>(p1 - p0), 0.0);
-    for (int64_t c = 0; c < x.c; ++c) {
-      const float* row = x.v.data() + c * pixels;
-      for (int64_t p = p0; p < p1; ++p) sums[p - p0] += static_cast<double>(row[p]) * row[p];
-    }
-    std::vector<float> scale(sums.size());
-    for (size_t i = 0; i < sums.size(); ++i) scale[i] = root_c / static_cast<float>(std::max(std::sqrt(sums[i]), 1e-12));
-    for (int64_t c = 0; c < x.c; ++c) {
-      const float* row = x.v.data() + c * pixels;
-      float* out = y.v.data() + c * pixels;
-      for (int64_t p = p0; p < p1; ++p) {
-        const float v = row[p] * scale[p - p0] * gamma[c];
-        out[p] = then_silu ? silu(v) : v;
+  ctx.pool.parallel_for(x.pixels(), kNormPixels, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<double> sums;
+    for (int64_t p0 = begin; p0 < end; p0 += kNormPixels) {  // a block's channels stay in L2 for the second pass
+      const int64_t p1 = std::min(end, p0 + kNormPixels);
+#if RGBAQ_HAVE_AVX2_PATH
+      if (avx2_fma_available()) {
+        channel_rms_norm_pixels_avx2(x, gamma, then_silu, y, p0, p1, sums);
+        continue;
       }
+#endif
+      channel_rms_norm_pixels(x, gamma, then_silu, y, p0, p1, sums);
     }
   });
   return y;
 }
 
-void add_in_place(Map& y, const Map& x, ThreadPool& pool) {
-  pool.parallel_for(static_cast<int64_t>(y.v.size()), 1 << 15, [&](int64_t a, int64_t b) {
-    for (int64_t i = a; i < b; ++i) y.v[i] += x.v[i];
-  });
-}
-
 Map res_block(const Map& x, const VaeDecoder::ResBlock& r, Ctx& ctx) {
   Map h = conv2d(channel_rms_norm(x, r.norm1, true, ctx), r.conv1, ctx);
-  h = conv2d(channel_rms_norm(h, r.norm2, true, ctx), r.conv2, ctx);
-  if (r.has_shortcut) {
-    const Map shortcut = conv2d(x, r.shortcut, ctx);
-    add_in_place(h, shortcut, ctx.pool);
-  } else {
-    add_in_place(h, x, ctx.pool);
-  }
-  return h;
+  if (!r.has_shortcut) return conv2d(channel_rms_norm(h, r.norm2, true, ctx), r.conv2, ctx, &x);
+  const Map shortcut = conv2d(x, r.shortcut, ctx);
+  return conv2d(channel_rms_norm(h, r.norm2, true, ctx), r.conv2, ctx, &shortcut);
 }
 
 Map upsample_nearest_2x(const Map& x, Ctx& ctx) {
@@ -241,11 +307,16 @@ void add_dup_up(Map& y, const Map& x, int temporal_factor, ThreadPool& pool) {
   const int64_t ft = temporal_factor, repeats = y.c * ft * 4 / x.c;
   pool.parallel_for(y.c, 1, [&](int64_t o0, int64_t o1) {
     for (int64_t o = o0; o < o1; ++o)
-      for (int64_t yy = 0; yy < y.h; ++yy)
-        for (int64_t xx = 0; xx < y.w; ++xx) {
-          const int64_t c = ((o * ft + ft - 1) * 2 + yy % 2) * 2 + xx % 2;
-          y.v[(o * y.h + yy) * y.w + xx] += x.v[((c / repeats) * x.h + yy / 2) * x.w + xx / 2];
+      for (int64_t yy = 0; yy < y.h; ++yy) {  // even X reads channel c_even, odd X the next
+        const int64_t c_even = ((o * ft + ft - 1) * 2 + yy % 2) * 2;
+        const float* even = x.v.data() + ((c_even / repeats) * x.h + yy / 2) * x.w;
+        const float* odd = x.v.data() + (((c_even + 1) / repeats) * x.h + yy / 2) * x.w;
+        float* row = y.v.data() + (o * y.h + yy) * y.w;
+        for (int64_t xx = 0; xx < x.w; ++xx) {
+          row[2 * xx] += even[xx];
+          row[2 * xx + 1] += odd[xx];
         }
+      }
   });
 }
 
@@ -323,7 +394,7 @@ Tensor VaeDecoder::decode(const Tensor& latents, int grid_height, int grid_width
     Map attended(ctx, c, x.h, x.w);
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t p = 0; p < pixels; ++p) attended.v[ch * pixels + p] = out.v[p * c + ch];
-    add_in_place(x, conv2d(attended, attn_proj_, ctx), pool);
+    x = conv2d(attended, attn_proj_, ctx, &x);
   }
   x = res_block(x, mid_1_, ctx);
 

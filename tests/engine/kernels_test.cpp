@@ -5,6 +5,7 @@
 #include "engine/cpu/attention.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/linear.h"
+#include "engine/cpu/vector_exp.h"
 #include "tests/engine/reference_math.h"
 
 namespace rgbaq::engine::cpu {
@@ -21,6 +22,17 @@ Tensor weight_as(DType dtype, const std::vector<float>& values, Shape shape) {
     if (dtype == DType::kBF16) static_cast<uint16_t*>(t.mutable_data())[i] = f32_to_bf16(values[i]);
   }
   return t;
+}
+
+// Runs `check` with the AVX2 kernels (where the CPU has them) and with the portable ones.
+template <typename F>
+void on_both_paths(F&& check) {
+  for (bool portable : {false, true}) {
+    SCOPED_TRACE(portable ? "portable path" : "AVX2 path where available");
+    avx2_paths_disabled() = portable;
+    check();
+  }
+  avx2_paths_disabled() = false;
 }
 
 TEST(Kernels, LinearAllDtypesAwkwardSizes) {
@@ -58,12 +70,14 @@ TEST(Kernels, NormsAndActivations) {
   layer_norm(x.data(), rows, dim, 1e-6f, y.data(), pool);
   EXPECT_LT(relative_error(y, testing::layer_norm(widen(x), rows, dim, 1e-6)), 1e-5);
 
-  auto g = x;
   const auto u = random_floats(x.size(), 5);
-  swiglu(g.data(), u.data(), static_cast<int64_t>(g.size()), pool);
   testing::Vec want(x.size());
   for (size_t i = 0; i < x.size(); ++i) want[i] = testing::silu(x[i]) * u[i];
-  EXPECT_LT(relative_error(g, want), 1e-5);
+  on_both_paths([&] {  // 1261 values: the vector loop's tail too
+    auto g = x;
+    swiglu(g.data(), u.data(), static_cast<int64_t>(g.size()), pool);
+    EXPECT_LT(relative_error(g, want), 1e-5);
+  });
   auto t = x;
   gelu_tanh(t.data(), static_cast<int64_t>(t.size()), pool);
   for (size_t i = 0; i < x.size(); ++i) want[i] = testing::gelu_tanh(x[i]);
@@ -114,10 +128,54 @@ void check_attention(int64_t q_rows, int64_t kv_rows, int heads, int kv_heads, i
 }
 
 TEST(Kernels, AttentionCausalGroupedAndBlockCausal) {
-  check_attention(77, 77, 4, 2, 40, 77, 2);     // causal, grouped-query, awkward sizes
-  check_attention(300, 300, 2, 1, 64, 300, 3);  // several key blocks
-  check_attention(150, 181, 2, 2, 24, 31, 2);   // the DiT's block-causal: 31 causal text rows, then all keys
-  check_attention(5, 333, 1, 1, 128, 0, 1);     // few queries over many keys
+  on_both_paths([] {
+    check_attention(77, 77, 4, 2, 40, 77, 2);     // causal, grouped-query, awkward sizes
+    check_attention(300, 300, 2, 1, 64, 300, 3);  // several key blocks
+    check_attention(150, 181, 2, 2, 24, 31, 2);   // the DiT's block-causal: 31 causal text rows, then all keys
+    check_attention(5, 333, 1, 1, 128, 0, 1);     // few queries over many keys
+    // Past one 256 x 256 block both ways, neither a multiple of it nor of 8; causal rows end mid-block.
+    check_attention(517, 581, 2, 1, 33, 259, 2);
+  });
+}
+
+#if RGBAQ_HAVE_AVX2_PATH
+RGBAQ_AVX2_FMA void vector_exp_for_test(const float* x, float* e, float* s) {
+  const __m256 v = _mm256_loadu_ps(x);
+  _mm256_storeu_ps(e, exp8(v));
+  _mm256_storeu_ps(s, silu8(v));
+}
+#endif
+
+// exp and SiLU, scalar and eight at a time, against float64 over the range softmax and SiLU reach.
+TEST(Kernels, VectorExpAndSiluMatchFloat64) {
+  std::vector<float> xs;
+  for (double x = -87.0; x <= 88.0; x += 0.0137) xs.push_back(static_cast<float>(x));
+  xs.insert(xs.end(), {0.0f, -0.0f, 1e-7f, -1e-7f, 88.0f, -87.0f});
+  double worst_exp = 0, worst_silu = 0;
+  auto check = [&](float x, float e, float s) {
+    worst_exp = std::max(worst_exp, std::abs(e - std::exp(double(x))) / std::exp(double(x)));
+    const double silu = x / (1.0 + std::exp(-double(x)));
+    worst_silu = std::max(worst_silu, std::abs(s - silu) / std::max(1.0, std::abs(silu)));
+  };
+  for (float x : xs) check(x, exp_clamped(x), silu_fast(x));
+  EXPECT_LT(worst_exp, 1e-6);
+  EXPECT_LT(worst_silu, 1e-6);
+  // Outside the range exp clamps: tiny, never 0 or a denormal; large, never inf.
+  EXPECT_EQ(exp_clamped(-1000.0f), exp_clamped(-87.0f));
+  EXPECT_TRUE(std::isfinite(exp_clamped(1000.0f)));
+  EXPECT_NEAR(silu_fast(-1000.0f), 0.0f, 1e-30f);
+  EXPECT_EQ(silu_fast(1000.0f), 1000.0f);
+#if RGBAQ_HAVE_AVX2_PATH
+  if (!avx2_fma_available()) GTEST_SKIP() << "this CPU has no AVX2 + FMA: the eight-wide kernels are not used here";
+  worst_exp = worst_silu = 0;
+  for (size_t i = 0; i + 8 <= xs.size(); i += 8) {
+    float e[8], s[8];
+    vector_exp_for_test(xs.data() + i, e, s);
+    for (int j = 0; j < 8; ++j) check(xs[i + j], e[j], s[j]);
+  }
+  EXPECT_LT(worst_exp, 1e-6);
+  EXPECT_LT(worst_silu, 1e-6);
+#endif
 }
 
 TEST(Kernels, AttentionIsIdenticalAcrossThreadCounts) {

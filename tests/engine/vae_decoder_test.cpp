@@ -7,6 +7,7 @@
 
 #include <iostream>
 
+#include "engine/cpu/vector_exp.h"
 #include "engine/safetensors.h"
 #include "tests/engine/reference_math.h"
 #include "tests/engine/vae_reference.h"
@@ -80,6 +81,18 @@ TEST(VaeDecoder, MatchesFloat64ReferenceSmallestGridWithFourDimensionalConvs) {
   }
   write_safetensors(path, rewritten);
   expect_matches(model.dir() / "vae", 8, 8);  // N = 64, the smallest legal grid
+}
+
+// The channel norm + SiLU, AVX2 (where the CPU has it) and portable, on a grid whose maps are no
+// multiple of 8 pixels at any level (the vector loops' tails).
+TEST(VaeDecoder, MatchesFloat64ReferenceOnBothKernelPathsOddGrid) {
+  const TinyModel model(DType::kF32, 5);
+  for (bool portable : {false, true}) {
+    SCOPED_TRACE(portable ? "portable path" : "AVX2 path where available");
+    avx2_paths_disabled() = portable;
+    expect_matches(model.dir() / "vae", 5, 7);
+  }
+  avx2_paths_disabled() = false;
 }
 
 TEST(VaeDecoder, WrongConvShapeNamesTheTensor) {
