@@ -39,7 +39,8 @@ inline float exp_nonpositive(float x) {
 // One row of a score block: scale the first `limit` scores, fold them into the running max and sum,
 // leave exp(score - max) (0 past `limit`) in place; returns the factor that rescales the older
 // accumulators, or a negative value when the row has seen no visible key yet.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer: it instruments the ifunc resolver, which runs before its runtime is up.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 float softmax_block_row(float* sr, int64_t cols, int64_t limit, float scale, float& row_max, float& row_sum) {
