@@ -27,7 +27,8 @@ void quantize_int8_rows(const float* w, int64_t rows, int64_t in, int8_t* q, uin
 }
 
 // Runs inside the CPU linear for every tile of every int8 weight: an AVX2 clone where the CPU has it.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer: it instruments the ifunc resolver, which runs before its runtime is up.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void dequantize_int8_rows(const int8_t* q, const uint16_t* scales, int64_t rows, int64_t in, float* out) {
