@@ -139,18 +139,18 @@ TEST(DaemonLora, RendersRecordsHashesFailsBadFilesAndKeepsServing) {
   EXPECT_NE(bad.err.find("only DiT LoRAs are supported"), std::string::npos) << bad.err;
 
   // A finished PNG counts as a job's only with its LoRA set: another queue whose job "plain" has a LoRA
-  // finds plain_1.png (same prompt, seed, size and model, no LoRA) and must not take it as its image.
+  // finds plain_1.png (same prompt, seed, size and model, no LoRA) and must not take it as its image:
+  // the submit sees it holds another image and queues nothing.
   d.signal(SIGTERM);
   ASSERT_EQ(d.wait_exit(), 0);
   fs::create_directories(l.dir.path() / "second");
   DaemonProcess second(kRgbaqd, model().dir(), l.dir.path() / "second", {{"--lora-dir", l.loras.string(), "--max-attempts", "1"}});
   const auto again = rgbaq(second, {"submit", "-", "--size", "128", "--out", out.string(), "--wait"},
                            "prompt,seed,name,lora\na fox,1,plain,style-diffusers:0.9\n");
-  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+  EXPECT_EQ(again.exit_code, 2) << again.out << again.err;
+  EXPECT_NE(again.err.find("plain_1.png is already there and holds another image"), std::string::npos) << again.err;
   storage::SqliteQueueStore second_store(second.data_dir() / "queue.db");
-  const auto refused = second_store.list_jobs(std::nullopt, storage::JobState::kFailed);
-  ASSERT_EQ(refused.size(), 1u);
-  EXPECT_NE(refused[0].error.find("holds another image"), std::string::npos) << refused[0].error;
+  EXPECT_TRUE(second_store.list_jobs(std::nullopt, std::nullopt).empty()) << "nothing was queued";
   EXPECT_EQ(storage::read_png(out / "plain_1.png").rgba, plain.rgba);  // left as it was
 }
 
