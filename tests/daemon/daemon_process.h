@@ -80,9 +80,9 @@ class DaemonProcess {
     }
   }
 
-  // Connectable within 20 s (longer in a sanitizer build).
+  // Connectable within 60 s (longer in a sanitizer build): a start on a loaded machine can take 20.
   bool wait_ready() {
-    for (int i = 0; i < 400 * test_time_scale(); ++i) {
+    for (int i = 0; i < 1200 * test_time_scale(); ++i) {
       if (connectable()) return true;
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
