@@ -71,13 +71,14 @@ TEST(DaemonMultiHost, ThreeDaemonsOnOneQueueOneKilledAgainAndAgainRenderEveryJob
   // host0 dies at random moments and comes back, until the run is done (and at least 8 times).
   for (int generation = 1;; ++generation) {
     status(*hosts[0].daemon);  // answered: its worker is registered and claiming
-    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 1500));
+    // (under a sanitizer a render takes several times longer: host0 must still live long enough to render)
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % (1500 * test_time_scale())));
     hosts[0].daemon->signal(SIGKILL);
     ASSERT_EQ(hosts[0].daemon->wait_exit(), 128 + SIGKILL);
     ++kills;
     const json s = status(*hosts[1].daemon);
     if (s["jobs"]["done"] == kJobs && kills >= 8) break;
-    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(100)) << s.dump();
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(100) * test_time_scale()) << s.dump();
     hosts[0].start("host0", queue, generation);
   }
   const json s = status(*hosts[2].daemon);
@@ -149,7 +150,7 @@ TEST(DaemonMultiHost, AServerRestartMidRunIsRiddenOutWithNothingLostOrDoneTwice)
   std::this_thread::sleep_for(std::chrono::seconds(2));
   server.start();
   json s;
-  for (int i = 0; i < 1200; ++i) {  // up to 60 s
+  for (int i = 0; i < 1200 * test_time_scale(); ++i) {  // up to 60 s (times the sanitizer's slowness)
     s = status(*hosts[1].daemon);
     if (s["jobs"]["done"] == kJobs) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
