@@ -22,7 +22,7 @@ const char* const kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]    
                           the run's jobs, outputs and metadata
   sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--font FILE.ttf]
                           a labelled contact sheet PNG: seeds across, prompts down (AXIS: prompt,
-                          seed or size; default font DejaVu Sans from fonts-dejavu-core)
+                          seed, size, lora or lora:NAME; default font DejaVu Sans from fonts-dejavu-core)
   service install|uninstall|status [--model DIR] [--print]
                           rgbaqd as a launchd agent (macOS) or systemd --user service (Linux)
   host noise|rope|sigmas|tokenize
@@ -137,13 +137,18 @@ state, prompt, seed, width, height, name, output, error, attempts, seconds).
 )"},
       {"sheet", R"(usage: rgbaq sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--font FILE.ttf]
 
-A labelled contact sheet PNG of the run: the run and its sizes in a header, seeds across and prompts
-down (by default), each cell's image or why it has none (failed, missing, canceled, not rendered yet).
+A labelled contact sheet PNG of the run: the run, its sizes and its LoRAs in a header, seeds across
+and prompts down (by default), each cell's image or why it has none (failed, missing, canceled, not
+rendered yet). An attribute on neither axis that varies (say, two sizes) joins each row's label.
 
   -o FILE       where to write it (default: OUT/sheet_runRUN.png in the run's output directory)
   --thumb PX    the cell size, 16..1024 (default 128)
-  --x AXIS      the columns' axis: prompt, seed or size (default seed)
-  --y AXIS      the rows' axis: prompt, seed or size (default prompt)
+  --x AXIS      the columns' axis (default seed)
+  --y AXIS      the rows' axis (default prompt)
+                AXIS: prompt, seed, size, or for a run whose jobs have LoRAs:
+                lora       each job's LoRA set ("detail 0.5", "no LoRA"; several joined by " + ")
+                lora:NAME  the weight of LoRA NAME ("detail 0.5", "no detail"); the rest of each
+                           job's set splits the rows. Two LoRAs' weights: --x lora:A --y lora:B
   --font FILE   a TrueType font (default /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf)
 )"},
       {"service", R"(usage: rgbaq service install --model DIR [--data-dir DIR] [--rgbaqd PATH] [--print]

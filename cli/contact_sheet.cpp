@@ -1,6 +1,7 @@
 #include "cli/contact_sheet.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <set>
 #include <tuple>
@@ -10,6 +11,7 @@
 #include "common/arguments.h"
 #include "cli/daemon_client.h"
 #include "cli/text_renderer.h"
+#include "jobs/lora_list.h"
 #include "storage/png_file.h"
 
 namespace rgbaq::cli {
@@ -57,39 +59,142 @@ void draw_thumbnail(const storage::PngImage& img, int thumb, std::vector<uint8_t
 }
 
 
+// What the sheet can lay out along an axis or split rows by: the first three as SheetAxis names them;
+// a job's whole LoRA set; one named LoRA's weight; the set without the LoRAs swept on an axis.
+enum class Attribute { kPrompt, kSeed, kSize, kLoraSet, kLoraWeight, kLoraRest };
+
+struct Dimension {
+  Attribute attribute;
+  std::vector<std::string> loras;  // kLoraWeight: the one swept; kLoraRest: those left out
+};
+
+// A job's LoRAs as (the name's rank in first use order, weight), by rank.
+using LoraKey = std::vector<std::pair<int, float>>;
+
 struct AxisValue {
   std::string label;
   uint64_t order = 0, tie = 0;
+  LoraKey loras;  // LoRA attributes order by count (in `order`), then by these
 };
 
-AxisValue value_of(const SheetJob& j, SheetAxis axis, const std::map<std::string, uint64_t>& prompt_order) {
-  switch (axis) {
-    case SheetAxis::kPrompt: return {j.prompt, prompt_order.at(j.prompt), 0};
-    case SheetAxis::kSeed: return {"seed " + std::to_string(j.seed), j.seed, 0};
-    case SheetAxis::kSize:
-      return {std::to_string(j.width) + "x" + std::to_string(j.height), uint64_t(j.width) * uint64_t(j.height), uint64_t(j.width)};
-  }
-  return {};
+std::string weight_text(float w) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, w);
+  return std::string(buf, ec == std::errc() ? end : buf);
 }
 
-// The distinct values of an axis in order, and each label's index.
+// What the layout needs to know of the run's jobs, gathered once.
+struct RunIndex {
+  std::map<std::string, uint64_t> prompt_order;
+  std::vector<std::string> lora_names;  // first use order
+  std::map<std::string, int> lora_rank;
+  std::vector<LoraKey> job_loras;       // parallel to the jobs
+
+  explicit RunIndex(const std::vector<SheetJob>& jobs) {
+    for (const auto& j : jobs) {
+      prompt_order.emplace(j.prompt, prompt_order.size());
+      std::string error;
+      const auto items = jobs::parse_lora_list(j.lora, error);
+      if (!items) throw std::runtime_error("a job's LoRA set \"" + j.lora + "\" does not parse: " + error);
+      LoraKey key;
+      for (const auto& item : *items) {
+        if (lora_rank.emplace(item.name, int(lora_names.size())).second) lora_names.push_back(item.name);
+        key.emplace_back(lora_rank.at(item.name), item.weight);
+      }
+      std::sort(key.begin(), key.end());
+      job_loras.push_back(std::move(key));
+    }
+  }
+
+  AxisValue lora_value(LoraKey key, const std::string& none) const {
+    AxisValue v{"", key.size(), 0, key};
+    for (const auto& [rank, weight] : key) {
+      v.label += (v.label.empty() ? "" : " + ") + lora_names[size_t(rank)] + " " + weight_text(weight);
+    }
+    if (key.empty()) v.label = none;
+    return v;
+  }
+
+  AxisValue value_of(const std::vector<SheetJob>& jobs, size_t i, const Dimension& d) const {
+    const SheetJob& j = jobs[i];
+    const auto rank_of = [&](const std::string& name) {
+      const auto it = lora_rank.find(name);
+      return it == lora_rank.end() ? -1 : it->second;
+    };
+    switch (d.attribute) {
+      case Attribute::kPrompt: return {j.prompt, prompt_order.at(j.prompt), 0, {}};
+      case Attribute::kSeed: return {"seed " + std::to_string(j.seed), j.seed, 0, {}};
+      case Attribute::kSize:
+        return {std::to_string(j.width) + "x" + std::to_string(j.height), uint64_t(j.width) * uint64_t(j.height), uint64_t(j.width), {}};
+      case Attribute::kLoraSet: return lora_value(job_loras[i], "no LoRA");
+      case Attribute::kLoraWeight: {
+        const int swept = rank_of(d.loras.at(0));
+        LoraKey key;
+        for (const auto& item : job_loras[i]) if (item.first == swept) key.push_back(item);
+        return lora_value(key, "no " + d.loras.at(0));
+      }
+      case Attribute::kLoraRest: {
+        LoraKey key;
+        for (const auto& item : job_loras[i]) {
+          if (std::none_of(d.loras.begin(), d.loras.end(), [&](const std::string& n) { return rank_of(n) == item.first; }))
+            key.push_back(item);
+        }
+        return lora_value(key, "no other LoRA");
+      }
+    }
+    return {};
+  }
+};
+
+// The distinct values of a dimension in order, and each label's index.
 struct Axis {
   std::vector<AxisValue> values;
   std::map<std::string, int> index;
 };
 
-Axis axis_of(const std::vector<SheetJob>& jobs, SheetAxis axis, const std::map<std::string, uint64_t>& prompt_order) {
+Axis axis_of(const std::vector<SheetJob>& jobs, const Dimension& d, const RunIndex& run) {
   std::map<std::string, AxisValue> distinct;
-  for (const auto& j : jobs) {
-    const AxisValue v = value_of(j, axis, prompt_order);
-    distinct.emplace(v.label, v);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    AxisValue v = run.value_of(jobs, i, d);
+    distinct.emplace(v.label, std::move(v));
   }
   Axis a;
   for (const auto& [label, v] : distinct) a.values.push_back(v);
-  std::sort(a.values.begin(), a.values.end(),
-            [](const AxisValue& l, const AxisValue& r) { return std::tie(l.order, l.tie, l.label) < std::tie(r.order, r.tie, r.label); });
+  std::sort(a.values.begin(), a.values.end(), [](const AxisValue& l, const AxisValue& r) {
+    return std::tie(l.order, l.tie, l.loras, l.label) < std::tie(r.order, r.tie, r.loras, r.label);
+  });
   for (size_t i = 0; i < a.values.size(); ++i) a.index[a.values[i].label] = static_cast<int>(i);
   return a;
+}
+
+Dimension dimension_of(const SheetAxisChoice& c) {
+  switch (c.axis) {
+    case SheetAxis::kPrompt: return {Attribute::kPrompt, {}};
+    case SheetAxis::kSeed: return {Attribute::kSeed, {}};
+    case SheetAxis::kSize: return {Attribute::kSize, {}};
+    case SheetAxis::kLora: return c.lora.empty() ? Dimension{Attribute::kLoraSet, {}} : Dimension{Attribute::kLoraWeight, {c.lora}};
+  }
+  return {};
+}
+
+// The same attribute on both axes, or the whole LoRA set beside a part of it. Two LoRAs' weights may
+// make the two axes.
+bool axes_overlap(const SheetAxisChoice& x, const SheetAxisChoice& y) {
+  return x.axis == y.axis && (x.axis != SheetAxis::kLora || x.lora.empty() || y.lora.empty() || x.lora == y.lora);
+}
+
+// The attributes on neither axis: each splits the rows where it varies.
+std::vector<Dimension> other_dimensions(const SheetAxisChoice& x, const SheetAxisChoice& y) {
+  std::vector<Dimension> out;
+  for (const SheetAxis a : {SheetAxis::kPrompt, SheetAxis::kSeed, SheetAxis::kSize})
+    if (x.axis != a && y.axis != a) out.push_back(dimension_of(a));
+  std::vector<std::string> swept;
+  for (const auto* c : {&x, &y})
+    if (c->axis == SheetAxis::kLora) swept.push_back(c->lora);
+  const bool whole_set_swept = std::any_of(swept.begin(), swept.end(), [](const std::string& n) { return n.empty(); });
+  if (swept.empty()) out.push_back({Attribute::kLoraSet, {}});
+  else if (!whole_set_swept) out.push_back({Attribute::kLoraRest, swept});
+  return out;
 }
 
 std::string mark_of(const std::string& state) {
@@ -110,36 +215,62 @@ void fill(Canvas c, int x0, int y0, int w, int h, const uint8_t rgb[3]) {
 
 }  // namespace
 
-SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& jobs, SheetAxis x, SheetAxis y) {
-  if (x == y) throw UsageError("the sheet's two axes must differ");
-  std::map<std::string, uint64_t> prompt_order;
-  for (const auto& j : jobs) prompt_order.emplace(j.prompt, prompt_order.size());
-  const SheetAxis third = SheetAxis(3 - int(x) - int(y));
-  const Axis columns = axis_of(jobs, x, prompt_order), ys = axis_of(jobs, y, prompt_order),
-             thirds = axis_of(jobs, third, prompt_order), sizes = axis_of(jobs, SheetAxis::kSize, prompt_order);
-  const bool third_varies = thirds.values.size() > 1;
+std::string sheet_axis_problem(const std::vector<SheetJob>& jobs, const SheetAxisChoice& axis) {
+  if (axis.axis != SheetAxis::kLora) return "";
+  if (!axis.lora.empty())
+    if (std::string why = jobs::lora_name_problem(axis.lora); !why.empty()) return why;
+  const RunIndex run(jobs);
+  if (run.lora_names.empty()) return "no job has a LoRA";
+  if (axis.lora.empty() || run.lora_rank.count(axis.lora)) return "";
+  std::string names;
+  for (const auto& n : run.lora_names) names += (names.empty() ? "" : ", ") + n;
+  return "no job has LoRA \"" + axis.lora + "\" (the run's LoRAs: " + names + ")";
+}
+
+SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& jobs, const SheetAxisChoice& x,
+                         const SheetAxisChoice& y) {
+  if (axes_overlap(x, y)) {
+    throw std::invalid_argument("the sheet's two axes must differ (two LoRA axes must each name one LoRA: lora:NAME)");
+  }
+  for (const auto* axis : {&x, &y})
+    if (std::string why = sheet_axis_problem(jobs, *axis); !why.empty()) throw std::invalid_argument("a LoRA axis: " + why);
+  const RunIndex run(jobs);
+  const Dimension x_dim = dimension_of(x), y_dim = dimension_of(y);
+  const Axis columns = axis_of(jobs, x_dim, run), ys = axis_of(jobs, y_dim, run),
+             sizes = axis_of(jobs, {Attribute::kSize, {}}, run);
+  // Rows: the y values, each split by the attributes on neither axis that vary (only the combinations
+  // some job has).
+  std::vector<std::pair<Dimension, Axis>> splits;
+  for (auto& d : other_dimensions(x, y)) {
+    Axis a = axis_of(jobs, d, run);
+    if (a.values.size() > 1) splits.emplace_back(std::move(d), std::move(a));
+  }
+  const auto row_key = [&](size_t i) {
+    std::vector<int> key{ys.index.at(run.value_of(jobs, i, y_dim).label)};
+    for (const auto& [d, a] : splits) key.push_back(a.index.at(run.value_of(jobs, i, d).label));
+    return key;
+  };
   SheetLayout l;
   l.title = title;
+  l.loras = run.lora_names;
   for (const auto& v : sizes.values) l.sizes.push_back(v.label);
   for (const auto& v : columns.values) l.columns.push_back(v.label);
-  // Rows: the y values, each split by the third attribute where it varies (only the pairs some job has).
-  std::set<std::pair<int, int>> row_keys;
-  for (const auto& j : jobs) {
-    row_keys.emplace(ys.index.at(value_of(j, y, prompt_order).label),
-                     third_varies ? thirds.index.at(value_of(j, third, prompt_order).label) : 0);
-  }
-  std::map<std::pair<int, int>, int> row_of;
+  std::set<std::vector<int>> row_keys;
+  for (size_t i = 0; i < jobs.size(); ++i) row_keys.insert(row_key(i));
+  std::map<std::vector<int>, int> row_of;
   for (const auto& key : row_keys) {
     row_of[key] = static_cast<int>(l.rows.size());
-    l.rows.push_back(ys.values[size_t(key.first)].label);
-    l.row_details.push_back(third_varies ? thirds.values[size_t(key.second)].label : "");
+    l.rows.push_back(ys.values[size_t(key[0])].label);
+    std::string detail;
+    for (size_t s = 0; s < splits.size(); ++s) detail += (s ? ", " : "") + splits[s].second.values[size_t(key[s + 1])].label;
+    l.row_details.push_back(detail);
   }
   std::set<std::pair<int, int>> filled;
-  for (const auto& j : jobs) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const SheetJob& j = jobs[i];
     SheetCell cell;
-    cell.row = row_of.at({ys.index.at(value_of(j, y, prompt_order).label),
-                          third_varies ? thirds.index.at(value_of(j, third, prompt_order).label) : 0});
-    cell.column = columns.index.at(value_of(j, x, prompt_order).label);
+    cell.row = row_of.at(row_key(i));
+    cell.column = columns.index.at(run.value_of(jobs, i, x_dim).label);
     if (j.state == "done" && !j.image_path.empty()) cell.image_path = j.image_path;
     else cell.mark = mark_of(j.state);
     filled.emplace(cell.row, cell.column);
@@ -173,6 +304,9 @@ Sheet render_sheet(const SheetLayout& l, int thumb, const std::filesystem::path&
 
   std::string header = l.title + "  ·  ";
   for (size_t i = 0; i < l.sizes.size(); ++i) header += (i ? ", " : "") + l.sizes[i];
+  for (size_t i = 0; i < l.loras.size(); ++i) {
+    header += (i ? ", " : l.loras.size() == 1 ? "  ·  LoRA " : "  ·  LoRAs ") + l.loras[i];
+  }
   header_font.draw(canvas, kMargin, g.header_baseline, header_font.fit(header, g.width - 2 * kMargin), text);
   for (size_t c = 0; c < l.columns.size(); ++c) {
     const std::string label = label_font.fit(l.columns[c], thumb);
@@ -223,25 +357,34 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (!run || *run == 0) throw UsageError("run \"" + a.positionals()[0] + "\" is not a positive integer");
   const int thumb = a.get_int("thumb", 128);
   if (thumb < 16 || thumb > 1024) throw UsageError("--thumb must be 16..1024 px");
-  const auto axis = [&](const char* option, SheetAxis fallback) {
+  const auto axis = [&](const char* option, SheetAxis fallback) -> SheetAxisChoice {
     const auto v = a.get(option);
     if (!v) return fallback;
     if (*v == "prompt") return SheetAxis::kPrompt;
     if (*v == "seed") return SheetAxis::kSeed;
     if (*v == "size") return SheetAxis::kSize;
-    throw UsageError(std::string("--") + option + " \"" + *v + "\" is not one of prompt, seed, size");
+    if (*v == "lora") return SheetAxis::kLora;
+    if (v->rfind("lora:", 0) == 0) return {SheetAxis::kLora, v->substr(5)};
+    throw UsageError(std::string("--") + option + " \"" + *v + "\" is not one of prompt, seed, size, lora, lora:NAME");
   };
-  const SheetAxis x = axis("x", SheetAxis::kSeed), y = axis("y", SheetAxis::kPrompt);
-  if (x == y) throw UsageError("--x and --y must name different axes");
+  const SheetAxisChoice x = axis("x", SheetAxis::kSeed), y = axis("y", SheetAxis::kPrompt);
+  if (axes_overlap(x, y)) {
+    throw UsageError(x.axis == SheetAxis::kLora ? "--x and --y must name different axes (two LoRA axes: lora:NAME and lora:OTHER)"
+                                                : "--x and --y must name different axes");
+  }
   const std::filesystem::path font = a.get("font").value_or(kDefaultFontPath);
   DaemonClient client(ctx.socket);
   const auto r = client.call("export", {{"run", *run}});
   std::vector<SheetJob> jobs;
   for (const auto& j : r["jobs"]) {
     jobs.push_back({j.value("prompt", ""), j.value("seed", uint64_t{0}), j.value("width", 0), j.value("height", 0),
-                    j.value("state", ""), j.value("state", "") == "done" ? j.value("output", "") : ""});
+                    j.value("state", ""), j.value("state", "") == "done" ? j.value("output", "") : "", j.value("lora", "")});
   }
   if (jobs.empty()) throw std::runtime_error("run " + a.positionals()[0] + " has no jobs");
+  for (const char* option : {"x", "y"}) {
+    if (const std::string why = sheet_axis_problem(jobs, option[0] == 'x' ? x : y); !why.empty())
+      throw UsageError(std::string("--") + option + " " + *a.get(option) + ": run " + a.positionals()[0] + ": " + why);
+  }
   std::string title = "run " + a.positionals()[0];
   if (const std::string name = r["run"].value("name", ""); !name.empty()) title += " (" + name + ")";
   const SheetLayout layout = layout_sheet(title, jobs, x, y);
@@ -249,7 +392,7 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   const std::string out =
       a.get("output").value_or((std::filesystem::path(r["run"].value("out_dir", ".")) / ("sheet_run" + a.positionals()[0] + ".png")).string());
   nlohmann::json legend = {{"run", *run}, {"rows", layout.rows}, {"row_details", layout.row_details}, {"columns", layout.columns},
-                           {"thumb", thumb}};
+                           {"loras", layout.loras}, {"thumb", thumb}};
   if (const auto dir = std::filesystem::path(out).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
   storage::write_png_atomic(out, sheet.rgba.data(), sheet.geometry.width, sheet.geometry.height, {{"rgbaq-sheet", legend.dump()}});
   ctx.out << out << " (" << layout.rows.size() << (layout.rows.size() == 1 ? " row x " : " rows x ") << layout.columns.size()

@@ -1,13 +1,20 @@
 #pragma once
 // `rgbaq sheet RUN`: one labelled PNG of a run's images, a grid over two axes as AUTOMATIC1111's X/Y
-// plot draws it: seeds across and prompts down by default (`--x`, `--y`: prompt, seed or size), each
-// row labelled with its prompt (wrapped, then cut), each column with its seed, the run and its sizes
-// in a header. When the attribute on neither axis varies (a run with several sizes), it joins the row.
-// Each cell is a thumbnail over a checkerboard, so transparency shows; a cell whose job failed, was
-// canceled, is not rendered yet, or whose image is missing or unreadable says so in words.
+// plot draws it: seeds across and prompts down by default (`--x`, `--y`: prompt, seed, size, lora or
+// lora:NAME), each row labelled with its prompt (wrapped, then cut), each column with its seed, the run,
+// its sizes and its LoRAs in a header. An attribute on neither axis that varies (a run with several
+// sizes, or LoRA sets) joins the row's label. Each cell is a thumbnail over a checkerboard, so
+// transparency shows; a cell whose job failed, was canceled, is not rendered yet, or whose image is
+// missing or unreadable says so in words.
+//
+// The LoRA axes: `lora` is each job's whole LoRA set ("detail 0.5", "no LoRA"; several LoRAs in one
+// label joined by " + "), ordered by the number of LoRAs, then by name and weight; `lora:NAME` is one
+// LoRA's weight ("detail 0.5", "no detail"), and the rest of each job's set splits the rows where it
+// varies. Sweep one LoRA's weight with either; when a run varies several, `lora:NAME` picks the one.
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/cli_context.h"
@@ -16,7 +23,14 @@ namespace rgbaq::cli {
 
 int sheet_command(const std::vector<std::string>& args, CliContext& ctx);
 
-enum class SheetAxis { kPrompt, kSeed, kSize };
+enum class SheetAxis { kPrompt, kSeed, kSize, kLora };
+
+// An axis as --x and --y name it: "lora" is the whole LoRA set, "lora:NAME" one LoRA's weight.
+struct SheetAxisChoice {
+  SheetAxis axis = SheetAxis::kSeed;
+  std::string lora;  // for kLora: the LoRA whose weight the axis sweeps, or "" for the whole set
+  SheetAxisChoice(SheetAxis a, std::string lora_name = "") : axis(a), lora(std::move(lora_name)) {}  // NOLINT: implicit
+};
 
 // One job of the run, as `export` describes it.
 struct SheetJob {
@@ -25,6 +39,7 @@ struct SheetJob {
   int width = 0, height = 0;
   std::string state;       // done, failed, canceled, queued, running
   std::string image_path;  // the output, for a done job
+  std::string lora;        // the job's LoRA set as the queue stores it ("detail:0.5;style:1"), "" for none
 };
 
 struct SheetCell {
@@ -36,15 +51,21 @@ struct SheetCell {
 struct SheetLayout {
   std::string title;                     // "run 3 (name)"
   std::vector<std::string> sizes;        // "256x256", by pixel count
+  std::vector<std::string> loras;        // the LoRA names the run's jobs use, in first use order
   std::vector<std::string> columns;      // x axis labels: "seed 7", a size, or a prompt
   std::vector<std::string> rows;         // y axis labels
-  std::vector<std::string> row_details;  // the third attribute where it varies (else empty strings)
+  std::vector<std::string> row_details;  // the attributes on neither axis that vary (else empty strings)
   std::vector<SheetCell> cells;
 };
 
-// Places each job on the grid; seeds ascend, sizes ascend by pixels, prompts keep their first order.
-SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& jobs, SheetAxis x = SheetAxis::kSeed,
-                         SheetAxis y = SheetAxis::kPrompt);
+// Why `axis` cannot lay out `jobs` ("its jobs have no LoRA", "no job has LoRA \"x\"..."), or "".
+std::string sheet_axis_problem(const std::vector<SheetJob>& jobs, const SheetAxisChoice& axis);
+
+// Places each job on the grid; seeds ascend, sizes ascend by pixels, prompts keep their first order,
+// LoRA weights ascend after "no LoRA". Throws std::invalid_argument for equal axes or an axis with a
+// problem, std::runtime_error for a job's LoRA set that does not parse.
+SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& jobs, const SheetAxisChoice& x = SheetAxis::kSeed,
+                         const SheetAxisChoice& y = SheetAxis::kPrompt);
 
 // Where things are on the sheet, in pixels.
 struct SheetGeometry {

@@ -153,6 +153,15 @@ class Watch {
       const int64_t id = j.value("id", int64_t{0});
       JobInHand job = jobs_.count(id) ? jobs_[id] : JobInHand{};
       describe(job, id, j);
+      // The progress its worker recorded in the queue: all there is of another host's job until the
+      // daemon relays its next change, and a start for a local job the watch has no events of yet.
+      const int step = j.value("step", 0), steps = j.value("steps", 0);
+      const bool decoding = j.value("decoding", false);
+      if (steps > 0 && (job.steps == 0 || (decoding && !job.decoding) || (!job.decoding && step > job.step))) {
+        job.step = step;
+        job.steps = steps;
+        job.decoding = decoding;
+      }
       in_hand[id] = job;
     }
     // The local job in hand's step, when the watch began after its last progress event.

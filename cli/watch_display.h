@@ -18,7 +18,7 @@ struct JobInHand {
   std::string label;  // the job's name, else its prompt
   uint64_t seed = 0;
   int width = 0, height = 0;
-  int step = 0, steps = 0;  // steps 0: not reported yet (another host's job, or none since the watch began)
+  int step = 0, steps = 0;  // steps 0: not reported yet (no step done, or none recorded since the watch began)
   bool decoding = false;
 };
 

@@ -74,6 +74,20 @@ class DaemonState {
     std::lock_guard lock(mutex_);
     return {held_.begin(), held_.end()};
   }
+  // The job in hand's render progress as the worker last reported it (its step callback): the heartbeat
+  // records it in the queue, where watchers on every host read it.
+  struct Progress {
+    int64_t job = 0;
+    int step = 0, steps = 0;
+  };
+  void set_progress(int64_t job, int step, int steps) {
+    std::lock_guard lock(mutex_);
+    progress_ = {job, step, steps};
+  }
+  Progress progress() const {
+    std::lock_guard lock(mutex_);
+    return progress_;
+  }
   // Waits up to `timeout` or until the stop, whatever wakes the worker meanwhile.
   void wait_for_stop(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
@@ -93,6 +107,7 @@ class DaemonState {
   uint64_t wakeups_ = 0;
   Health health_;
   std::set<int64_t> held_;
+  Progress progress_;
 };
 
 }  // namespace rgbaq::daemon

@@ -15,6 +15,11 @@ void EventHub::unsubscribe(int id) {
   sinks_.erase(id);
 }
 
+bool EventHub::has_subscribers() {
+  std::lock_guard lock(mutex_);
+  return !sinks_.empty();
+}
+
 void EventHub::publish(const std::string& event, nlohmann::json fields) {
   fields["v"] = protocol::kVersion;
   fields["event"] = event;

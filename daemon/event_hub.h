@@ -21,6 +21,8 @@ class EventHub {
 
   int subscribe(Sink sink);
   void unsubscribe(int id);
+  // Whether anyone watches: work done only for watchers can be skipped otherwise.
+  bool has_subscribers();
   // Any thread. The event gets "v" and "event" fields; `run` is fields["run"] (0 when absent).
   void publish(const std::string& event, nlohmann::json fields);
 

@@ -8,8 +8,9 @@
 //
 // Events (fields beyond "v", "event", "job", "run"; a client ignores events and fields it does not know):
 //   job_started  prompt, name, seed, width, height, encoder_cache_hit
-//   progress     step, steps, width, height, step_s (that step's wall time)
-//   decoding     (after the last step: the VAE decode and the PNG write follow)
+//   progress     step, steps, width, height, step_s (that step's wall time); or, for a job another
+//                worker renders (another host), step, steps, width, height, host: its recorded progress
+//   decoding     (after the last step: the VAE decode and the PNG write follow); host for another's job
 //   job_done     path, seconds (the image's wall time) | reused
 //   job_failed   error, will_retry        job_canceled        run_done  done, failed, canceled
 //

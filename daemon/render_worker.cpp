@@ -171,6 +171,7 @@ void RenderWorker::handle(const storage::Job& job) {
     engine::RenderResult result = session_.render_embedded(embeds, request, [&](int done, int total) {
       state_.counters.current_step = done;
       state_.counters.current_steps = total;
+      state_.set_progress(job.id, done, total);  // the heartbeat records it in the queue for other hosts
       heartbeat_.beat_soon();
       // step_s: this step's wall time, so a watcher's ETA comes from measured steps at this size.
       const auto now = std::chrono::steady_clock::now();

@@ -52,6 +52,11 @@ json job_json(const storage::Job& j, bool with_metadata) {
               {"state", storage::state_name(j.state)}, {"attempts", j.attempts}, {"error", j.error},
               {"output", j.output_path}, {"created_at", j.created_at}, {"started_at", j.started_at},
               {"finished_at", j.finished_at}, {"host", j.host}};
+  if (j.state == JobState::kRunning) {  // as its worker, on whichever host, last recorded it
+    out["step"] = j.step;
+    out["steps"] = j.steps;
+    out["decoding"] = j.decoding;
+  }
   if (with_metadata) {
     out["metadata"] = j.metadata_json.empty() ? json(nullptr) : json::parse(j.metadata_json, nullptr, false);
     out["errors"] = json::parse(j.errors_json, nullptr, false);

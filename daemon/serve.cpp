@@ -24,6 +24,7 @@
 #include "daemon/daemon_state.h"
 #include "daemon/event_hub.h"
 #include "daemon/listen_socket.h"
+#include "daemon/remote_progress.h"
 #include "daemon/render_worker.h"
 #include "daemon/request_handler.h"
 #include "daemon/socket_server.h"
@@ -192,6 +193,7 @@ int run_serve_command(const std::vector<std::string>& args) {
   int code = 0;
   try {
     WorkerHeartbeat heartbeat(config, me, state);
+    RemoteProgress remote_progress(config, events, heartbeat);  // other workers' steps, for watchers
     RenderWorker(config, *session, identity, state, events, heartbeat).run();
   } catch (const std::exception& e) {
     spdlog::critical("the worker stopped: {}", e.what());

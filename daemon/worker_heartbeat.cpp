@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 
@@ -86,10 +87,18 @@ void WorkerHeartbeat::beat_soon() {
 }
 
 void WorkerHeartbeat::beat() {
-  if (!store_->heartbeat(worker_id_, state_.held_jobs())) {
+  const auto held = state_.held_jobs();
+  if (!store_->heartbeat(worker_id_, held)) {
     // Silent for a whole lease (a stalled host, a long network cut): its leases may be others' now.
     worker_id_ = store_->register_worker(info_);
     spdlog::warn("the queue had forgotten this worker; registered again as worker {}", worker_id_.load());
+    return;
+  }
+  const auto p = state_.progress();
+  const storage::JobProgress progress{p.job, p.step, p.steps, p.steps > 0 && p.step >= p.steps};
+  if (progress != recorded_ && std::find(held.begin(), held.end(), p.job) != held.end()) {
+    store_->record_progress(worker_id_, {progress});
+    recorded_ = progress;
   }
 }
 

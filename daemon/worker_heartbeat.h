@@ -1,8 +1,9 @@
 #pragma once
 // This daemon as a worker of the queue: registered at start (host, boot id, pid, engine, device), a
 // heartbeat every lease/6 (10 s for the default 60 s lease) and at each render step, which extends the
-// leases of the jobs in hand (DaemonState::held_jobs), and recovery of other workers' expired leases
-// every beat. A worker the queue forgot (silent for a whole lease) registers again.
+// leases of the jobs in hand (DaemonState::held_jobs) and records the job in hand's step in the queue
+// (for watchers on other hosts), and recovery of other workers' expired leases every beat. A worker
+// the queue forgot (silent for a whole lease) registers again.
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -45,6 +46,7 @@ class WorkerHeartbeat {
   std::mutex mutex_;
   std::condition_variable cv_;
   bool soon_ = false, done_ = false;
+  storage::JobProgress recorded_;  // the progress last written, so an unchanged one is not written again
   std::thread thread_;
 };
 

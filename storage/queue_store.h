@@ -85,6 +85,18 @@ struct Job {
   std::string output_path, metadata_json;
   uint64_t prompt_key = 0, content_key = 0;
   std::string lora;  // as NewJob::lora
+  // While running: its render's progress as its worker last recorded it in this lease (record_progress),
+  // so that any host can show it; 0 of 0 before the first record, and for a job not running.
+  int step = 0, steps = 0;
+  bool decoding = false;  // the steps are done and the image is being decoded
+};
+
+// A running job's progress, as its worker records it (QueueStore::record_progress).
+struct JobProgress {
+  int64_t job = 0;
+  int step = 0, steps = 0;
+  bool decoding = false;
+  bool operator==(const JobProgress&) const = default;
 };
 
 struct Run {
@@ -206,6 +218,9 @@ class QueueStore {
   // The worker's process is known to be dead (same host and boot, its pid gone): its leases end now and
   // it is forgotten. Returns the jobs whose lease ended.
   virtual int64_t expire_worker(int64_t worker_id) = 0;
+  // Records the progress of jobs this worker holds (running, leased to it); others' are left alone.
+  // Written as the heartbeat goes (at most about once a second per worker), not durable beyond that.
+  virtual void record_progress(int64_t worker_id, const std::vector<JobProgress>& progress) = 0;
   virtual std::vector<Worker> list_workers() = 0;
 
   virtual std::vector<Run> list_runs() = 0;

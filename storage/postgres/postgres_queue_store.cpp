@@ -103,6 +103,12 @@ CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ALTER TABLE jobs ADD COLUMN lora TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_claim_lora ON jobs (lora, priority, id) WHERE state = 'queued';
 )",
+    // v3: a running job's progress, recorded by its worker so that watchers on any host see it. Progress
+    // written before the job's current lease began (progress_at < started_at) is an earlier lease's.
+    R"(
+ALTER TABLE jobs ADD COLUMN step INTEGER NOT NULL DEFAULT 0, ADD COLUMN steps INTEGER NOT NULL DEFAULT 0,
+  ADD COLUMN decoding BOOLEAN NOT NULL DEFAULT FALSE, ADD COLUMN progress_at DOUBLE PRECISION NOT NULL DEFAULT 0;
+)",
 };
 
 constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE pending)";
@@ -110,7 +116,7 @@ constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE 
 constexpr const char* kJobColumns =
     "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
     "finished_at, cancel_requested, error, errors::text, output_path, metadata, prompt_key, content_key, interruptions, "
-    "worker_id, host, lease_expires, lora";
+    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at";
 
 Job read_job(const pg::Result& r, int row) {
   Job j;
@@ -140,6 +146,11 @@ Job read_job(const pg::Result& r, int row) {
   j.host = r.text(row, 23);
   j.lease_expires = r.real(row, 24);
   j.lora = r.text(row, 25);
+  if (j.state == JobState::kRunning && r.real(row, 29) >= j.started_at) {  // this lease's progress
+    j.step = static_cast<int>(r.int64(row, 26));
+    j.steps = static_cast<int>(r.int64(row, 27));
+    j.decoding = r.boolean(row, 28);
+  }
   return j;
 }
 
@@ -553,6 +564,25 @@ int64_t PostgresQueueStore::expire_worker(int64_t worker_id) {
                           .affected();
     db_->exec("DELETE FROM workers WHERE id = $1", {num(worker_id)});
     return n;
+  });
+}
+
+void PostgresQueueStore::record_progress(int64_t worker_id, const std::vector<JobProgress>& progress) {
+  if (progress.empty()) return;
+  std::vector<int64_t> jobs, steps, totals, decoding;
+  for (const JobProgress& p : progress) {
+    jobs.push_back(p.job);
+    steps.push_back(p.step);
+    totals.push_back(p.steps);
+    decoding.push_back(p.decoding ? 1 : 0);
+  }
+  db_->retrying([&] {
+    return db_->exec("UPDATE jobs j SET step = p.step, steps = p.steps, decoding = p.decoding <> 0, progress_at = rgbaq_now() "
+                     "FROM unnest($2::bigint[], $3::int[], $4::int[], $5::int[]) AS p(id, step, steps, decoding) "
+                     "WHERE j.id = p.id AND j.worker_id = $1 AND j.state = 'running'",
+                     {num(worker_id), array_literal(jobs), array_literal(steps), array_literal(totals), array_literal(decoding)},
+                     "record_progress")
+        .affected();
   });
 }
 

@@ -19,7 +19,7 @@ class Connection;
 
 class PostgresQueueStore final : public QueueStore {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Connects and migrates. Throws std::runtime_error naming the URL (password masked).
   explicit PostgresQueueStore(const std::string& url, StoreOptions options = {});
@@ -50,6 +50,7 @@ class PostgresQueueStore final : public QueueStore {
   bool heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) override;
   void unregister_worker(int64_t worker_id) override;
   int64_t expire_worker(int64_t worker_id) override;
+  void record_progress(int64_t worker_id, const std::vector<JobProgress>& progress) override;
   std::vector<Worker> list_workers() override;
   std::vector<Run> list_runs() override;
   std::optional<Run> run(int64_t run_id) override;

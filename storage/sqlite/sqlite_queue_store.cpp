@@ -112,6 +112,14 @@ ALTER TABLE runs ADD COLUMN touched_at REAL NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN lora TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_claim_lora ON jobs (lora, priority, id) WHERE state = 'queued';
 )",
+    // v5: a running job's progress, recorded by its worker so that watchers on any host see it. Progress
+    // written before the job's current lease began (progress_at < started_at) is an earlier lease's.
+    R"(
+ALTER TABLE jobs ADD COLUMN step INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN steps INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN decoding INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN progress_at REAL NOT NULL DEFAULT 0;
+)",
 };
 
 // Claims skip the jobs of runs whose submit has not committed its last batch.
@@ -120,7 +128,7 @@ constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE 
 const char* kJobColumns =
     "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
     "finished_at, cancel_requested, error, errors, output_path, metadata, prompt_key, content_key, interruptions, "
-    "worker_id, host, lease_expires, lora";
+    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at";
 
 Job read_job(SQLite::Statement& q) {
   Job j;
@@ -150,6 +158,11 @@ Job read_job(SQLite::Statement& q) {
   j.host = q.getColumn(23).getString();
   j.lease_expires = q.getColumn(24).getDouble();
   j.lora = q.getColumn(25).getString();
+  if (j.state == JobState::kRunning && q.getColumn(29).getDouble() >= j.started_at) {  // this lease's progress
+    j.step = q.getColumn(26).getInt();
+    j.steps = q.getColumn(27).getInt();
+    j.decoding = q.getColumn(28).getInt() != 0;
+  }
   return j;
 }
 
@@ -706,6 +719,25 @@ int64_t SqliteQueueStore::expire_worker(int64_t worker_id) {
   del.exec();
   tx.commit();
   return n;
+}
+
+void SqliteQueueStore::record_progress(int64_t worker_id, const std::vector<JobProgress>& progress) {
+  check_file_identity();
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement q(db_, "UPDATE jobs SET step = ?, steps = ?, decoding = ?, progress_at = ? WHERE id = ? AND "
+                           "worker_id = ? AND state = 'running'");
+  const double now = now_seconds();
+  for (const JobProgress& p : progress) {
+    q.bind(1, p.step);
+    q.bind(2, p.steps);
+    q.bind(3, p.decoding ? 1 : 0);
+    q.bind(4, now);
+    q.bind(5, p.job);
+    q.bind(6, worker_id);
+    q.exec();
+    q.reset();
+  }
+  tx.commit();
 }
 
 std::vector<Worker> SqliteQueueStore::list_workers() {

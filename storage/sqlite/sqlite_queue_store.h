@@ -13,7 +13,7 @@ namespace rgbaq::storage {
 
 class SqliteQueueStore final : public QueueStore {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens or creates the database and migrates it forward. Throws std::runtime_error naming the file
   // when it cannot, when its schema is newer than this build knows, or when an existing file is not an
@@ -46,6 +46,7 @@ class SqliteQueueStore final : public QueueStore {
   bool heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) override;
   void unregister_worker(int64_t worker_id) override;
   int64_t expire_worker(int64_t worker_id) override;
+  void record_progress(int64_t worker_id, const std::vector<JobProgress>& progress) override;
   std::vector<Worker> list_workers() override;
   std::vector<Run> list_runs() override;
   std::optional<Run> run(int64_t run_id) override;

@@ -2,7 +2,8 @@
 // as three machines would share it, on a real server (tests/postgres_server.h). One daemon is SIGKILLed
 // at random moments again and again and restarted: every job done exactly once, every PNG valid, no job
 // lost, no lease taken from a live worker, the queue's integrity check passes. And a server restart
-// mid-run: the daemons reconnect and go on. Slow (CTest label "slow").
+// mid-run: the daemons reconnect and go on. And a watch on one host following the steps of a job that
+// another host renders (the progress its worker records in the queue). Slow (CTest label "slow").
 #include <map>
 #include <random>
 #include <regex>
@@ -12,6 +13,7 @@
 #include "storage/postgres/postgres_queue_store.h"
 #include "storage/render_metadata.h"
 #include "tests/daemon/daemon_test_helpers.h"
+#include "tests/daemon/tmux_terminal.h"
 #include "tests/postgres_server.h"
 
 namespace rgbaq {
@@ -165,6 +167,58 @@ TEST(DaemonMultiHost, AServerRestartMidRunIsRiddenOutWithNothingLostOrDoneTwice)
   EXPECT_TRUE(hosts[0].daemon->connectable() && hosts[1].daemon->connectable()) << "both daemons rode it out";
   storage::PostgresQueueStore store(queue);
   EXPECT_EQ(store.integrity_check(), "ok");
+}
+
+TEST(DaemonMultiHost, AWatchOnOneHostFollowsTheStepsOfAJobRenderingOnAnother) {
+  if (!PostgresServer::available()) GTEST_SKIP() << PostgresServer::why_unavailable();
+  ASSERT_TRUE(fs::exists(tmux_path())) << "tmux is not installed (scripts/setup installs it)";
+  PostgresServer server;
+  const std::string queue = server.create_database("watch");
+  TempDir shared;
+  const auto out_dir = shared.path() / "renders";
+  fs::create_directories(out_dir);
+  Host renderer, watcher;
+  renderer.start("render-host", queue, 0);
+  // One job of 1024 px (seconds a step on the tiny model), in the renderer's hands before the watching
+  // host starts: the watching host never renders it, and has no event of it but what the queue says.
+  ASSERT_EQ(rgbaq(*renderer.daemon, {"submit", "-", "--size", "1024", "--out", out_dir.string()}, "prompt,seed\na slow fox,1\n")
+                .exit_code, 0);
+  for (int i = 0; i < 1200 && status(*renderer.daemon)["current"].is_null(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  watcher.start("watch-host", queue, 0);
+
+  // `rgbaq watch` on the watching host, in a terminal: the other host's job with its step, not "step ?".
+  const fs::path tmux_socket = shared.path() / "tmux.sock";  // under the test's own directory
+  Tmux terminal(tmux_socket, "watch", 120, 20, kRgbaq + " --socket " + quoted(watcher.daemon->socket().string()) + " watch");
+  const std::regex step_line(R"(a slow fox.*step [1-8]/8)");
+  EXPECT_TRUE(terminal.wait_for([&](const std::vector<std::string>& lines) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return std::regex_search(l, step_line); });
+  })) << terminal.screen();
+  EXPECT_EQ(terminal.screen().find("step ?"), std::string::npos) << terminal.screen();
+
+  // The watching host's event stream relays the step the renderer recorded, naming the host.
+  Raw events(watcher.daemon->socket());
+  ASSERT_TRUE(events.send_all(R"({"v":1,"id":1,"method":"watch"})" "\n"));
+  ASSERT_NE(events.read_line().find("watching"), std::string::npos);
+  json first, later;
+  for (std::string line; (line = events.read_line(60000)) != "";) {
+    const json e = json::parse(line);
+    if (e["event"] == "progress" && first.is_null()) {
+      first = e;
+    } else if (!first.is_null() && (e["event"] == "decoding" || (e["event"] == "progress" && e["step"] > first["step"]))) {
+      later = e;
+      break;
+    }
+  }
+  ASSERT_TRUE(first.is_object()) << "no progress event from the other host's job";
+  EXPECT_EQ(first["job"], 1);
+  EXPECT_EQ(first["run"], 1);
+  EXPECT_EQ(first["host"], "render-host");
+  EXPECT_EQ(first["steps"], 8);
+  EXPECT_GE(first["step"].get<int>(), 1);
+  EXPECT_LE(first["step"].get<int>(), 8);
+  EXPECT_FALSE(first.contains("step_s")) << "a step's time is the rendering host's to measure";
+  ASSERT_TRUE(later.is_object()) << "the job's progress did not advance in the stream after " << first.dump();
+  EXPECT_EQ(later["job"], 1);
 }
 
 }  // namespace

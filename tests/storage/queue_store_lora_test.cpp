@@ -46,16 +46,18 @@ TYPED_TEST(QueueStoreLoraTest, ClaimsPreferALoadedSetAfterPriorityThenACachedPro
 }
 
 TYPED_TEST(QueueStoreLoraTest, AQueueFromBeforeTheLoraColumnMigratesForwardWithNoLoraOnItsJobs) {
-  const int with_lora = this->backend().known_schema_version();
+  const int latest = this->backend().known_schema_version();
   {
     auto s = this->open();
     s->submit({"r", "{}", "/o"}, {job("old", 1, "")});
   }
-  // Back to the schema before the LoRA column (the last migration adds it).
-  this->backend().exec("DROP INDEX jobs_claim_lora; ALTER TABLE jobs DROP COLUMN lora");
-  this->backend().set_schema_version(with_lora - 1);
+  // Back to the schema before the LoRA column (the migration before the progress columns' adds it).
+  this->backend().exec("ALTER TABLE jobs DROP COLUMN step; ALTER TABLE jobs DROP COLUMN steps; "
+                       "ALTER TABLE jobs DROP COLUMN decoding; ALTER TABLE jobs DROP COLUMN progress_at; "
+                       "DROP INDEX jobs_claim_lora; ALTER TABLE jobs DROP COLUMN lora");
+  this->backend().set_schema_version(latest - 2);
   auto s = this->open();
-  EXPECT_EQ(s->schema_version(), with_lora);
+  EXPECT_EQ(s->schema_version(), latest);
   const int64_t w = s->register_worker(worker_info());
   const auto old = s->claim(w, {}, {""});
   ASSERT_TRUE(old);
