@@ -19,12 +19,32 @@ void publish_if_run_finished(storage::QueueStore& store, EventHub& events, int64
 
 void report_failure(storage::QueueStore& store, DaemonState& state, EventHub& events, const storage::Job& job,
                     const std::string& reason) {
-  const auto now = store.fail(job.id, reason);
-  state.counters.jobs_failed += now == storage::JobState::kFailed;
-  spdlog::error("job {} failed{}: {}", job.id, now == storage::JobState::kQueued ? " (it will be tried again)" : "", reason);
+  const auto now = store.fail(job.id, job.worker_id, reason);
+  if (!now) {
+    spdlog::warn("job {}: lease lost; its failure is not recorded ({}): {}", job.id, reason, lost_lease(store, job));
+    return;
+  }
+  state.counters.jobs_failed += *now == storage::JobState::kFailed;
+  spdlog::error("job {} failed{}: {}", job.id, *now == storage::JobState::kQueued ? " (it will be tried again)" : "", reason);
   events.publish("job_failed", {{"job", job.id}, {"run", job.run_id}, {"error", reason},
-                                {"will_retry", now == storage::JobState::kQueued}});
+                                {"will_retry", *now == storage::JobState::kQueued}});
   publish_if_run_finished(store, events, job.run_id);
+}
+
+std::string lost_lease(storage::QueueStore& store, const storage::Job& job) {
+  const std::string lease = "worker " + std::to_string(job.worker_id) + "'s lease";
+  try {
+    const auto now = store.job(job.id);
+    if (!now) return lease + " ended; the job is no longer in the queue";
+    if (now->state == storage::JobState::kRunning && now->worker_id != job.worker_id) {
+      return lease + " ran out and recovery gave the job to worker " + std::to_string(now->worker_id) + " (" +
+             now->worker + "), now on attempt " + std::to_string(now->attempts);
+    }
+    return lease + " ended; the job is now " + std::string(storage::state_name(now->state)) +
+           (now->state == storage::JobState::kDone ? " (rendered by " + now->host + ")" : "");
+  } catch (const std::exception& e) {
+    return lease + " ended; reading the job failed: " + e.what();
+  }
 }
 
 OutputWriter::OutputWriter(const std::string& queue_url, const storage::StoreOptions& options, DaemonState& state,
@@ -97,10 +117,11 @@ void OutputWriter::write(FinishedRender& r) {
     return;
   }
   try {
-    if (!store_->complete(job.id, job.output_path, storage::metadata_json(r.metadata))) {
-      // Its lease ran out (this host stalled longer than a lease) and the queue gave it to another
-      // worker, or it was canceled meanwhile: the PNG is the same image, the job is not ours to finish.
-      spdlog::warn("job {} was no longer this worker's when its PNG was written: {}", job.id, job.output_path);
+    if (!store_->complete(job.id, job.worker_id, job.output_path, storage::metadata_json(r.metadata))) {
+      // This host stalled longer than a lease and the queue gave the job to another worker: the PNG is
+      // the same image, but the job is not ours to finish (nor the image ours to count).
+      spdlog::warn("job {}: lease lost; its PNG {} is written but the job is not recorded done: {}", job.id,
+                   job.output_path, lost_lease(*store_, job));
       return;
     }
   } catch (const std::exception& e) {

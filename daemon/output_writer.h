@@ -56,8 +56,13 @@ class OutputWriter {
 void publish_if_run_finished(storage::QueueStore& store, EventHub& events, int64_t run_id);
 
 // Records a failed attempt (queued again after a backoff, or failed at the limit), logs it and tells
-// the watchers.
+// the watchers. A job no longer this worker's (its lease was lost) is left to its new holder: logged,
+// not counted.
 void report_failure(storage::QueueStore& store, DaemonState& state, EventHub& events, const storage::Job& job,
                     const std::string& reason);
+
+// Why a transition of `job` (as this worker claimed it) was refused, for the log: where the job is now
+// (running under another worker after this one's lease ran out, queued, done...).
+std::string lost_lease(storage::QueueStore& store, const storage::Job& job);
 
 }  // namespace rgbaq::daemon

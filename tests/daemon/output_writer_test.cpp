@@ -1,5 +1,6 @@
 // The writer thread's boundary: a store error while recording a finished job (SQLite busy, a disk-full
 // style abort) fails or leaves that job with the reason and never ends the process (std::terminate).
+// A job whose lease was lost is not recorded.
 #include "daemon/output_writer.h"
 
 #include <gtest/gtest.h>
@@ -82,6 +83,29 @@ TEST(OutputWriter, ABusyDatabaseLeavesTheJobForRecoveryAndDoesNotEndTheProcess) 
   store.expire_worker(job.worker_id);  // as a restart finds its dead process, or the lease runs out
   EXPECT_EQ(store.recover().requeued, 1);
   EXPECT_EQ(storage::read_png(job.output_path).rgba, std::vector<uint8_t>(16, 200)) << "the PNG itself was written";
+}
+
+TEST(OutputWriter, AJobWhoseLeaseWasLostIsNotRecordedNorCounted) {
+  Fixture f;
+  const auto mine = f.claim_one("stalled");
+  int64_t other = 0;
+  {
+    // This worker stalled past its lease: recovery took the job back and another worker claimed it.
+    storage::SqliteQueueStore store(f.db);
+    store.expire_worker(mine.worker_id);
+    ASSERT_EQ(store.recover().requeued, 1);
+    other = store.register_worker({"other-host", "boot", 2, "none", "none"});
+    ASSERT_EQ(store.claim(other)->id, mine.id);
+  }
+  OutputWriter writer(f.db, {}, f.state, f.events);
+  writer.enqueue(f.render(mine));
+  writer.finish();
+  storage::SqliteQueueStore store(f.db);
+  const auto now = *store.job(mine.id);
+  EXPECT_EQ(now.state, storage::JobState::kRunning);
+  EXPECT_EQ(now.worker_id, other);
+  EXPECT_EQ(f.state.counters.images_rendered.load(), 0u) << "not this worker's image to count";
+  EXPECT_TRUE(fs::exists(mine.output_path)) << "the same image: the PNG stays for the holder to find";
 }
 
 }  // namespace
