@@ -1,5 +1,7 @@
 #include "daemon/output_writer.h"
 
+#include <cerrno>
+
 #include <spdlog/spdlog.h>
 
 #include "storage/open_queue_store.h"
@@ -18,8 +20,8 @@ void publish_if_run_finished(storage::QueueStore& store, EventHub& events, int64
 }
 
 void report_failure(storage::QueueStore& store, DaemonState& state, EventHub& events, const storage::Job& job,
-                    const std::string& reason) {
-  const auto now = store.fail(job.id, job.worker_id, reason);
+                    const std::string& reason, storage::Failure failure) {
+  const auto now = store.fail(job.id, job.worker_id, reason, failure);
   if (!now) {
     spdlog::warn("job {}: lease lost; its failure is not recorded ({}): {}", job.id, reason, lost_lease(store, job));
     return;
@@ -44,6 +46,25 @@ std::string lost_lease(storage::QueueStore& store, const storage::Job& job) {
            (now->state == storage::JobState::kDone ? " (rendered by " + now->host + ")" : "");
   } catch (const std::exception& e) {
     return lease + " ended; reading the job failed: " + e.what();
+  }
+}
+
+storage::Failure write_failure_kind(std::error_code cause) {
+  if (cause.category() != std::generic_category() && cause.category() != std::system_category()) {
+    return storage::Failure::kRetry;
+  }
+  switch (cause.value()) {
+    case ENOENT:        // the folder is gone (and could not be made again)
+    case ENOTDIR:       // a part of the path is a file
+    case EISDIR:        // the output path is a folder
+    case EROFS:         // a read-only file system
+    case EACCES:        // the folder refuses this user
+    case EPERM:
+    case ENAMETOOLONG:
+    case ELOOP:         // a symlink loop in the path
+      return storage::Failure::kPermanent;
+    default:  // ENOSPC, EDQUOT, EIO, EMFILE, ENFILE, ENOMEM, ESTALE...: may pass; retries are bounded anyway
+      return storage::Failure::kRetry;
   }
 }
 
@@ -96,9 +117,9 @@ void OutputWriter::loop() {
   }
 }
 
-void OutputWriter::record_failure(const storage::Job& job, const std::string& reason) {
+void OutputWriter::record_failure(const storage::Job& job, const std::string& reason, storage::Failure failure) {
   try {
-    report_failure(*store_, state_, events_, job, reason);
+    report_failure(*store_, state_, events_, job, reason, failure);
   } catch (const std::exception& e) {
     // The store refuses even the failure: the job stays running in it until its lease (no longer
     // renewed) runs out and recovery returns it to the queue. The daemon stays up.
@@ -109,9 +130,21 @@ void OutputWriter::record_failure(const storage::Job& job, const std::string& re
 
 void OutputWriter::write(FinishedRender& r) {
   const storage::Job& job = r.job;
+  const auto folder = std::filesystem::path(job.output_path).parent_path();
+  auto cannot_write = [&](const std::string& reason, std::error_code cause) {
+    const auto kind = write_failure_kind(cause);
+    record_failure(job, kind == storage::Failure::kPermanent ? reason + " (not retried: trying again cannot fix this)" : reason,
+                   kind);
+  };
   try {
-    std::filesystem::create_directories(std::filesystem::path(job.output_path).parent_path());
+    std::filesystem::create_directories(folder);
     storage::write_png_atomic(job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata));
+  } catch (const std::filesystem::filesystem_error& e) {
+    cannot_write(job.output_path + ": cannot make its folder " + folder.string() + ": " + e.code().message(), e.code());
+    return;
+  } catch (const storage::PngWriteError& e) {
+    cannot_write(e.what(), e.code());
+    return;
   } catch (const std::exception& e) {
     record_failure(job, e.what());
     return;

@@ -36,6 +36,10 @@ struct NewJob {
   std::string lora;          // the LoRA set, "name:weight;..." (jobs/lora_list.h); "" for none
 };
 
+// How a failed attempt counts: kRetry queues the job again after a backoff (failed at the attempt
+// limit); kPermanent fails it now, for a cause no retry can fix (its output folder is a file, say).
+enum class Failure { kRetry, kPermanent };
+
 struct RunOptions {
   std::string name;
   std::string options_json = "{}";
@@ -179,9 +183,11 @@ class QueueStore {
   // running -> done. False when the job is not running under the worker.
   virtual bool complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
                         const std::string& metadata_json) = 0;
-  // running -> queued after a backoff, or failed once its attempts reach the limit. The reason goes to
-  // error and errors_json. Returns the new state; nullopt when the job is not running under the worker.
-  virtual std::optional<JobState> fail(int64_t job_id, int64_t worker_id, const std::string& reason) = 0;
+  // running -> queued after a backoff, or failed once its attempts reach the limit; with kPermanent,
+  // failed now whatever its attempts. The reason goes to error and errors_json. Returns the new state;
+  // nullopt when the job is not running under the worker.
+  virtual std::optional<JobState> fail(int64_t job_id, int64_t worker_id, const std::string& reason,
+                                       Failure failure = Failure::kRetry) = 0;
   // running -> queued without counting the attempt (a clean shutdown abandoned it).
   virtual bool requeue(int64_t job_id, int64_t worker_id) = 0;
   // running with a cancel request -> canceled.

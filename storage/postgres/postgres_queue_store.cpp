@@ -396,15 +396,17 @@ std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const 
   });
 }
 
-std::optional<JobState> PostgresQueueStore::fail(int64_t job_id, int64_t worker_id, const std::string& reason) {
+std::optional<JobState> PostgresQueueStore::fail(int64_t job_id, int64_t worker_id, const std::string& reason,
+                                                 Failure failure) {
   return db_->retrying([&]() -> std::optional<JobState> {
     const auto r = db_->exec(
-        "UPDATE jobs SET state = CASE WHEN attempts >= $3 THEN 'failed' ELSE 'queued' END, error = $2, "
-        "not_before = CASE WHEN attempts >= $3 THEN 0 ELSE rgbaq_now() + least(300, $4 * power(2, attempts - 1)) END, "
-        "finished_at = CASE WHEN attempts >= $3 THEN rgbaq_now() ELSE 0 END, "
+        "UPDATE jobs SET state = CASE WHEN $5 OR attempts >= $3 THEN 'failed' ELSE 'queued' END, error = $2, "
+        "not_before = CASE WHEN $5 OR attempts >= $3 THEN 0 ELSE rgbaq_now() + least(300, $4 * power(2, attempts - 1)) END, "
+        "finished_at = CASE WHEN $5 OR attempts >= $3 THEN rgbaq_now() ELSE 0 END, "
         "errors = errors || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', rgbaq_now(), 'reason', $2::text)), "
-        "worker_id = 0, lease_expires = 0 WHERE id = $1 AND state = 'running' AND worker_id = $5 RETURNING state",
-        {num(job_id), reason, num(options_.max_attempts), real(options_.backoff_seconds), num(worker_id)});
+        "worker_id = 0, lease_expires = 0 WHERE id = $1 AND state = 'running' AND worker_id = $6 RETURNING state",
+        {num(job_id), reason, num(options_.max_attempts), real(options_.backoff_seconds),
+         failure == Failure::kPermanent ? "true" : "false", num(worker_id)});
     if (r.empty()) return std::nullopt;
     return parse_state(r.text(0, 0)).value_or(JobState::kFailed);
   });

@@ -36,7 +36,8 @@ class PostgresQueueStore final : public QueueStore {
                                         const std::vector<std::string>& preferred_loras = {}) override;
   bool complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
                 const std::string& metadata_json) override;
-  std::optional<JobState> fail(int64_t job_id, int64_t worker_id, const std::string& reason) override;
+  std::optional<JobState> fail(int64_t job_id, int64_t worker_id, const std::string& reason,
+                               Failure failure = Failure::kRetry) override;
   bool requeue(int64_t job_id, int64_t worker_id) override;
   bool finish_canceled(int64_t job_id, int64_t worker_id) override;
   int64_t cancel_run(int64_t run_id) override;

@@ -504,17 +504,19 @@ std::optional<Job> SqliteQueueStore::complete_and_claim(int64_t job_id, const st
   return next;
 }
 
-std::optional<JobState> SqliteQueueStore::fail(int64_t job_id, int64_t worker_id, const std::string& reason) {
+std::optional<JobState> SqliteQueueStore::fail(int64_t job_id, int64_t worker_id, const std::string& reason,
+                                               Failure failure) {
   check_file_identity();
   // One statement: the attempt count it judges is the one it updates. Backoff before attempt k + 1:
   // backoff * 2^(k - 1), at most 5 minutes.
   SQLite::Statement q(db_,
-                      "UPDATE jobs SET state = CASE WHEN attempts >= ?2 THEN 'failed' ELSE 'queued' END, error = ?3, "
-                      "not_before = CASE WHEN attempts >= ?2 THEN 0 "
+                      "UPDATE jobs SET state = CASE WHEN ?1 OR attempts >= ?2 THEN 'failed' ELSE 'queued' END, error = ?3, "
+                      "not_before = CASE WHEN ?1 OR attempts >= ?2 THEN 0 "
                       "ELSE ?4 + min(300.0, ?5 * (1 << min(max(attempts - 1, 0), 30))) END, "
-                      "finished_at = CASE WHEN attempts >= ?2 THEN ?4 ELSE 0 END, "
+                      "finished_at = CASE WHEN ?1 OR attempts >= ?2 THEN ?4 ELSE 0 END, "
                       "errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?4, 'reason', ?3)), "
                       "worker_id = 0, lease_expires = 0 WHERE id = ?6 AND state = 'running' AND worker_id = ?7 RETURNING state");
+  q.bind(1, static_cast<int>(failure == Failure::kPermanent));
   q.bind(2, options_.max_attempts);
   q.bind(3, reason);
   q.bind(4, now_seconds());

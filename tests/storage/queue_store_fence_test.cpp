@@ -1,6 +1,6 @@
 // Transitions fenced by the lease, on both stores: a worker whose lease ran out (it stalled, recovery
 // requeued its job, another worker claimed it) can no longer complete, fail, requeue or cancel the new
-// holder's job; worker ids are never given twice.
+// holder's job; and a permanent failure that fails a job at once, whatever its attempts.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -51,6 +51,7 @@ TYPED_TEST(QueueStoreFenceTest, AWorkerWhoseLeaseRanOutCannotFinishFailOrRequeue
   // A wakes up and acts on the job as it claimed it: every transition is refused.
   EXPECT_FALSE(s->complete(mine->id, a, mine->output_path, "{\"by\": \"a\"}"));
   EXPECT_EQ(s->fail(mine->id, a, "a's render failed"), std::nullopt);
+  EXPECT_EQ(s->fail(mine->id, a, "a's folder is a file", Failure::kPermanent), std::nullopt);
   EXPECT_FALSE(s->requeue(mine->id, a));
   ASSERT_TRUE(s->cancel_job(mine->id));
   EXPECT_FALSE(s->finish_canceled(mine->id, a));
@@ -90,7 +91,7 @@ TYPED_TEST(QueueStoreFenceTest, ALiveWorkerCannotTouchAnotherLiveWorkersJob) {
   s->submit({"r", "{}", "/o"}, {job("fox", 1)});
   const auto theirs = s->claim(b);
   EXPECT_FALSE(s->complete(theirs->id, a, theirs->output_path, "{}"));
-  EXPECT_EQ(s->fail(theirs->id, a, "not mine"), std::nullopt);
+  EXPECT_EQ(s->fail(theirs->id, a, "not mine", Failure::kPermanent), std::nullopt);
   EXPECT_FALSE(s->requeue(theirs->id, a));
   EXPECT_FALSE(s->complete(theirs->id, 0, theirs->output_path, "{}")) << "0 is no worker";
   EXPECT_EQ(s->job(theirs->id)->state, JobState::kRunning);
@@ -112,6 +113,43 @@ TYPED_TEST(QueueStoreFenceTest, AWorkerIdIsNeverGivenTwice) {
   ASSERT_TRUE(s->list_workers().empty());
   const int64_t d = this->open()->register_worker(worker_info("d"));
   EXPECT_GT(d, c) << "a: " << a << ", b: " << b;
+}
+
+TYPED_TEST(QueueStoreFenceTest, APermanentFailureFailsTheJobAtOnceWithItsReason) {
+  auto s = this->open({.max_attempts = 3, .backoff_seconds = 0});
+  const int64_t w = s->register_worker(worker_info("h"));
+  const auto run = s->submit({"r", "{}", "/o"}, {job("fox", 1), job("owl", 2)});
+  const auto fox = s->claim(w);
+  const std::string reason = "/o/fox_1.png: cannot make its folder /o: Not a directory";
+  EXPECT_EQ(s->fail(fox->id, w, reason, Failure::kPermanent), JobState::kFailed);
+  const auto failed = s->job(fox->id);
+  EXPECT_EQ(failed->state, JobState::kFailed);
+  EXPECT_EQ(failed->attempts, 1) << "one attempt of three, and no more";
+  EXPECT_EQ(failed->error, reason);
+  EXPECT_GE(failed->finished_at, failed->started_at);
+  EXPECT_EQ(failed->worker_id, 0);
+  const auto history = nlohmann::json::parse(failed->errors_json);
+  ASSERT_EQ(history.size(), 1u);
+  EXPECT_EQ(history[0]["attempt"], 1);
+  EXPECT_EQ(history[0]["reason"], reason);
+  EXPECT_EQ(count(*s, JobState::kFailed, run.run_id), 1);
+
+  // The next claim is the other job; a retryable failure of it on its first attempt is retried.
+  const auto owl = s->claim(w);
+  ASSERT_TRUE(owl);
+  EXPECT_EQ(owl->prompt, "owl");
+  EXPECT_EQ(s->fail(owl->id, w, "disk full"), JobState::kQueued);
+  // On a later attempt as well: permanent is permanent whatever the attempts.
+  const auto again = s->claim(w);
+  ASSERT_EQ(again->id, owl->id);
+  EXPECT_EQ(again->attempts, 2);
+  EXPECT_EQ(s->fail(again->id, w, "read-only file system", Failure::kPermanent), JobState::kFailed);
+  EXPECT_EQ(s->job(owl->id)->error, "read-only file system");
+  EXPECT_FALSE(s->claim(w));
+  // `rgbaq retry` brings both back.
+  EXPECT_EQ(s->retry(run.run_id), 2);
+  EXPECT_EQ(s->job(fox->id)->attempts, 0);
+  EXPECT_EQ(s->integrity_check(), "ok");
 }
 
 }  // namespace
