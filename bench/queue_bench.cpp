@@ -71,7 +71,7 @@ static double cycles_per_second(const std::string& url, int claimers, double sec
         job = store->complete_and_claim(job->id, job->output_path, "{\"bench\": true}", worker, {job->prompt_key});
         ++cycles[static_cast<size_t>(c)];
       }
-      if (job) store->requeue(job->id);
+      if (job) store->requeue(job->id, worker);
     });
   }
   for (auto& t : threads) t.join();
@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   cycles = 0;
   const auto t2 = Clock::now();
   while (seconds_since(t2) < 3.0 && job) {
-    store.complete(job->id, job->output_path, "{\"bench\": true}");
+    store.complete(job->id, worker, job->output_path, "{\"bench\": true}");
     job = store.claim(worker, {job->prompt_key});
     ++cycles;
   }

@@ -1,5 +1,7 @@
 #include "daemon/output_writer.h"
 
+#include <cerrno>
+
 #include <spdlog/spdlog.h>
 
 #include "storage/open_queue_store.h"
@@ -18,13 +20,52 @@ void publish_if_run_finished(storage::QueueStore& store, EventHub& events, int64
 }
 
 void report_failure(storage::QueueStore& store, DaemonState& state, EventHub& events, const storage::Job& job,
-                    const std::string& reason) {
-  const auto now = store.fail(job.id, reason);
-  state.counters.jobs_failed += now == storage::JobState::kFailed;
-  spdlog::error("job {} failed{}: {}", job.id, now == storage::JobState::kQueued ? " (it will be tried again)" : "", reason);
+                    const std::string& reason, storage::Failure failure) {
+  const auto now = store.fail(job.id, job.worker_id, reason, failure);
+  if (!now) {
+    spdlog::warn("job {}: lease lost; its failure is not recorded ({}): {}", job.id, reason, lost_lease(store, job));
+    return;
+  }
+  state.counters.jobs_failed += *now == storage::JobState::kFailed;
+  spdlog::error("job {} failed{}: {}", job.id, *now == storage::JobState::kQueued ? " (it will be tried again)" : "", reason);
   events.publish("job_failed", {{"job", job.id}, {"run", job.run_id}, {"error", reason},
-                                {"will_retry", now == storage::JobState::kQueued}});
+                                {"will_retry", *now == storage::JobState::kQueued}});
   publish_if_run_finished(store, events, job.run_id);
+}
+
+std::string lost_lease(storage::QueueStore& store, const storage::Job& job) {
+  const std::string lease = "worker " + std::to_string(job.worker_id) + "'s lease";
+  try {
+    const auto now = store.job(job.id);
+    if (!now) return lease + " ended; the job is no longer in the queue";
+    if (now->state == storage::JobState::kRunning && now->worker_id != job.worker_id) {
+      return lease + " ran out and recovery gave the job to worker " + std::to_string(now->worker_id) + " (" +
+             now->worker + "), now on attempt " + std::to_string(now->attempts);
+    }
+    return lease + " ended; the job is now " + std::string(storage::state_name(now->state)) +
+           (now->state == storage::JobState::kDone ? " (rendered by " + now->host + ")" : "");
+  } catch (const std::exception& e) {
+    return lease + " ended; reading the job failed: " + e.what();
+  }
+}
+
+storage::Failure write_failure_kind(std::error_code cause) {
+  if (cause.category() != std::generic_category() && cause.category() != std::system_category()) {
+    return storage::Failure::kRetry;
+  }
+  switch (cause.value()) {
+    case ENOENT:        // the folder is gone (and could not be made again)
+    case ENOTDIR:       // a part of the path is a file
+    case EISDIR:        // the output path is a folder
+    case EROFS:         // a read-only file system
+    case EACCES:        // the folder refuses this user
+    case EPERM:
+    case ENAMETOOLONG:
+    case ELOOP:         // a symlink loop in the path
+      return storage::Failure::kPermanent;
+    default:  // ENOSPC, EDQUOT, EIO, EMFILE, ENFILE, ENOMEM, ESTALE...: may pass; retries are bounded anyway
+      return storage::Failure::kRetry;
+  }
 }
 
 OutputWriter::OutputWriter(const std::string& queue_url, const storage::StoreOptions& options, DaemonState& state,
@@ -76,9 +117,9 @@ void OutputWriter::loop() {
   }
 }
 
-void OutputWriter::record_failure(const storage::Job& job, const std::string& reason) {
+void OutputWriter::record_failure(const storage::Job& job, const std::string& reason, storage::Failure failure) {
   try {
-    report_failure(*store_, state_, events_, job, reason);
+    report_failure(*store_, state_, events_, job, reason, failure);
   } catch (const std::exception& e) {
     // The store refuses even the failure: the job stays running in it until its lease (no longer
     // renewed) runs out and recovery returns it to the queue. The daemon stays up.
@@ -89,18 +130,31 @@ void OutputWriter::record_failure(const storage::Job& job, const std::string& re
 
 void OutputWriter::write(FinishedRender& r) {
   const storage::Job& job = r.job;
+  const auto folder = std::filesystem::path(job.output_path).parent_path();
+  auto cannot_write = [&](const std::string& reason, std::error_code cause) {
+    const auto kind = write_failure_kind(cause);
+    record_failure(job, kind == storage::Failure::kPermanent ? reason + " (not retried: trying again cannot fix this)" : reason,
+                   kind);
+  };
   try {
-    std::filesystem::create_directories(std::filesystem::path(job.output_path).parent_path());
+    std::filesystem::create_directories(folder);
     storage::write_png_atomic(job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata));
+  } catch (const std::filesystem::filesystem_error& e) {
+    cannot_write(job.output_path + ": cannot make its folder " + folder.string() + ": " + e.code().message(), e.code());
+    return;
+  } catch (const storage::PngWriteError& e) {
+    cannot_write(e.what(), e.code());
+    return;
   } catch (const std::exception& e) {
     record_failure(job, e.what());
     return;
   }
   try {
-    if (!store_->complete(job.id, job.output_path, storage::metadata_json(r.metadata))) {
-      // Its lease ran out (this host stalled longer than a lease) and the queue gave it to another
-      // worker, or it was canceled meanwhile: the PNG is the same image, the job is not ours to finish.
-      spdlog::warn("job {} was no longer this worker's when its PNG was written: {}", job.id, job.output_path);
+    if (!store_->complete(job.id, job.worker_id, job.output_path, storage::metadata_json(r.metadata))) {
+      // This host stalled longer than a lease and the queue gave the job to another worker: the PNG is
+      // the same image, but the job is not ours to finish (nor the image ours to count).
+      spdlog::warn("job {}: lease lost; its PNG {} is written but the job is not recorded done: {}", job.id,
+                   job.output_path, lost_lease(*store_, job));
       return;
     }
   } catch (const std::exception& e) {

@@ -1,14 +1,16 @@
 #pragma once
 // The writer thread: PNG encoding and writing run here, off the worker, so the next job's DiT work does
 // not wait. Each PNG goes to a temporary file, is fsynced and renamed into place, and only then is the
-// job marked done. A write error (disk full, permissions) or a store error (busy, disk full) fails that
-// job with the reason; the daemon carries on.
+// job marked done. A write error or a store error (busy, disk full) fails that job's attempt with the
+// reason; one that no retry can fix (the output folder is a file, read-only, not ours) fails the job at
+// once. The daemon carries on.
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -40,7 +42,8 @@ class OutputWriter {
   void loop();
   void write(FinishedRender& render);
   // report_failure, catching what the store throws: the writer thread never ends on an exception.
-  void record_failure(const storage::Job& job, const std::string& reason);
+  void record_failure(const storage::Job& job, const std::string& reason,
+                      storage::Failure failure = storage::Failure::kRetry);
 
   std::unique_ptr<storage::QueueStore> store_;
   DaemonState& state_;
@@ -55,9 +58,19 @@ class OutputWriter {
 // Publishes run_done when the job's run has nothing queued or running left.
 void publish_if_run_finished(storage::QueueStore& store, EventHub& events, int64_t run_id);
 
-// Records a failed attempt (queued again after a backoff, or failed at the limit), logs it and tells
-// the watchers.
+// Records a failed attempt (queued again after a backoff, failed at the limit, or failed now when
+// `failure` is permanent), logs it and tells the watchers. A job no longer this worker's (its lease was
+// lost) is left to its new holder: logged, not counted.
 void report_failure(storage::QueueStore& store, DaemonState& state, EventHub& events, const storage::Job& job,
-                    const std::string& reason);
+                    const std::string& reason, storage::Failure failure = storage::Failure::kRetry);
+
+// Why a transition of `job` (as this worker claimed it) was refused, for the log: where the job is now
+// (running under another worker after this one's lease ran out, queued, done...).
+std::string lost_lease(storage::QueueStore& store, const storage::Job& job);
+
+// Whether an output that could not be written can be written by trying again: a folder that is gone,
+// is not a folder, is read-only or refuses this user, or a name too long, never can (kPermanent); a full
+// disk, an I/O error, too many open files, or a cause unknown may pass (kRetry).
+storage::Failure write_failure_kind(std::error_code cause);
 
 }  // namespace rgbaq::daemon

@@ -110,8 +110,9 @@ bool RenderWorker::reuse_finished_output(const storage::Job& job) {
   if (!ours && !same) {
     throw std::runtime_error("output " + job.output_path + " exists and holds another image; move it or submit with another --out");
   }
-  if (!store_->complete(job.id, job.output_path, it->second)) {
-    spdlog::warn("job {} was no longer this worker's when its finished PNG was found (its lease ran out)", job.id);
+  if (!store_->complete(job.id, job.worker_id, job.output_path, it->second)) {
+    spdlog::warn("job {}: lease lost; its finished PNG {} was found but the job is not recorded done: {}", job.id,
+                 job.output_path, lost_lease(*store_, job));
     return true;
   }
   ++state_.counters.outputs_reused;
@@ -204,13 +205,17 @@ void RenderWorker::handle(const storage::Job& job) {
     return;
   } catch (const engine::RenderCanceled&) {
     if (state_.stopping()) {
-      store_->requeue(job.id);
-      spdlog::info("job {} returned to the queue for shutdown", job.id);
-    } else {
-      store_->finish_canceled(job.id);
+      if (store_->requeue(job.id, job.worker_id)) {
+        spdlog::info("job {} returned to the queue for shutdown", job.id);
+      } else {
+        spdlog::warn("job {}: lease lost; not returned to the queue for shutdown: {}", job.id, lost_lease(*store_, job));
+      }
+    } else if (store_->finish_canceled(job.id, job.worker_id)) {
       ++state_.counters.jobs_canceled;
       events_.publish("job_canceled", {{"job", job.id}, {"run", job.run_id}});
       publish_if_run_finished(*store_, events_, job.run_id);
+    } else {
+      spdlog::warn("job {}: lease lost; its cancel is not recorded: {}", job.id, lost_lease(*store_, job));
     }
   } catch (const std::exception& e) {
     report_failure(*store_, state_, events_, job, e.what());

@@ -136,6 +136,12 @@ std::string decode(FILE* f, PngImage& image, bool pixels) {
   throw std::runtime_error(path.string() + ": " + what);
 }
 
+// A write that failed; `os_error` is the errno behind it, 0 when there is none (libpng's own error).
+[[noreturn]] void fail_write(const std::filesystem::path& path, const std::string& what, int os_error) {
+  throw PngWriteError(path.string() + ": " + what + (os_error ? std::strerror(os_error) : ""),
+                      os_error ? std::error_code(os_error, std::generic_category()) : std::error_code());
+}
+
 // An existing file opened for reading only if it is a regular file: O_NONBLOCK so that a FIFO planted
 // at the path cannot block the caller, O_NOFOLLOW so that a symlink is not followed, then fstat.
 FILE* open_regular_for_reading(const std::filesystem::path& path) {
@@ -179,28 +185,29 @@ void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, in
   // Everything below is relative to this one directory descriptor: the temporary, the rename and the
   // fsync all act on the same directory even if its path is swapped meanwhile.
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) fail(path, "cannot open the directory " + dir.string() + ": " + std::strerror(errno));
+  if (dfd < 0) fail_write(path, "cannot open the directory " + dir.string() + ": ", errno);
   std::string tmp;
   const int fd = create_temporary(dfd, name, tmp);
   if (fd < 0) {
-    const std::string why = std::strerror(errno);
+    const int why = errno;
     ::close(dfd);
-    fail(path, "cannot create a temporary file: " + why);
+    fail_write(path, "cannot create a temporary file: ", why);
   }
   FILE* f = fdopen(fd, "wb");
+  int os_error = f ? 0 : errno;  // behind `error`; 0 for libpng's own
   std::string error = f ? std::string() : std::string(std::strerror(errno));
   if (!f) ::close(fd);
   if (error.empty()) error = encode(f, rgba, width, height, texts);
-  if (error.empty() && std::fflush(f) != 0) error = std::strerror(errno);
-  if (error.empty() && fsync(fileno(f)) != 0) error = std::strerror(errno);
-  if (f && std::fclose(f) != 0 && error.empty()) error = std::strerror(errno);
+  if (error.empty() && std::fflush(f) != 0) error = std::strerror(os_error = errno);
+  if (error.empty() && fsync(fileno(f)) != 0) error = std::strerror(os_error = errno);
+  if (f && std::fclose(f) != 0 && error.empty()) error = std::strerror(os_error = errno);
   // renameat replaces whatever entry is at the path (a planted symlink or FIFO included) without
   // following it.
-  if (error.empty() && ::renameat(dfd, tmp.c_str(), dfd, name.c_str()) != 0) error = std::strerror(errno);
+  if (error.empty() && ::renameat(dfd, tmp.c_str(), dfd, name.c_str()) != 0) error = std::strerror(os_error = errno);
   if (!error.empty()) {
     ::unlinkat(dfd, tmp.c_str(), 0);
     ::close(dfd);
-    fail(path, "writing the PNG failed: " + error);
+    fail_write(path, "writing the PNG failed: " + (os_error ? "" : error), os_error);
   }
   fsync(dfd);  // the rename is durable only once the directory entry is
   ::close(dfd);

@@ -5,10 +5,23 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace rgbaq::storage {
+
+// A PNG that could not be written: what() names the path and the cause; code() is the OS error behind
+// it (none for a libpng error), so a caller can tell a folder that can never take the file from a full disk.
+class PngWriteError : public std::runtime_error {
+ public:
+  PngWriteError(const std::string& what, std::error_code code) : std::runtime_error(what), code_(code) {}
+  std::error_code code() const { return code_; }
+
+ private:
+  std::error_code code_;
+};
 
 struct PngText {
   std::string key;    // 1..79 Latin-1 characters
@@ -17,7 +30,7 @@ struct PngText {
 
 // The temporary is created O_EXCL | O_NOFOLLOW under an unpredictable name, relative to one descriptor
 // of the directory, and renamed over whatever entry is at `path` (a symlink there is replaced, not
-// followed). Throws std::runtime_error naming the path and the OS or libpng error (disk full, permissions).
+// followed). Throws PngWriteError naming the path and the OS or libpng error (disk full, permissions).
 void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, int width, int height,
                       const std::vector<PngText>& texts);
 

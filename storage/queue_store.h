@@ -36,6 +36,10 @@ struct NewJob {
   std::string lora;          // the LoRA set, "name:weight;..." (jobs/lora_list.h); "" for none
 };
 
+// How a failed attempt counts: kRetry queues the job again after a backoff (failed at the attempt
+// limit); kPermanent fails it now, for a cause no retry can fix (its output folder is a file, say).
+enum class Failure { kRetry, kPermanent };
+
 struct RunOptions {
   std::string name;
   std::string options_json = "{}";
@@ -177,19 +181,29 @@ class QueueStore {
   // StoreOptions::lease_seconds. Nothing while paused.
   virtual std::optional<Job> claim(int64_t worker_id, const std::vector<uint64_t>& preferred = {},
                                    const std::vector<std::string>& preferred_loras = {}) = 0;
-  // complete(job) and claim(...) in one transaction: one durable commit per finished job.
+  // Transitions of a running job are fenced by its lease: each acts only while the job is running under
+  // `worker_id` (Job::worker_id as claimed), in one statement, so a worker whose lease ran out (it
+  // stalled, recovery requeued the job, another worker claimed it) cannot finish, fail or requeue the
+  // new holder's job. A refused transition changes nothing.
+  //
+  // complete(job) and claim(...) in one transaction: one durable commit per finished job. The job is
+  // completed only while it is running under `worker_id`, the worker that claims next.
   virtual std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path,
                                                 const std::string& metadata_json, int64_t worker_id,
                                                 const std::vector<uint64_t>& preferred = {},
                                                 const std::vector<std::string>& preferred_loras = {}) = 0;
-  // running -> done. False (and nothing changes) when the job is not running.
-  virtual bool complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) = 0;
-  // running -> queued after a backoff, or failed once its attempts reach the limit. Returns the state.
-  virtual JobState fail(int64_t job_id, const std::string& reason) = 0;
+  // running -> done. False when the job is not running under the worker.
+  virtual bool complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
+                        const std::string& metadata_json) = 0;
+  // running -> queued after a backoff, or failed once its attempts reach the limit; with kPermanent,
+  // failed now whatever its attempts. The reason goes to error and errors_json. Returns the new state;
+  // nullopt when the job is not running under the worker.
+  virtual std::optional<JobState> fail(int64_t job_id, int64_t worker_id, const std::string& reason,
+                                       Failure failure = Failure::kRetry) = 0;
   // running -> queued without counting the attempt (a clean shutdown abandoned it).
-  virtual bool requeue(int64_t job_id) = 0;
+  virtual bool requeue(int64_t job_id, int64_t worker_id) = 0;
   // running with a cancel request -> canceled.
-  virtual bool finish_canceled(int64_t job_id) = 0;
+  virtual bool finish_canceled(int64_t job_id, int64_t worker_id) = 0;
 
   // Queued jobs -> canceled; running ones get a cancel request the worker sees at its next step.
   virtual int64_t cancel_run(int64_t run_id) = 0;

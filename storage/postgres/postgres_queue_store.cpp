@@ -381,19 +381,20 @@ std::optional<Job> PostgresQueueStore::claim(int64_t worker_id, const std::vecto
   return db_->retrying([&] { return claim_in_transaction(worker_id, preferred, preferred_loras); });
 }
 
-bool PostgresQueueStore::complete_in_transaction(int64_t job_id, const std::string& output_path,
+bool PostgresQueueStore::complete_in_transaction(int64_t job_id, int64_t worker_id, const std::string& output_path,
                                                  const std::string& metadata_json) {
   const auto r = db_->exec(
       "WITH done AS (UPDATE jobs SET state = 'done', finished_at = rgbaq_now(), output_path = $2, metadata = $3, "
-      "error = '', lease_expires = 0 WHERE id = $1 AND state = 'running' RETURNING worker_id), "
+      "error = '', lease_expires = 0 WHERE id = $1 AND state = 'running' AND worker_id = $4 RETURNING worker_id), "
       "counted AS (UPDATE workers SET images_done = images_done + 1 WHERE id IN (SELECT worker_id FROM done)) "
       "SELECT count(*) FROM done",
-      {num(job_id), output_path, metadata_json}, "complete");
+      {num(job_id), output_path, metadata_json, num(worker_id)}, "complete");
   return r.int64(0, 0) == 1;
 }
 
-bool PostgresQueueStore::complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
-  return db_->retrying([&] { return complete_in_transaction(job_id, output_path, metadata_json); });
+bool PostgresQueueStore::complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
+                                  const std::string& metadata_json) {
+  return db_->retrying([&] { return complete_in_transaction(job_id, worker_id, output_path, metadata_json); });
 }
 
 std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
@@ -401,40 +402,41 @@ std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const 
                                                           const std::vector<uint64_t>& preferred,
                                                           const std::vector<std::string>& preferred_loras) {
   return transaction(*db_, [&] {
-    complete_in_transaction(job_id, output_path, metadata_json);
+    complete_in_transaction(job_id, worker_id, output_path, metadata_json);
     return claim_in_transaction(worker_id, preferred, preferred_loras);
   });
 }
 
-JobState PostgresQueueStore::fail(int64_t job_id, const std::string& reason) {
-  return db_->retrying([&] {
+std::optional<JobState> PostgresQueueStore::fail(int64_t job_id, int64_t worker_id, const std::string& reason,
+                                                 Failure failure) {
+  return db_->retrying([&]() -> std::optional<JobState> {
     const auto r = db_->exec(
-        "UPDATE jobs SET state = CASE WHEN attempts >= $3 THEN 'failed' ELSE 'queued' END, error = $2, "
-        "not_before = CASE WHEN attempts >= $3 THEN 0 ELSE rgbaq_now() + least(300, $4 * power(2, attempts - 1)) END, "
-        "finished_at = CASE WHEN attempts >= $3 THEN rgbaq_now() ELSE 0 END, "
+        "UPDATE jobs SET state = CASE WHEN $5 OR attempts >= $3 THEN 'failed' ELSE 'queued' END, error = $2, "
+        "not_before = CASE WHEN $5 OR attempts >= $3 THEN 0 ELSE rgbaq_now() + least(300, $4 * power(2, attempts - 1)) END, "
+        "finished_at = CASE WHEN $5 OR attempts >= $3 THEN rgbaq_now() ELSE 0 END, "
         "errors = errors || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', rgbaq_now(), 'reason', $2::text)), "
-        "worker_id = 0, lease_expires = 0 WHERE id = $1 AND state = 'running' RETURNING state",
-        {num(job_id), reason, num(options_.max_attempts), real(options_.backoff_seconds)});
-    if (!r.empty()) return parse_state(r.text(0, 0)).value_or(JobState::kFailed);
-    const auto now = db_->exec("SELECT state FROM jobs WHERE id = $1", {num(job_id)});
-    return now.empty() ? JobState::kFailed : parse_state(now.text(0, 0)).value_or(JobState::kFailed);
+        "worker_id = 0, lease_expires = 0 WHERE id = $1 AND state = 'running' AND worker_id = $6 RETURNING state",
+        {num(job_id), reason, num(options_.max_attempts), real(options_.backoff_seconds),
+         failure == Failure::kPermanent ? "true" : "false", num(worker_id)});
+    if (r.empty()) return std::nullopt;
+    return parse_state(r.text(0, 0)).value_or(JobState::kFailed);
   });
 }
 
-bool PostgresQueueStore::requeue(int64_t job_id) {
+bool PostgresQueueStore::requeue(int64_t job_id, int64_t worker_id) {
   return db_->retrying([&] {
     return db_->exec("UPDATE jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), worker = '', worker_id = 0, "
-                     "lease_expires = 0 WHERE id = $1 AND state = 'running'",
-                     {num(job_id)})
+                     "lease_expires = 0 WHERE id = $1 AND state = 'running' AND worker_id = $2",
+                     {num(job_id), num(worker_id)})
                .affected() == 1;
   });
 }
 
-bool PostgresQueueStore::finish_canceled(int64_t job_id) {
+bool PostgresQueueStore::finish_canceled(int64_t job_id, int64_t worker_id) {
   return db_->retrying([&] {
     return db_->exec("UPDATE jobs SET state = 'canceled', finished_at = rgbaq_now(), worker_id = 0, lease_expires = 0 "
-                     "WHERE id = $1 AND state = 'running' AND cancel_requested",
-                     {num(job_id)})
+                     "WHERE id = $1 AND state = 'running' AND worker_id = $2 AND cancel_requested",
+                     {num(job_id), num(worker_id)})
                .affected() == 1;
   });
 }

@@ -34,10 +34,12 @@ class PostgresQueueStore final : public QueueStore {
   std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path, const std::string& metadata_json,
                                         int64_t worker_id, const std::vector<uint64_t>& preferred = {},
                                         const std::vector<std::string>& preferred_loras = {}) override;
-  bool complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) override;
-  JobState fail(int64_t job_id, const std::string& reason) override;
-  bool requeue(int64_t job_id) override;
-  bool finish_canceled(int64_t job_id) override;
+  bool complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
+                const std::string& metadata_json) override;
+  std::optional<JobState> fail(int64_t job_id, int64_t worker_id, const std::string& reason,
+                               Failure failure = Failure::kRetry) override;
+  bool requeue(int64_t job_id, int64_t worker_id) override;
+  bool finish_canceled(int64_t job_id, int64_t worker_id) override;
   int64_t cancel_run(int64_t run_id) override;
   bool cancel_job(int64_t job_id) override;
   bool cancel_requested(int64_t job_id) override;
@@ -66,7 +68,8 @@ class PostgresQueueStore final : public QueueStore {
  private:
   std::optional<Job> claim_in_transaction(int64_t worker_id, const std::vector<uint64_t>& preferred,
                                           const std::vector<std::string>& preferred_loras);
-  bool complete_in_transaction(int64_t job_id, const std::string& output_path, const std::string& metadata_json);
+  bool complete_in_transaction(int64_t job_id, int64_t worker_id, const std::string& output_path,
+                               const std::string& metadata_json);
   int64_t cancel_where(const char* column, int64_t id);
   void migrate();
 

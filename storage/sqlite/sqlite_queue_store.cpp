@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <stdexcept>
 
 #include <sys/stat.h>
@@ -182,7 +181,7 @@ struct SqliteQueueStore::Statements {
                   "host = coalesce((SELECT host FROM workers WHERE id = ?1), '') WHERE id = ?3 AND state = 'queued'"),
         select_job(db, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?"),
         complete(db, "UPDATE jobs SET state = 'done', finished_at = ?, output_path = ?, metadata = ?, error = '', "
-                     "lease_expires = 0 WHERE id = ? AND state = 'running' RETURNING worker_id"),
+                     "lease_expires = 0 WHERE id = ? AND state = 'running' AND worker_id = ?"),
         count_image(db, "UPDATE workers SET images_done = images_done + 1 WHERE id = ?"),
         cancel_requested(db, "SELECT cancel_requested FROM jobs WHERE id = ?") {}
 
@@ -480,16 +479,16 @@ std::optional<Job> SqliteQueueStore::claim(int64_t worker_id, const std::vector<
   return job;
 }
 
-bool SqliteQueueStore::complete_locked(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
-  int64_t worker_id = 0;
+bool SqliteQueueStore::complete_locked(int64_t job_id, int64_t worker_id, const std::string& output_path,
+                                       const std::string& metadata_json) {
   {
     Use q(st_->complete);
     q->bind(1, now_seconds());
     q->bindNoCopy(2, output_path);
     q->bindNoCopy(3, metadata_json);
     q->bind(4, job_id);
-    if (!q->executeStep()) return false;
-    worker_id = q->getColumn(0).getInt64();
+    q->bind(5, worker_id);
+    if (q->exec() != 1) return false;
   }
   Use count(st_->count_image);
   count->bind(1, worker_id);
@@ -497,10 +496,11 @@ bool SqliteQueueStore::complete_locked(int64_t job_id, const std::string& output
   return true;
 }
 
-bool SqliteQueueStore::complete(int64_t job_id, const std::string& output_path, const std::string& metadata_json) {
+bool SqliteQueueStore::complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
+                                const std::string& metadata_json) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  const bool ok = complete_locked(job_id, output_path, metadata_json);
+  const bool ok = complete_locked(job_id, worker_id, output_path, metadata_json);
   tx.commit();
   return ok;
 }
@@ -511,58 +511,53 @@ std::optional<Job> SqliteQueueStore::complete_and_claim(int64_t job_id, const st
                                                         const std::vector<std::string>& preferred_loras) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  complete_locked(job_id, output_path, metadata_json);
+  complete_locked(job_id, worker_id, output_path, metadata_json);
   auto next = claim_locked(worker_id, preferred, preferred_loras);
   tx.commit();
   return next;
 }
 
-JobState SqliteQueueStore::fail(int64_t job_id, const std::string& reason) {
+std::optional<JobState> SqliteQueueStore::fail(int64_t job_id, int64_t worker_id, const std::string& reason,
+                                               Failure failure) {
   check_file_identity();
-  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  SQLite::Statement get(db_, "SELECT attempts FROM jobs WHERE id = ? AND state = 'running'");
-  get.bind(1, job_id);
-  if (!get.executeStep()) {
-    tx.commit();
-    const auto j = job(job_id);
-    return j ? j->state : JobState::kFailed;
-  }
-  const int attempts = get.getColumn(0).getInt();
-  const bool final = attempts >= options_.max_attempts;
-  const double now = now_seconds();
-  const double backoff = std::min(300.0, options_.backoff_seconds * std::pow(2.0, attempts - 1));
+  // One statement: the attempt count it judges is the one it updates. Backoff before attempt k + 1:
+  // backoff * 2^(k - 1), at most 5 minutes.
   SQLite::Statement q(db_,
-                      "UPDATE jobs SET state = ?, error = ?, not_before = ?, finished_at = ?, "
-                      "errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?, 'reason', ?)), "
-                      "worker_id = 0, lease_expires = 0 WHERE id = ?");
-  q.bind(1, final ? "failed" : "queued");
-  q.bind(2, reason);
-  q.bind(3, final ? 0.0 : now + backoff);
-  q.bind(4, final ? now : 0.0);
-  q.bind(5, now);
-  q.bind(6, reason);
-  q.bind(7, job_id);
-  q.exec();
-  tx.commit();
-  return final ? JobState::kFailed : JobState::kQueued;
+                      "UPDATE jobs SET state = CASE WHEN ?1 OR attempts >= ?2 THEN 'failed' ELSE 'queued' END, error = ?3, "
+                      "not_before = CASE WHEN ?1 OR attempts >= ?2 THEN 0 "
+                      "ELSE ?4 + min(300.0, ?5 * (1 << min(max(attempts - 1, 0), 30))) END, "
+                      "finished_at = CASE WHEN ?1 OR attempts >= ?2 THEN ?4 ELSE 0 END, "
+                      "errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?4, 'reason', ?3)), "
+                      "worker_id = 0, lease_expires = 0 WHERE id = ?6 AND state = 'running' AND worker_id = ?7 RETURNING state");
+  q.bind(1, static_cast<int>(failure == Failure::kPermanent));
+  q.bind(2, options_.max_attempts);
+  q.bind(3, reason);
+  q.bind(4, now_seconds());
+  q.bind(5, options_.backoff_seconds);
+  q.bind(6, job_id);
+  q.bind(7, worker_id);
+  if (!q.executeStep()) return std::nullopt;
+  return parse_state(q.getColumn(0).getString()).value_or(JobState::kFailed);
 }
 
-bool SqliteQueueStore::requeue(int64_t job_id) {
+bool SqliteQueueStore::requeue(int64_t job_id, int64_t worker_id) {
   check_file_identity();
   SQLite::Statement q(db_,
                       "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0), worker = '', worker_id = 0, "
-                      "lease_expires = 0 WHERE id = ? AND state = 'running'");
+                      "lease_expires = 0 WHERE id = ? AND state = 'running' AND worker_id = ?");
   q.bind(1, job_id);
+  q.bind(2, worker_id);
   return q.exec() == 1;
 }
 
-bool SqliteQueueStore::finish_canceled(int64_t job_id) {
+bool SqliteQueueStore::finish_canceled(int64_t job_id, int64_t worker_id) {
   check_file_identity();
   SQLite::Statement q(db_,
                       "UPDATE jobs SET state = 'canceled', finished_at = ?, worker_id = 0, lease_expires = 0 WHERE id = ? AND "
-                      "state = 'running' AND cancel_requested = 1");
+                      "state = 'running' AND worker_id = ? AND cancel_requested = 1");
   q.bind(1, now_seconds());
   q.bind(2, job_id);
+  q.bind(3, worker_id);
   return q.exec() == 1;
 }
 
@@ -669,8 +664,12 @@ RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
 
 int64_t SqliteQueueStore::register_worker(const WorkerInfo& info) {
   check_file_identity();
-  SQLite::Statement q(db_, "INSERT INTO workers (host, boot_id, pid, engine, device, started_at, heartbeat_at) "
-                           "VALUES (?, ?, ?, ?, ?, ?6, ?6)");
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  // Never an id given before: a job's transitions are fenced by its worker's id, and SQLite would give a
+  // forgotten worker's id (the highest) to the next one. The last id given is kept in settings.
+  SQLite::Statement q(db_, "INSERT INTO workers (id, host, boot_id, pid, engine, device, started_at, heartbeat_at) "
+                           "VALUES (max(coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'last_worker_id'), 0), "
+                           "coalesce((SELECT max(id) FROM workers), 0)) + 1, ?, ?, ?, ?, ?, ?6, ?6)");
   q.bind(1, info.host);
   q.bind(2, info.boot_id);
   q.bind(3, info.pid);
@@ -678,7 +677,13 @@ int64_t SqliteQueueStore::register_worker(const WorkerInfo& info) {
   q.bind(5, info.device);
   q.bind(6, now_seconds());
   q.exec();
-  return db_.getLastInsertRowid();
+  const int64_t id = db_.getLastInsertRowid();
+  SQLite::Statement last(db_, "INSERT INTO settings (key, value) VALUES ('last_worker_id', ?) "
+                              "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+  last.bind(1, std::to_string(id));
+  last.exec();
+  tx.commit();
+  return id;
 }
 
 bool SqliteQueueStore::heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) {

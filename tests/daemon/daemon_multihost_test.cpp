@@ -118,7 +118,7 @@ TEST(DaemonMultiHost, ThreeDaemonsOnOneQueueOneKilledAgainAndAgainRenderEveryJob
   const auto done = job_lines(logs, std::regex(R"(job (\d+)(?: done:|: .* already holds its image))"));
   EXPECT_GE(done.size(), static_cast<size_t>(kJobs - 1));
   for (const auto& [id, n] : done) EXPECT_EQ(n, 1) << "job " << id << " was completed " << n << " times";
-  const auto stolen = job_lines(logs, std::regex(R"(job (\d+) was no longer this worker's)"));
+  const auto stolen = job_lines(logs, std::regex(R"(job (\d+): lease lost)"));
   EXPECT_TRUE(stolen.empty()) << stolen.begin()->first;
 
   storage::PostgresQueueStore store(queue);

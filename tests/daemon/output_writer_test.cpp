@@ -1,10 +1,16 @@
 // The writer thread's boundary: a store error while recording a finished job (SQLite busy, a disk-full
 // style abort) fails or leaves that job with the reason and never ends the process (std::terminate).
+// An output that can never be written fails its job at once; one whose lease was lost is not recorded.
 #include "daemon/output_writer.h"
 
 #include <gtest/gtest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
+
+#include <cerrno>
+#include <fstream>
+#include <future>
+#include <cstring>
 
 #include "storage/png_file.h"
 #include "storage/sqlite/sqlite_queue_store.h"
@@ -21,12 +27,12 @@ struct Fixture {
   DaemonState state;
   EventHub events;
 
-  storage::Job claim_one(const std::string& prompt) {
+  storage::Job claim_one(const std::string& prompt, const fs::path& folder = {}) {
     storage::SqliteQueueStore store(db);
     storage::NewJob j;
     j.prompt = prompt;
     j.width = j.height = 2;
-    j.output_path = (dir.path() / (prompt + ".png")).string();
+    j.output_path = ((folder.empty() ? dir.path() : folder) / (prompt + ".png")).string();
     j.content_key = std::hash<std::string>()(prompt);
     store.submit({.name = prompt, .out_dir = dir.path().string()}, {j});
     return *store.claim(store.register_worker({"test-host", "boot", 1, "none", "none"}));
@@ -82,6 +88,73 @@ TEST(OutputWriter, ABusyDatabaseLeavesTheJobForRecoveryAndDoesNotEndTheProcess) 
   store.expire_worker(job.worker_id);  // as a restart finds its dead process, or the lease runs out
   EXPECT_EQ(store.recover().requeued, 1);
   EXPECT_EQ(storage::read_png(job.output_path).rgba, std::vector<uint8_t>(16, 200)) << "the PNG itself was written";
+}
+
+TEST(OutputWriter, WriteErrorsNoRetryCanFixArePermanentOthersAreRetried) {
+  using storage::Failure;
+  auto kind = [](int e) { return write_failure_kind(std::error_code(e, std::generic_category())); };
+  for (const int e : {ENOENT, ENOTDIR, EISDIR, EROFS, EACCES, EPERM, ENAMETOOLONG, ELOOP}) {
+    EXPECT_EQ(kind(e), Failure::kPermanent) << std::strerror(e);
+  }
+  for (const int e : {ENOSPC, EDQUOT, EIO, EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN, ESTALE}) {
+    EXPECT_EQ(kind(e), Failure::kRetry) << std::strerror(e);
+  }
+  EXPECT_EQ(write_failure_kind(std::error_code(ENOTDIR, std::system_category())), Failure::kPermanent);
+  EXPECT_EQ(write_failure_kind({}), Failure::kRetry) << "no OS error (libpng's own): retried";
+  EXPECT_EQ(write_failure_kind(std::make_error_code(std::future_errc::broken_promise)), Failure::kRetry)
+      << "another category's number is not an errno";
+}
+
+TEST(OutputWriter, AnOutputThatCanNeverBeWrittenFailsAtOnceAndTheOthersAreWritten) {
+  Fixture f;
+  // Its folder is a regular file (which holds for root too), and an output path that is a folder.
+  const fs::path file_folder = f.dir.path() / "was_a_folder";
+  std::ofstream(file_folder) << "not a folder";
+  const auto in_file = f.claim_one("in_file", file_folder);
+  const auto dir_path = f.claim_one("dir_path");
+  fs::create_directories(dir_path.output_path);
+  const auto fine = f.claim_one("fine", f.dir.path() / "new" / "folder");
+  OutputWriter writer(f.db, {.max_attempts = 3, .backoff_seconds = 0}, f.state, f.events);
+  for (const auto& j : {in_file, dir_path, fine}) writer.enqueue(f.render(j));
+  writer.finish();
+  storage::SqliteQueueStore store(f.db);
+  const auto a = *store.job(in_file.id);
+  EXPECT_EQ(a.state, storage::JobState::kFailed);
+  EXPECT_EQ(a.attempts, 1);
+  EXPECT_EQ(a.error, in_file.output_path + ": cannot make its folder " + file_folder.string() +
+                         ": Not a directory (not retried: trying again cannot fix this)");
+  const auto b = *store.job(dir_path.id);
+  EXPECT_EQ(b.state, storage::JobState::kFailed);
+  EXPECT_EQ(b.attempts, 1);
+  EXPECT_EQ(b.error, dir_path.output_path + ": writing the PNG failed: Is a directory (not retried: trying again "
+                                            "cannot fix this)");
+  EXPECT_EQ(store.job(fine.id)->state, storage::JobState::kDone);
+  EXPECT_EQ(storage::read_png(fine.output_path).rgba, std::vector<uint8_t>(16, 200));
+  EXPECT_EQ(f.state.counters.jobs_failed.load(), 2u);
+  EXPECT_EQ(f.state.counters.images_rendered.load(), 1u);
+}
+
+TEST(OutputWriter, AJobWhoseLeaseWasLostIsNotRecordedNorCounted) {
+  Fixture f;
+  const auto mine = f.claim_one("stalled");
+  int64_t other = 0;
+  {
+    // This worker stalled past its lease: recovery took the job back and another worker claimed it.
+    storage::SqliteQueueStore store(f.db);
+    store.expire_worker(mine.worker_id);
+    ASSERT_EQ(store.recover().requeued, 1);
+    other = store.register_worker({"other-host", "boot", 2, "none", "none"});
+    ASSERT_EQ(store.claim(other)->id, mine.id);
+  }
+  OutputWriter writer(f.db, {}, f.state, f.events);
+  writer.enqueue(f.render(mine));
+  writer.finish();
+  storage::SqliteQueueStore store(f.db);
+  const auto now = *store.job(mine.id);
+  EXPECT_EQ(now.state, storage::JobState::kRunning);
+  EXPECT_EQ(now.worker_id, other);
+  EXPECT_EQ(f.state.counters.images_rendered.load(), 0u) << "not this worker's image to count";
+  EXPECT_TRUE(fs::exists(mine.output_path)) << "the same image: the PNG stays for the holder to find";
 }
 
 }  // namespace

@@ -52,8 +52,8 @@ TYPED_TEST(QueueStoreTest, SubmitClaimCompleteAndCounters) {
   EXPECT_EQ(j->worker_id, w);
   EXPECT_EQ(j->host, "alpha");
   EXPECT_GT(j->lease_expires, j->started_at + 59) << "the default lease is 60 s";
-  EXPECT_TRUE(s->complete(j->id, "/out/a.png", "{\"k\": 1}"));
-  EXPECT_FALSE(s->complete(j->id, "/out/a.png", "{}")) << "done is final";
+  EXPECT_TRUE(s->complete(j->id, w, "/out/a.png", "{\"k\": 1}"));
+  EXPECT_FALSE(s->complete(j->id, w, "/out/a.png", "{}")) << "done is final";
   const auto b = s->claim(w);
   EXPECT_EQ(b->seed, ~0ull) << "uint64 seeds survive the store's int64";
   const auto done = s->job(j->id);
@@ -95,13 +95,13 @@ TYPED_TEST(QueueStoreTest, FailRetriesWithBackoffThenFails) {
   const int64_t w = s->register_worker(worker_info("h"));
   const auto r = s->submit({"r", "{}", "/o"}, {job("a", 1)});
   const auto j = s->claim(w);
-  EXPECT_EQ(s->fail(j->id, "disk full"), JobState::kQueued);
+  EXPECT_EQ(s->fail(j->id, w, "disk full"), JobState::kQueued);
   EXPECT_FALSE(s->claim(w)) << "backing off";
   sleep_s(0.4);
   const auto again = s->claim(w);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->attempts, 2);
-  EXPECT_EQ(s->fail(again->id, "disk still full"), JobState::kFailed);
+  EXPECT_EQ(s->fail(again->id, w, "disk still full"), JobState::kFailed);
   const auto failed = s->job(j->id);
   EXPECT_EQ(failed->error, "disk still full");
   const auto history = nlohmann::json::parse(failed->errors_json);
@@ -124,7 +124,7 @@ TYPED_TEST(QueueStoreTest, CancelPauseRequeuePrioritizeFromAnotherConnection) {
   EXPECT_EQ(other->cancel_run(r1.run_id), 3);
   EXPECT_EQ(count(*s, JobState::kCanceled, r1.run_id), 2);
   EXPECT_TRUE(s->cancel_requested(running->id)) << "the worker sees another host's cancel at its next step";
-  EXPECT_TRUE(s->finish_canceled(running->id));
+  EXPECT_TRUE(s->finish_canceled(running->id, w));
   EXPECT_EQ(s->job(running->id)->state, JobState::kCanceled);
   other->set_paused(true);
   EXPECT_TRUE(s->paused());
@@ -132,7 +132,7 @@ TYPED_TEST(QueueStoreTest, CancelPauseRequeuePrioritizeFromAnotherConnection) {
   other->set_paused(false);
   const auto b = s->claim(w);
   EXPECT_EQ(b->run_id, r2.run_id);
-  EXPECT_TRUE(s->requeue(b->id));
+  EXPECT_TRUE(s->requeue(b->id, w));
   EXPECT_EQ(s->job(b->id)->attempts, 0) << "a clean shutdown does not spend an attempt";
   const auto r3 = s->submit({"r3", "{}", "/o"}, {job("c", 1)});
   EXPECT_EQ(other->prioritize_run(r3.run_id, 10), 1);
@@ -167,7 +167,7 @@ TYPED_TEST(QueueStoreTest, RecoveryTakesOnlyExpiredLeasesNeverALiveWorkersJob) {
   EXPECT_EQ(back->interruptions, 1);
   EXPECT_FALSE(s->heartbeat(dying, {})) << "a worker silent for a lease is forgotten and must register again";
   EXPECT_EQ(s->list_workers().size(), 1u);
-  EXPECT_TRUE(s->complete(a->id, "/o/a_1.png", "{}"));
+  EXPECT_TRUE(s->complete(a->id, live, "/o/a_1.png", "{}"));
   EXPECT_EQ(s->integrity_check(), "ok");
 }
 
@@ -202,7 +202,7 @@ TYPED_TEST(QueueStoreTest, ManyInterruptionsFailNoJobButRepeatedCrashesDo) {
   }
   EXPECT_EQ(s->job(healthy)->attempts, 1);
   EXPECT_EQ(s->job(healthy)->interruptions, 60);
-  ASSERT_TRUE(s->complete(healthy, "/o/healthy_1.png", "{}"));
+  ASSERT_TRUE(s->complete(healthy, w, "/o/healthy_1.png", "{}"));
   // The other job crashes the daemon each time it is in hand: the third crash fails it.
   for (int crash = 1; crash <= 3; ++crash) {
     const auto c = s->claim(w);

@@ -58,10 +58,10 @@ int main(int argc, char** argv) {
         const auto job = store.claim(worker);
         if (!job) break;
         if (rng() % 10 == 0) {
-          store.fail(job->id, "simulated failure");
+          store.fail(job->id, worker, "simulated failure");
           continue;
         }
-        if (store.complete(job->id, job->output_path, "{}")) say("C " + std::to_string(job->id));
+        if (store.complete(job->id, worker, job->output_path, "{}")) say("C " + std::to_string(job->id));
       }
     }
   }
@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
         continue;
       }
       say("C " + std::to_string(job->id));
-      store.complete(job->id, job->output_path, "{}");
+      store.complete(job->id, worker, job->output_path, "{}");
     }
   }
   return 2;
