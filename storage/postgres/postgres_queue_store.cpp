@@ -384,7 +384,7 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
     result.inserted = static_cast<uint64_t>(
         db_->exec("INSERT INTO jobs (run_id, prompt, seed, width, height, name, priority, state, created_at, "
                   "output_path, content_key, prompt_key, lora) SELECT $1, prompt, seed, width, height, name, priority, "
-                  "'queued', rgbaq_now(), output_path, content_key, prompt_key, lora FROM new_jobs ORDER BY ord",
+                  "'queued', (SELECT rgbaq_now()), output_path, content_key, prompt_key, lora FROM new_jobs ORDER BY ord",
                   {num(run_id)})
             .affected());
     db_->exec("INSERT INTO run_batches (run_id, token, inserted, skipped) VALUES ($1, $2, $3, $4)",
