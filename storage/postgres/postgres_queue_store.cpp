@@ -256,7 +256,8 @@ std::string claim_sql(bool prompts, bool loras) {
                     "host = coalesce((SELECT host FROM workers WHERE id = $1), ''), "
                     "started_at = rgbaq_now(), lease_expires = rgbaq_now() + $2, claim_token = $3 "
                     "WHERE state = 'queued' AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'paused' AND value = '1') "
-                    "AND id = coalesce(";
+                    // a worker the queue does not know takes nothing: no heartbeat would renew its lease
+                    "AND EXISTS (SELECT 1 FROM workers WHERE id = $1) AND id = coalesce(";
   if (prompts && loras) sql += preferred(keys, "prompt_key", " AND lora = ANY(" + sets + ")");
   if (loras) sql += preferred(sets, "lora", "");
   if (prompts) sql += preferred(keys, "prompt_key", "");
@@ -613,7 +614,7 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
         "'at', rgbaq_now(), 'reason', " + reason + ")) ELSE errors END, "
         "finished_at = CASE WHEN " + failing + " THEN rgbaq_now() ELSE finished_at END, "
         "worker = '', worker_id = 0, lease_expires = 0 "
-        "WHERE state = 'running' AND lease_expires < rgbaq_now() RETURNING state",
+        "WHERE state = 'running' AND (lease_expires < rgbaq_now() OR worker_id = 0) RETURNING state",
         {crashed, num(options_.max_attempts), num(options_.max_interruptions)});
   });
   for (int i = 0; i < states.rows(); ++i) ++(states.text(i, 0) == "failed" ? r.failed : r.requeued);
@@ -759,11 +760,11 @@ std::string PostgresQueueStore::integrity_check() {
         " GROUP BY run_id, state) j FULL JOIN (SELECT run_id, state, sum(n) AS n FROM run_counts GROUP BY run_id, state) c "
         "USING (run_id, state) WHERE coalesce(j.n, 0) <> coalesce(c.n, 0)");
     if (counters.int64(0, 0) != 0) problems = "run counters disagree with the jobs (" + counters.text(0, 0) + " run/state pairs)";
-    const auto orphans = db_->exec("SELECT count(*) FROM jobs j WHERE state = 'running' AND (lease_expires < rgbaq_now() OR "
-                                   "NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = j.worker_id))");
+    const auto orphans = db_->exec("SELECT count(*), min(id) FROM jobs j WHERE state = 'running' AND (lease_expires < "
+                                   "rgbaq_now() OR NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = j.worker_id))");
     if (orphans.int64(0, 0) != 0) {
       if (!problems.empty()) problems += "; ";
-      problems += orphans.text(0, 0) + " running job(s) without a live lease";
+      problems += orphans.text(0, 0) + " running job(s) without a live lease (the first: job " + orphans.text(0, 1) + ")";
     }
     return problems.empty() ? "ok" : problems;
   });
