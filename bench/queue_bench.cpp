@@ -3,13 +3,15 @@
 // second on a database holding a million jobs, each cycle with a durable commit (synchronous = FULL).
 // With --queue postgresql://...: the stores side by side in the same run: submitting 100,000 jobs, and
 // claim-complete cycles per second with 1 and 4 claimers (threads, each on its own connection), on
-// SQLite (a temporary file) and on the PostgreSQL database given (its tables are created if missing).
+// SQLite (a temporary file) and on the PostgreSQL database given (its tables are created if missing),
+// with the server's durability settings and its durable commits per second, which bound the cycles.
 // usage: queue_bench [--jobs-in-db N] [--queue URL]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "daemon/job_submission.h"
 #include "jobs/job_file.h"
 #include "storage/open_queue_store.h"
+#include "storage/postgres/pg_connection.h"
 #include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/test_temp_dir.h"
 #include "tokenizer/prompt_template.h"
@@ -80,12 +83,46 @@ static double cycles_per_second(const std::string& url, int claimers, double sec
   return static_cast<double>(total) / seconds_since(t0);
 }
 
+static std::string load_average() {
+  std::ifstream f("/proc/loadavg");
+  std::string one, five, fifteen;
+  f >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
+// What bounds a cycle on this server: its durability settings and how many durable commits per second
+// one connection gets (a transaction that only takes a transaction id, so its commit is flushed).
+static void print_server(const std::string& url) {
+  storage::pg::Connection db(url, std::chrono::milliseconds(0));
+  const auto settings = db.exec(
+      "SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit'), "
+      "current_setting('wal_sync_method'), current_setting('full_page_writes'), current_setting('commit_delay')");
+  std::printf("postgresql server %s: fsync %s, synchronous_commit %s, wal_sync_method %s, full_page_writes %s, "
+              "commit_delay %s\n",
+              settings.text(0, 0).c_str(), settings.text(0, 1).c_str(), settings.text(0, 2).c_str(),
+              settings.text(0, 3).c_str(), settings.text(0, 4).c_str(), settings.text(0, 5).c_str());
+  int commits = 0;
+  const auto t0 = Clock::now();
+  while (seconds_since(t0) < 1.0) {
+    db.exec("BEGIN");
+    db.exec("SELECT pg_current_xact_id()");
+    db.exec("COMMIT");
+    ++commits;
+  }
+  std::printf("postgresql durable commits/s on one connection (the bound on 1 claimer's cycles): %.0f\n",
+              commits / seconds_since(t0));
+}
+
 // SQLite next to the given queue: submit 100,000 jobs, then cycles with 1 and 4 claimers.
 static int compare_stores(const std::string& other_url) {
   TempDir dir;
   const std::string sqlite_url = (dir.path() / "q.db").string();
   const uint64_t tag = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  std::printf("load average: %s\n", load_average().c_str());
+  print_server(other_url);
   std::printf("%-10s %22s %22s %22s\n", "store", "submit 100,000 jobs", "cycles/s, 1 claimer", "cycles/s, 4 claimers");
+  double figures[2][3] = {};
+  int row = 0;
   for (const std::string& url : {sqlite_url, other_url}) {
     auto store = storage::open_queue_store(url);
     const auto jobs = synthetic_jobs(100'000, tag);
@@ -106,7 +143,14 @@ static int compare_stores(const std::string& other_url) {
     std::printf("%-10s %20.3f s %22.0f %22.0f\n", storage::parse_queue_url(url).kind == storage::QueueKind::kSqlite ? "sqlite" : "postgresql",
                 submit_s, one, four);
     std::printf("%-10s integrity_check: %s\n", "", store->integrity_check().c_str());
+    figures[row][0] = submit_s;
+    figures[row][1] = one;
+    figures[row][2] = four;
+    ++row;
   }
+  std::printf("%-10s %20.2fx %21.2fx %21.2fx   (postgresql / sqlite; submit: time, cycles: rate)\n", "ratio",
+              figures[1][0] / figures[0][0], figures[1][1] / figures[0][1], figures[1][2] / figures[0][2]);
+  std::printf("load average: %s\n", load_average().c_str());
   return 0;
 }
 

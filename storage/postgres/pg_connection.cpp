@@ -3,12 +3,29 @@
 #include <libpq-fe.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
 #include "storage/open_queue_store.h"
 
 namespace rgbaq::storage::pg {
+namespace {
+
+std::mutex test_drop_mutex;
+std::function<bool(const std::string&)> test_drop;
+
+bool test_drops_after(const std::string& sql) {
+  std::lock_guard lock(test_drop_mutex);
+  return test_drop && test_drop(sql);
+}
+
+}  // namespace
+
+void drop_after_statement_for_test(std::function<bool(const std::string& sql)> drop) {
+  std::lock_guard lock(test_drop_mutex);
+  test_drop = std::move(drop);
+}
 
 void Result::clear(pg_result* r) {
   if (r) PQclear(r);
@@ -49,6 +66,10 @@ void Connection::connect() {
   }
   // Our own notices (e.g. "relation already exists, skipping") are not worth a line on stderr.
   PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  // A transaction of ours never waits on its client for long; one whose client is gone (a network cut
+  // before its COMMIT) must end, not hold its locks until TCP notices, since the retry on a new
+  // connection waits for those locks to learn whether it committed.
+  PQclear(PQexec(conn_, "SET idle_in_transaction_session_timeout = '60s'"));
 }
 
 void Connection::ensure_open() {
@@ -88,7 +109,13 @@ Result Connection::exec(const std::string& sql, const std::vector<std::optional<
   }
   const auto status = PQresultStatus(r);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail("a statement failed", r);
-  return Result(r);
+  Result result(r);
+  if (test_drops_after(sql)) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw ConnectionLost(location_ + ": the connection was dropped by a test after a statement");
+  }
+  return result;
 }
 
 void Connection::copy_in(const std::string& copy_sql, const std::string& rows) {

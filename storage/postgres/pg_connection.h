@@ -1,8 +1,8 @@
 #pragma once
 // One libpq connection that comes back after the server goes away: an operation that fails because the
-// connection dropped is run again on a new connection, with backoff, until a deadline. Operations are
-// whole transactions (or single statements) whose effects are guarded by the rows' states, so running
-// one again after a drop does not apply it twice. The URL goes to libpq as given (~/.pgpass, PG* work);
+// connection dropped is run again on a new connection, with backoff, until a deadline. A drop may come
+// after the server committed, so an operation run again must not apply twice: its effects are guarded
+// by the rows' states, or it finds the token its first run recorded (postgres_queue_store.cpp). The URL goes to libpq as given (~/.pgpass, PG* work);
 // messages name it without its password.
 #include <chrono>
 #include <cstdint>
@@ -95,6 +95,11 @@ class Connection {
   std::set<std::string> prepared_;
   uint64_t reconnects_ = 0;
 };
+
+// Tests only: `drop` sees each statement the server has carried out, and returning true drops the
+// connection there, as if it broke before the reply came back (a COMMIT that happened but looks failed).
+// Process-wide; pass an empty function to stop.
+void drop_after_statement_for_test(std::function<bool(const std::string& sql)> drop);
 
 // Text-format COPY field: backslash, tab, newline and carriage return escaped.
 void copy_escape(std::string& out, const std::string& field);

@@ -1,5 +1,6 @@
 #include "storage/postgres/postgres_queue_store.h"
 
+#include <random>
 #include <stdexcept>
 
 #include "storage/postgres/pg_connection.h"
@@ -69,8 +70,8 @@ CREATE INDEX jobs_claim_prompt ON jobs (prompt_key, priority, id) WHERE state = 
 CREATE INDEX jobs_running ON jobs (worker_id) WHERE state = 'running';
 CREATE INDEX jobs_run ON jobs (run_id, state);
 CREATE INDEX jobs_content ON jobs (content_key);
--- Per-run counters kept by a trigger, in 16 stripes (job id % 16) so that concurrent claims of
--- neighbouring jobs do not wait on one row; a count is the sum over the stripes.
+-- Per-run counters kept by a trigger, in 16 stripes so that concurrent claims do not wait on one row;
+-- a count is the sum over the stripes. (v3 changes how a stripe is chosen.)
 CREATE TABLE run_counts (
   run_id BIGINT NOT NULL,
   state TEXT NOT NULL,
@@ -103,7 +104,35 @@ CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ALTER TABLE jobs ADD COLUMN lora TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_claim_lora ON jobs (lora, priority, id) WHERE state = 'queued';
 )",
-    // v3: a running job's progress, recorded by its worker so that watchers on any host see it. Progress
+    // v3: a state change moves its two counters in one statement, in the stripe of the connection making
+    // it (pg_backend_pid() % 16), so concurrent claims neither wait on each other's counter rows nor
+    // deadlock on them (with stripes by job id, two claimers each completing a job and claiming another
+    // could each hold the row the other wants next). A submit no longer pays a foreign-key check per job:
+    // append_jobs locks its pending run row instead and discard_run takes what a racing append added.
+    // Writes that a dropped connection makes run again are recognised: a submit's batches by their token
+    // in run_batches (kept until the run is published or discarded), a claim by its token on the job.
+    R"(
+CREATE OR REPLACE FUNCTION rgbaq_count_state() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF OLD.state = 'done' THEN
+    RAISE EXCEPTION 'a done job cannot change state (job %)', OLD.id;
+  END IF;
+  INSERT INTO run_counts VALUES (OLD.run_id, OLD.state, pg_backend_pid() % 16, -1),
+                                (NEW.run_id, NEW.state, pg_backend_pid() % 16, 1)
+    ON CONFLICT (run_id, state, stripe) DO UPDATE SET n = run_counts.n + excluded.n;
+  RETURN NEW;
+END $$;
+ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_run_id_fkey;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS claim_token BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS run_batches (
+  run_id BIGINT NOT NULL,
+  token BIGINT NOT NULL,
+  inserted BIGINT NOT NULL,
+  skipped BIGINT NOT NULL,
+  PRIMARY KEY (run_id, token)
+);
+)",
+    // v4: a running job's progress, recorded by its worker so that watchers on any host see it. Progress
     // written before the job's current lease began (progress_at < started_at) is an earlier lease's.
     R"(
 ALTER TABLE jobs ADD COLUMN step INTEGER NOT NULL DEFAULT 0, ADD COLUMN steps INTEGER NOT NULL DEFAULT 0,
@@ -152,6 +181,13 @@ Job read_job(const pg::Result& r, int row) {
     j.decoding = r.boolean(row, 28);
   }
   return j;
+}
+
+// A write's token, recorded with it, by which a run after a dropped connection learns whether the
+// first one committed. Random: writers on many hosts need no coordination.
+int64_t new_token() {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  return static_cast<int64_t>(random() >> 1) | 1;  // positive, never 0 (a job not claimed by token)
 }
 
 std::string num(int64_t v) { return std::to_string(v); }
@@ -204,27 +240,41 @@ auto transaction(pg::Connection& db, Op&& op) {
   });
 }
 
-// Among the queued, visible jobs of the top priority, the first whose `filter` holds.
-std::string preferred_job_sql(const char* filter) {
-  return std::string("(SELECT id FROM jobs WHERE state = 'queued' AND ") + filter + " AND not_before <= rgbaq_now()" +
-         kVisible + " AND priority = (SELECT priority FROM jobs WHERE state = 'queued' AND not_before <= rgbaq_now()" +
-         kVisible + " ORDER BY priority DESC, id LIMIT 1) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED), ";
-}
+// A queued job that may be claimed now: its backoff over, its run published.
+const std::string kReady = std::string("state = 'queued' AND not_before <= rgbaq_now()") + kVisible;
 
-// $1 worker, $2 cached prompt keys, $3 lease seconds, $4 loaded LoRA sets.
-const std::string kClaimSql = std::string(
-    "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker_id = $1, "
-    "worker = coalesce((SELECT host || ':' || pid FROM workers WHERE id = $1), ''), "
-    "host = coalesce((SELECT host FROM workers WHERE id = $1), ''), "
-    "started_at = rgbaq_now(), lease_expires = rgbaq_now() + $3 "
-    "WHERE state = 'queued' AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'paused' AND value = '1') AND id = coalesce(") +
-    // among the jobs of the top priority, one with a loaded LoRA set and a cached prompt, then one with a
-    // loaded set, then one with a cached prompt...
-    preferred_job_sql("lora = ANY($4::text[]) AND prompt_key = ANY($2::bigint[])") +
-    preferred_job_sql("lora = ANY($4::text[])") + preferred_job_sql("prompt_key = ANY($2::bigint[])") +
-    // ...else the first by priority, then submit order
-    "(SELECT id FROM jobs WHERE state = 'queued' AND not_before <= rgbaq_now()" + kVisible +
-    " ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED)) RETURNING " + kJobColumns;
+// The claim: $1 worker, $2 lease seconds, $3 the claim's token, then the cached prompt keys and the loaded
+// LoRA sets (each only when not empty: a parameter a statement does not use has no type). Among the jobs of
+// the top priority, one with a loaded LoRA set and a cached prompt, then one with a loaded set, then one
+// with a cached prompt, else the first by priority, then submit order. A preference whose list is empty
+// is left out of the statement (four statements), so a claim without preferences is one index probe.
+std::string claim_sql(bool prompts, bool loras) {
+  const std::string keys = "$4::bigint[]", sets = prompts ? "$5::text[]" : "$4::text[]";
+  // The top priority is that of the first ready job, locked or not (one being claimed still sets it).
+  const std::string top = "(SELECT priority FROM top)";
+  // A preference: for each of its keys, the key's first ready job of the top priority (one probe of the
+  // key's index, whatever the statistics say: a walk of the claim index filtered by key, which the planner
+  // picks on a table it has not analysed since a big submit, reads every queued job when no key matches);
+  // the earliest of them, unless another claim holds it, when the next preference decides.
+  auto preferred = [&](const std::string& list, const std::string& column, const std::string& also) {
+    return "(SELECT id FROM jobs WHERE state = 'queued' AND id = (SELECT min(f.id) FROM unnest(" + list +
+           ") AS k(key) CROSS JOIN LATERAL (SELECT id FROM jobs WHERE " + kReady + " AND " + column + " = k.key" + also +
+           " AND priority = " + top + " ORDER BY id LIMIT 1) f) FOR UPDATE SKIP LOCKED), ";
+  };
+  std::string sql = "WITH top AS (SELECT priority FROM jobs WHERE " + kReady + " ORDER BY priority DESC, id LIMIT 1) "
+                    "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker_id = $1, "
+                    "worker = coalesce((SELECT host || ':' || pid FROM workers WHERE id = $1), ''), "
+                    "host = coalesce((SELECT host FROM workers WHERE id = $1), ''), "
+                    "started_at = rgbaq_now(), lease_expires = rgbaq_now() + $2, claim_token = $3 "
+                    "WHERE state = 'queued' AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'paused' AND value = '1') "
+                    // a worker the queue does not know takes nothing: no heartbeat would renew its lease
+                    "AND EXISTS (SELECT 1 FROM workers WHERE id = $1) AND id = coalesce(";
+  if (prompts && loras) sql += preferred(keys, "prompt_key", " AND lora = ANY(" + sets + ")");
+  if (loras) sql += preferred(sets, "lora", "");
+  if (prompts) sql += preferred(keys, "prompt_key", "");
+  sql += "(SELECT id FROM jobs WHERE " + kReady + " ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED)) RETURNING ";
+  return sql + kJobColumns;
+}
 
 }  // namespace
 
@@ -297,9 +347,26 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
     pg::copy_escape(rows, j.lora);
     rows += '\n';
   }
+  const std::string token = num(new_token());
+  int runs = 0;
   return transaction(*db_, [&] {
     SubmitResult result;
     result.run_id = run_id;
+    // The run's row, locked until COMMIT: a discard waits for this batch and takes it too; a batch after a
+    // discard or a publish is refused. A run of this batch after a dropped connection waits here for a
+    // first run still in flight, then finds its token if it committed.
+    if (db_->exec("UPDATE runs SET touched_at = rgbaq_now() WHERE id = $1 AND pending", {num(run_id)}).affected() != 1) {
+      throw std::runtime_error(location() + ": run " + num(run_id) + " is not being submitted (published or discarded)");
+    }
+    if (++runs > 1) {
+      const auto first = db_->exec("SELECT inserted, skipped FROM run_batches WHERE run_id = $1 AND token = $2",
+                                   {num(run_id), token});
+      if (!first.empty()) {
+        result.inserted = static_cast<uint64_t>(first.int64(0, 0));
+        result.skipped = static_cast<uint64_t>(first.int64(0, 1));
+        return result;
+      }
+    }
     db_->exec("CREATE TEMP TABLE IF NOT EXISTS new_jobs (line INTEGER, prompt TEXT, seed BIGINT, width INTEGER, "
               "height INTEGER, name TEXT, priority INTEGER, output_path TEXT, content_key BIGINT, prompt_key BIGINT, "
               "ord INTEGER, lora TEXT) ON COMMIT DELETE ROWS");
@@ -311,10 +378,13 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
                     "m.content_key = n.content_key AND m.ord < n.ord)")
               .affected());
     }
-    db_->exec("INSERT INTO outputs (path, content_key, run_id) SELECT output_path, content_key, $1 FROM new_jobs "
-              "ORDER BY ord ON CONFLICT (path) DO NOTHING",
-              {num(run_id)});
-    const auto clash = db_->exec("SELECT n.line, n.output_path, o.run_id FROM new_jobs n JOIN outputs o ON o.path = "
+    const int64_t owned =
+        db_->exec("WITH owned AS (INSERT INTO outputs (path, content_key, run_id) SELECT output_path, content_key, $1 "
+                  "FROM new_jobs ORDER BY ord ON CONFLICT (path) DO NOTHING RETURNING 1) SELECT count(*) FROM owned",
+                  {num(run_id)})
+            .int64(0, 0);
+    // Every path new and none twice: no clash is possible, and the join over all outputs is not needed.
+    const auto clash = owned == static_cast<int64_t>(jobs.size() - result.skipped) ? pg::Result() : db_->exec("SELECT n.line, n.output_path, o.run_id FROM new_jobs n JOIN outputs o ON o.path = "
                                  "n.output_path WHERE o.content_key <> n.content_key ORDER BY n.ord LIMIT 20");
     if (!clash.empty()) {
       std::vector<OutputClash> clashes;
@@ -326,10 +396,11 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
     result.inserted = static_cast<uint64_t>(
         db_->exec("INSERT INTO jobs (run_id, prompt, seed, width, height, name, priority, state, created_at, "
                   "output_path, content_key, prompt_key, lora) SELECT $1, prompt, seed, width, height, name, priority, "
-                  "'queued', rgbaq_now(), output_path, content_key, prompt_key, lora FROM new_jobs ORDER BY ord",
+                  "'queued', (SELECT rgbaq_now()), output_path, content_key, prompt_key, lora FROM new_jobs ORDER BY ord",
                   {num(run_id)})
             .affected());
-    db_->exec("UPDATE runs SET touched_at = rgbaq_now() WHERE id = $1", {num(run_id)});
+    db_->exec("INSERT INTO run_batches (run_id, token, inserted, skipped) VALUES ($1, $2, $3, $4)",
+              {num(run_id), token, num(static_cast<int64_t>(result.inserted)), num(static_cast<int64_t>(result.skipped))});
     return result;
   });
 }
@@ -341,6 +412,7 @@ void PostgresQueueStore::publish_run(int64_t run_id, uint64_t inserted) {
       db_->exec("INSERT INTO run_counts (run_id, state, stripe, n) VALUES ($1, 'queued', 0, $2) "
                 "ON CONFLICT (run_id, state, stripe) DO UPDATE SET n = run_counts.n + excluded.n",
                 {num(run_id), num(inserted)});
+      db_->exec("DELETE FROM run_batches WHERE run_id = $1", {num(run_id)});  // no batch can run again now
     }
     return 0;
   });
@@ -356,29 +428,53 @@ int64_t PostgresQueueStore::discard_run(int64_t run_id) {
     deleted += n;
     if (n == 0) break;
   }
-  transaction(*db_, [&] {
+  deleted += transaction(*db_, [&] {
+    // The run's row first: an append in flight commits before this goes on, and none comes after it.
+    const bool was_pending = db_->exec("DELETE FROM runs WHERE id = $1 AND pending", {num(run_id)}).affected() == 1;
+    const int64_t late = was_pending ? db_->exec("DELETE FROM jobs WHERE run_id = $1", {num(run_id)}).affected() : 0;
     for (const char* sql : {"DELETE FROM outputs WHERE run_id = $1", "DELETE FROM run_counts WHERE run_id = $1",
-                            "DELETE FROM runs WHERE id = $1 AND pending"}) {
+                            "DELETE FROM run_batches WHERE run_id = $1"}) {
       db_->exec(sql, {num(run_id)});
     }
-    return 0;
+    return late;
   });
   return deleted;
 }
 
+std::optional<Job> PostgresQueueStore::claimed_by_token(int64_t worker_id, const std::string& token) {
+  const auto r = db_->exec(std::string("SELECT ") + kJobColumns +
+                               " FROM jobs WHERE state = 'running' AND worker_id = $1 AND claim_token = $2",
+                           {num(worker_id), token}, "claimed_by_token");
+  if (r.empty()) return std::nullopt;
+  return read_job(r, 0);
+}
+
 std::optional<Job> PostgresQueueStore::claim_in_transaction(int64_t worker_id, const std::vector<uint64_t>& preferred,
-                                                            const std::vector<std::string>& preferred_loras) {
-  const auto r = db_->exec(kClaimSql,
-                           {num(worker_id), array_literal(preferred), real(options_.lease_seconds),
-                            text_array_literal(preferred_loras)},
-                           "claim");
+                                                            const std::vector<std::string>& preferred_loras,
+                                                            const std::string& token) {
+  static const std::string statements[4] = {claim_sql(false, false), claim_sql(true, false), claim_sql(false, true),
+                                             claim_sql(true, true)};
+  static const char* const names[4] = {"claim", "claim_p", "claim_l", "claim_pl"};
+  const int variant = (preferred.empty() ? 0 : 1) + (preferred_loras.empty() ? 0 : 2);
+  Params params{num(worker_id), real(options_.lease_seconds), token};
+  if (!preferred.empty()) params.push_back(array_literal(preferred));
+  if (!preferred_loras.empty()) params.push_back(text_array_literal(preferred_loras));
+  const auto r = db_->exec(statements[variant], params, names[variant]);
   if (r.empty()) return std::nullopt;
   return read_job(r, 0);
 }
 
 std::optional<Job> PostgresQueueStore::claim(int64_t worker_id, const std::vector<uint64_t>& preferred,
                                              const std::vector<std::string>& preferred_loras) {
-  return db_->retrying([&] { return claim_in_transaction(worker_id, preferred, preferred_loras); });
+  // Run again after a dropped connection, the claim first looks for the job its first run took.
+  const std::string token = num(new_token());
+  int runs = 0;
+  return db_->retrying([&]() -> std::optional<Job> {
+    if (++runs > 1) {
+      if (auto job = claimed_by_token(worker_id, token)) return job;
+    }
+    return claim_in_transaction(worker_id, preferred, preferred_loras, token);
+  });
 }
 
 bool PostgresQueueStore::complete_in_transaction(int64_t job_id, int64_t worker_id, const std::string& output_path,
@@ -401,9 +497,14 @@ std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const 
                                                           const std::string& metadata_json, int64_t worker_id,
                                                           const std::vector<uint64_t>& preferred,
                                                           const std::vector<std::string>& preferred_loras) {
-  return transaction(*db_, [&] {
+  const std::string token = num(new_token());
+  int runs = 0;
+  return transaction(*db_, [&]() -> std::optional<Job> {
+    if (++runs > 1) {
+      if (auto job = claimed_by_token(worker_id, token)) return job;  // the first run committed
+    }
     complete_in_transaction(job_id, worker_id, output_path, metadata_json);
-    return claim_in_transaction(worker_id, preferred, preferred_loras);
+    return claim_in_transaction(worker_id, preferred, preferred_loras, token);
   });
 }
 
@@ -526,7 +627,7 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
         "'at', rgbaq_now(), 'reason', " + reason + ")) ELSE errors END, "
         "finished_at = CASE WHEN " + failing + " THEN rgbaq_now() ELSE finished_at END, "
         "worker = '', worker_id = 0, lease_expires = 0 "
-        "WHERE state = 'running' AND lease_expires < rgbaq_now() RETURNING state",
+        "WHERE state = 'running' AND (lease_expires < rgbaq_now() OR worker_id = 0) RETURNING state",
         {crashed, num(options_.max_attempts), num(options_.max_interruptions)});
   });
   for (int i = 0; i < states.rows(); ++i) ++(states.text(i, 0) == "failed" ? r.failed : r.requeued);
@@ -691,11 +792,11 @@ std::string PostgresQueueStore::integrity_check() {
         " GROUP BY run_id, state) j FULL JOIN (SELECT run_id, state, sum(n) AS n FROM run_counts GROUP BY run_id, state) c "
         "USING (run_id, state) WHERE coalesce(j.n, 0) <> coalesce(c.n, 0)");
     if (counters.int64(0, 0) != 0) problems = "run counters disagree with the jobs (" + counters.text(0, 0) + " run/state pairs)";
-    const auto orphans = db_->exec("SELECT count(*) FROM jobs j WHERE state = 'running' AND (lease_expires < rgbaq_now() OR "
-                                   "NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = j.worker_id))");
+    const auto orphans = db_->exec("SELECT count(*), min(id) FROM jobs j WHERE state = 'running' AND (lease_expires < "
+                                   "rgbaq_now() OR NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = j.worker_id))");
     if (orphans.int64(0, 0) != 0) {
       if (!problems.empty()) problems += "; ";
-      problems += orphans.text(0, 0) + " running job(s) without a live lease";
+      problems += orphans.text(0, 0) + " running job(s) without a live lease (the first: job " + orphans.text(0, 1) + ")";
     }
     return problems.empty() ? "ok" : problems;
   });

@@ -3,7 +3,7 @@
 // (UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING ...); a running job holds
 // a lease (the server's clock, so hosts' clocks need not agree) that its worker's heartbeat extends;
 // recovery requeues only expired leases. Run counters are kept by a trigger in 16 stripes per (run,
-// state), so concurrent claims do not queue on one counter row. The schema is versioned and migrated
+// state), one per connection, so concurrent claims do not queue on one counter row. The schema is versioned and migrated
 // forward by whoever opens it first; a newer one is refused. A dropped connection is reopened with
 // backoff (pg_connection.h).
 #include <memory>
@@ -19,7 +19,7 @@ class Connection;
 
 class PostgresQueueStore final : public QueueStore {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Connects and migrates. Throws std::runtime_error naming the URL (password masked).
   explicit PostgresQueueStore(const std::string& url, StoreOptions options = {});
@@ -67,7 +67,9 @@ class PostgresQueueStore final : public QueueStore {
 
  private:
   std::optional<Job> claim_in_transaction(int64_t worker_id, const std::vector<uint64_t>& preferred,
-                                          const std::vector<std::string>& preferred_loras);
+                                          const std::vector<std::string>& preferred_loras, const std::string& token);
+  // The running job `worker_id` claimed with `token`, if that claim committed.
+  std::optional<Job> claimed_by_token(int64_t worker_id, const std::string& token);
   bool complete_in_transaction(int64_t job_id, int64_t worker_id, const std::string& output_path,
                                const std::string& metadata_json);
   int64_t cancel_where(const char* column, int64_t id);

@@ -421,6 +421,13 @@ int64_t SqliteQueueStore::discard_run(int64_t run_id) {
 std::optional<Job> SqliteQueueStore::claim_locked(int64_t worker_id, const std::vector<uint64_t>& preferred,
                                                   const std::vector<std::string>& preferred_loras) {
   if (paused()) return std::nullopt;
+  {
+    // A worker the queue does not know (never registered, or forgotten after a silent lease) takes
+    // nothing: no heartbeat would renew the lease it took, and recovery would hand its job to another.
+    SQLite::Statement registered(db_, "SELECT 1 FROM workers WHERE id = ?");
+    registered.bind(1, worker_id);
+    if (!registered.executeStep()) return std::nullopt;
+  }
   const double now = now_seconds();
   int64_t id = 0;
   int priority = 0;
@@ -630,7 +637,8 @@ RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
   for (const int64_t id : pending) r.discarded_jobs += discard_run(id);
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   // Only expired leases: a live worker's job (its heartbeat extends the lease) is never taken.
-  const std::string expired = "state = 'running' AND lease_expires < ?4";
+  // Expired, or held by no worker (nobody could renew it).
+  const std::string expired = "state = 'running' AND (lease_expires < ?4 OR worker_id = 0)";
   auto fail_where = [&](const std::string& reason_sql, const std::string& where, int64_t bound) {
     SQLite::Statement q(db_, "UPDATE jobs SET state = 'failed', finished_at = ?1, error = " + reason_sql +
                                  ", errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?1, "
@@ -645,14 +653,14 @@ RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
   r.failed += fail_where("'crashed the daemon ' || attempts || ' times'", "id = ?3 AND attempts >= ?2", options_.max_attempts);
   // The others were interrupted: the attempt is given back, the interruption counted.
   SQLite::Statement interrupted(db_, "UPDATE jobs SET attempts = max(attempts - 1, 0), interruptions = interruptions + 1 "
-                                     "WHERE state = 'running' AND lease_expires < ?2 AND id != ?1");
+                                     "WHERE state = 'running' AND (lease_expires < ?2 OR worker_id = 0) AND id != ?1");
   interrupted.bind(1, crashed_job.value_or(-1));
   interrupted.bind(2, now);
   interrupted.exec();
   r.failed += fail_where("'interrupted ' || interruptions || ' times'", "id != ?3 AND interruptions >= ?2",
                          options_.max_interruptions);
   SQLite::Statement requeue(db_, "UPDATE jobs SET state = 'queued', worker = '', worker_id = 0, lease_expires = 0 "
-                                 "WHERE state = 'running' AND lease_expires < ?");
+                                 "WHERE state = 'running' AND (lease_expires < ?1 OR worker_id = 0)");
   requeue.bind(1, now);
   r.requeued = requeue.exec();
   SQLite::Statement forget(db_, "DELETE FROM workers WHERE heartbeat_at < ?");
@@ -838,11 +846,14 @@ std::string SqliteQueueStore::integrity_check() {
                         "LEFT JOIN run_counts c USING (run_id, state) WHERE c.n IS NULL OR c.n != j.n");
   cmp.executeStep();
   if (cmp.getColumn(0).getInt64() != 0) return "run counters disagree with the jobs";
-  SQLite::Statement orphans(db_, "SELECT count(*) FROM jobs j WHERE state = 'running' AND (lease_expires < ? OR NOT "
-                                 "EXISTS (SELECT 1 FROM workers w WHERE w.id = j.worker_id))");
+  SQLite::Statement orphans(db_, "SELECT count(*), min(id) FROM jobs j WHERE state = 'running' AND (lease_expires < ? OR "
+                                 "NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = j.worker_id))");
   orphans.bind(1, now_seconds());
   orphans.executeStep();
-  if (const int64_t n = orphans.getColumn(0).getInt64()) return std::to_string(n) + " running job(s) without a live lease";
+  if (const int64_t n = orphans.getColumn(0).getInt64()) {
+    return std::to_string(n) + " running job(s) without a live lease (the first: job " +
+           std::to_string(orphans.getColumn(1).getInt64()) + ")";
+  }
   return "ok";
 }
 

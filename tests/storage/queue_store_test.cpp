@@ -193,11 +193,17 @@ TYPED_TEST(QueueStoreTest, ADeadLocalWorkerIsExpiredAtOnceAndInterruptionsAreBou
 TYPED_TEST(QueueStoreTest, ManyInterruptionsFailNoJobButRepeatedCrashesDo) {
   // A lease of 0: every claim's lease has expired by the next recovery, as after a SIGKILL.
   auto s = this->open({.max_attempts = 3, .lease_seconds = 0});
-  const int64_t w = s->register_worker(worker_info("h"));
+  int64_t w = s->register_worker(worker_info("h"));
+  // The daemon starting again: recovery (which forgets the dead worker), then registering anew.
+  auto restart = [&](std::optional<int64_t> crashed = std::nullopt) {
+    const auto r = s->recover(crashed);
+    w = s->register_worker(worker_info("h"));
+    return r;
+  };
   s->submit({"r", "{}", "/o"}, {job("healthy", 1), job("crasher", 2)});
   const int64_t healthy = s->claim(w)->id;
   for (int kill = 0; kill < 60; ++kill) {  // SIGKILLs: the running job is not to blame
-    s->recover();
+    restart();
     ASSERT_EQ(s->claim(w)->id, healthy);
   }
   EXPECT_EQ(s->job(healthy)->attempts, 1);
@@ -207,7 +213,7 @@ TYPED_TEST(QueueStoreTest, ManyInterruptionsFailNoJobButRepeatedCrashesDo) {
   for (int crash = 1; crash <= 3; ++crash) {
     const auto c = s->claim(w);
     ASSERT_TRUE(c) << "crash " << crash;
-    const auto r = s->recover(c->id);
+    const auto r = restart(c->id);
     EXPECT_EQ(r.failed, crash == 3 ? 1 : 0);
   }
   const auto crasher = s->list_jobs(std::nullopt, JobState::kFailed);
