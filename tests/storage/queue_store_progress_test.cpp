@@ -53,7 +53,7 @@ TYPED_TEST(QueueStoreProgressTest, TheLeaseHoldersRecordIsReadEverywhereAndOnlyF
   EXPECT_EQ(std::tuple(running[1].step, running[1].steps, running[1].decoding), std::tuple(8, 8, true));
 
   // Done: no progress. Back in the queue (its worker gone) and claimed again (here): the earlier lease's is not shown.
-  EXPECT_TRUE(here->complete(a->id, "/out/a_1.png", "{}"));
+  EXPECT_TRUE(here->complete(a->id, w_here, "/out/a_1.png", "{}"));
   EXPECT_EQ(progress_of(*there, a->id), std::tuple(0, 0, false));
   EXPECT_EQ(there->expire_worker(w_there), 1);  // its host is gone: its job goes back to the queue
   EXPECT_EQ(here->recover().requeued, 1);
