@@ -6,6 +6,7 @@
 // At-least-once execution with exactly-once outputs: after a crash, running jobs go back to queued, and
 // a job whose attempts reach the limit fails with the reason. A done job never changes again.
 // Several processes may share one queue; every transition is one transaction.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -238,7 +239,13 @@ class QueueStore {
   virtual std::vector<Worker> list_workers() = 0;
 
   virtual std::vector<Run> list_runs() = 0;
-  virtual std::optional<Run> run(int64_t run_id) = 0;
+  // One run as list_runs() lists it; nullopt for one not there (or pending).
+  std::optional<Run> run(int64_t run_id) {
+    for (auto& r : list_runs()) {
+      if (r.id == run_id) return std::move(r);
+    }
+    return std::nullopt;
+  }
   virtual std::vector<Job> list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state,
                                      int64_t limit = 1000, int64_t offset = 0) = 0;
   virtual std::optional<Job> job(int64_t job_id) = 0;
@@ -267,6 +274,14 @@ inline int64_t Run::total() const {
   int64_t t = 0;
   for (int64_t c : counts) t += c;
   return t;
+}
+
+// For the stores' list_runs: a counter row (run, state name, n) into its run among `runs` (sorted by
+// id); a row of a run not listed (pending, or gone) or of an unknown state is left out.
+inline void add_run_count(std::vector<Run>& runs, int64_t run_id, std::string_view state, int64_t n) {
+  const auto s = parse_state(state);
+  const auto it = std::lower_bound(runs.begin(), runs.end(), run_id, [](const Run& r, int64_t v) { return r.id < v; });
+  if (s && it != runs.end() && it->id == run_id) it->counts[static_cast<int>(*s)] = n;
 }
 
 inline OutputClashError::OutputClashError(std::vector<OutputClash> clashes)

@@ -723,26 +723,28 @@ std::vector<Run> PostgresQueueStore::list_runs() {
       runs.push_back(std::move(r));
     }
     const auto c = db_->exec("SELECT run_id, state, sum(n) FROM run_counts GROUP BY run_id, state");
-    for (int i = 0; i < c.rows(); ++i) {
-      const int64_t id = c.int64(i, 0);
-      const auto state = parse_state(c.text(i, 1));
-      const auto it = std::lower_bound(runs.begin(), runs.end(), id, [](const Run& r, int64_t v) { return r.id < v; });
-      if (state && it != runs.end() && it->id == id) it->counts[static_cast<int>(*state)] = c.int64(i, 2);
-    }
+    for (int i = 0; i < c.rows(); ++i) add_run_count(runs, c.int64(i, 0), c.text(i, 1), c.int64(i, 2));
     return runs;
   });
 }
 
-std::optional<Run> PostgresQueueStore::run(int64_t run_id) {
-  for (auto& r : list_runs()) {
-    if (r.id == run_id) return r;
-  }
-  return std::nullopt;
+namespace {
+
+// The jobs `where` (SQL with its parameters $1...) selects; `name` prepares the statement once.
+std::vector<Job> select_jobs(pg::Connection& db, const std::string& where, const Params& params,
+                             const char* name = nullptr) {
+  const auto r = db.retrying([&] { return db.exec(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE " + where, params, name); });
+  std::vector<Job> jobs;
+  jobs.reserve(static_cast<size_t>(r.rows()));
+  for (int i = 0; i < r.rows(); ++i) jobs.push_back(read_job(r, i));
+  return jobs;
 }
+
+}  // namespace
 
 std::vector<Job> PostgresQueueStore::list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit,
                                                int64_t offset) {
-  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE TRUE";
+  std::string sql = "TRUE";
   Params params;
   if (run_id) {
     params.push_back(num(*run_id));
@@ -756,18 +758,13 @@ std::vector<Job> PostgresQueueStore::list_jobs(std::optional<int64_t> run_id, st
   sql += " ORDER BY id LIMIT $" + std::to_string(params.size());
   params.push_back(num(offset));
   sql += " OFFSET $" + std::to_string(params.size());
-  const auto r = db_->retrying([&] { return db_->exec(sql, params); });
-  std::vector<Job> jobs;
-  jobs.reserve(static_cast<size_t>(r.rows()));
-  for (int i = 0; i < r.rows(); ++i) jobs.push_back(read_job(r, i));
-  return jobs;
+  return select_jobs(*db_, sql, params);
 }
 
 std::optional<Job> PostgresQueueStore::job(int64_t job_id) {
-  const auto r = db_->retrying(
-      [&] { return db_->exec(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = $1", {num(job_id)}, "job"); });
-  if (r.empty()) return std::nullopt;
-  return read_job(r, 0);
+  auto jobs = select_jobs(*db_, "id = $1", {num(job_id)}, "job");
+  if (jobs.empty()) return std::nullopt;
+  return std::move(jobs[0]);
 }
 
 StateCounts PostgresQueueStore::counts(std::optional<int64_t> run_id) {

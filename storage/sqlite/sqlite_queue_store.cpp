@@ -785,20 +785,8 @@ std::vector<Run> SqliteQueueStore::list_runs() {
     runs.push_back(std::move(r));
   }
   SQLite::Statement c(db_, "SELECT run_id, state, n FROM run_counts");
-  while (c.executeStep()) {
-    const int64_t id = c.getColumn(0).getInt64();
-    const auto state = parse_state(c.getColumn(1).getString());
-    const auto it = std::lower_bound(runs.begin(), runs.end(), id, [](const Run& r, int64_t v) { return r.id < v; });
-    if (state && it != runs.end() && it->id == id) it->counts[static_cast<int>(*state)] = c.getColumn(2).getInt64();
-  }
+  while (c.executeStep()) add_run_count(runs, c.getColumn(0).getInt64(), c.getColumn(1).getString(), c.getColumn(2).getInt64());
   return runs;
-}
-
-std::optional<Run> SqliteQueueStore::run(int64_t run_id) {
-  for (auto& r : list_runs()) {
-    if (r.id == run_id) return r;
-  }
-  return std::nullopt;
 }
 
 std::vector<Job> SqliteQueueStore::list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit,

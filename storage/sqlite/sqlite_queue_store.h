@@ -51,7 +51,6 @@ class SqliteQueueStore final : public QueueStore {
   void record_progress(int64_t worker_id, const std::vector<JobProgress>& progress) override;
   std::vector<Worker> list_workers() override;
   std::vector<Run> list_runs() override;
-  std::optional<Run> run(int64_t run_id) override;
   std::vector<Job> list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit = 1000,
                              int64_t offset = 0) override;
   std::optional<Job> job(int64_t job_id) override;
