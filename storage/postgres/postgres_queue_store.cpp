@@ -388,8 +388,10 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
                   {num(run_id)})
             .int64(0, 0);
     // Every path new and none twice: no clash is possible, and the join over all outputs is not needed.
-    const auto clash = owned == static_cast<int64_t>(jobs.size() - result.skipped) ? pg::Result() : db_->exec("SELECT n.line, n.output_path, o.run_id FROM new_jobs n JOIN outputs o ON o.path = "
-                                 "n.output_path WHERE o.content_key <> n.content_key ORDER BY n.ord LIMIT 20");
+    const bool all_new = owned == static_cast<int64_t>(jobs.size() - result.skipped);
+    const auto clash = all_new ? pg::Result()
+                               : db_->exec("SELECT n.line, n.output_path, o.run_id FROM new_jobs n JOIN outputs o ON "
+                                           "o.path = n.output_path WHERE o.content_key <> n.content_key ORDER BY n.ord LIMIT 20");
     if (!clash.empty()) {
       std::vector<OutputClash> clashes;
       for (int i = 0; i < clash.rows(); ++i) {
