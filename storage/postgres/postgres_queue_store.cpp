@@ -104,24 +104,39 @@ CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ALTER TABLE jobs ADD COLUMN lora TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_claim_lora ON jobs (lora, priority, id) WHERE state = 'queued';
 )",
-    // v3: a state change moves its two counters in one statement, in the stripe of the connection making
-    // it (pg_backend_pid() % 16), so concurrent claims neither wait on each other's counter rows nor
+    // v3: the counters move once per statement, not per job: a statement-level trigger sums the state
+    // changes of all the rows a statement updated (a bulk cancel of 100,000 jobs is one upsert per state,
+    // not 200,000 upserts of the same rows), in the stripe of the connection making them
+    // (pg_backend_pid() % 16), so concurrent claims neither wait on each other's counter rows nor
     // deadlock on them (with stripes by job id, two claimers each completing a job and claiming another
     // could each hold the row the other wants next). A submit no longer pays a foreign-key check per job:
     // append_jobs locks its pending run row instead and discard_run takes what a racing append added.
     // Writes that a dropped connection makes run again are recognised: a submit's batches by their token
     // in run_batches (kept until the run is published or discarded), a claim by its token on the job.
+    // (Each statement may run again: a test takes a queue back to version 1.)
     R"(
-CREATE OR REPLACE FUNCTION rgbaq_count_state() RETURNS trigger LANGUAGE plpgsql AS $$
+DROP TRIGGER IF EXISTS jobs_state_change ON jobs;
+DROP FUNCTION IF EXISTS rgbaq_count_state();
+CREATE OR REPLACE FUNCTION rgbaq_refuse_done_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF OLD.state = 'done' THEN
-    RAISE EXCEPTION 'a done job cannot change state (job %)', OLD.id;
-  END IF;
-  INSERT INTO run_counts VALUES (OLD.run_id, OLD.state, pg_backend_pid() % 16, -1),
-                                (NEW.run_id, NEW.state, pg_backend_pid() % 16, 1)
-    ON CONFLICT (run_id, state, stripe) DO UPDATE SET n = run_counts.n + excluded.n;
-  RETURN NEW;
+  RAISE EXCEPTION 'a done job cannot change state (job %)', OLD.id;
 END $$;
+DROP TRIGGER IF EXISTS jobs_done_is_final ON jobs;
+CREATE TRIGGER jobs_done_is_final BEFORE UPDATE OF state ON jobs FOR EACH ROW
+  WHEN (OLD.state = 'done' AND NEW.state IS DISTINCT FROM 'done') EXECUTE FUNCTION rgbaq_refuse_done_change();
+CREATE OR REPLACE FUNCTION rgbaq_count_states() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  -- A row whose state did not change adds -1 and +1 to the same counter: no change, no write.
+  INSERT INTO run_counts (run_id, state, stripe, n)
+    SELECT run_id, state, pg_backend_pid() % 16, sum(d) FROM
+      (SELECT run_id, state, -1 AS d FROM old_rows UNION ALL SELECT run_id, state, 1 FROM new_rows) c
+    GROUP BY run_id, state HAVING sum(d) <> 0
+    ON CONFLICT (run_id, state, stripe) DO UPDATE SET n = run_counts.n + excluded.n;
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS jobs_count_states ON jobs;
+CREATE TRIGGER jobs_count_states AFTER UPDATE ON jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION rgbaq_count_states();
 ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_run_id_fkey;
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS claim_token BIGINT NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS run_batches (
@@ -384,8 +399,10 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
                   {num(run_id)})
             .int64(0, 0);
     // Every path new and none twice: no clash is possible, and the join over all outputs is not needed.
-    const auto clash = owned == static_cast<int64_t>(jobs.size() - result.skipped) ? pg::Result() : db_->exec("SELECT n.line, n.output_path, o.run_id FROM new_jobs n JOIN outputs o ON o.path = "
-                                 "n.output_path WHERE o.content_key <> n.content_key ORDER BY n.ord LIMIT 20");
+    const bool all_new = owned == static_cast<int64_t>(jobs.size() - result.skipped);
+    const auto clash = all_new ? pg::Result()
+                               : db_->exec("SELECT n.line, n.output_path, o.run_id FROM new_jobs n JOIN outputs o ON "
+                                           "o.path = n.output_path WHERE o.content_key <> n.content_key ORDER BY n.ord LIMIT 20");
     if (!clash.empty()) {
       std::vector<OutputClash> clashes;
       for (int i = 0; i < clash.rows(); ++i) {
