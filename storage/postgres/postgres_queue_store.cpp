@@ -507,7 +507,16 @@ bool PostgresQueueStore::complete_in_transaction(int64_t job_id, int64_t worker_
 
 bool PostgresQueueStore::complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
                                   const std::string& metadata_json) {
-  return db_->retrying([&] { return complete_in_transaction(job_id, worker_id, output_path, metadata_json); });
+  int runs = 0;
+  return db_->retrying([&] {
+    ++runs;
+    if (complete_in_transaction(job_id, worker_id, output_path, metadata_json)) return true;
+    // Run again after a dropped connection: the first run may have committed. A done job keeps its worker
+    // id, and worker ids are never given twice, so done under this worker means this worker did it.
+    return runs > 1 && !db_->exec("SELECT 1 FROM jobs WHERE id = $1 AND state = 'done' AND worker_id = $2",
+                                    {num(job_id), num(worker_id)})
+                              .empty();
+  });
 }
 
 std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,

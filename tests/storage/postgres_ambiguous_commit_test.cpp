@@ -123,6 +123,22 @@ TEST_F(AmbiguousCommit, ACompleteAndClaimWhoseCommitLooksFailedCompletesOneAndCl
   EXPECT_EQ(s->integrity_check(), "ok");
 }
 
+TEST_F(AmbiguousCommit, ACompleteWhoseReplyIsLostStillReportsItsJobDone) {
+  auto s = open();
+  s->submit({"r", "{}", "/o"}, jobs(3));
+  const int64_t w = s->register_worker({"h", "b", 1, "cpu", "cpu"});
+  const auto job = s->claim(w);
+  ASSERT_TRUE(job);
+  DropOnce drop("WITH done AS");  // the complete, a statement of its own
+  drop.arm();
+  EXPECT_TRUE(s->complete(job->id, w, job->output_path, "{}")) << "the first run committed: done by this worker";
+  ASSERT_EQ(drop.drops(), 1);
+  EXPECT_EQ(s->job(job->id)->state, JobState::kDone);
+  EXPECT_EQ(s->list_workers().at(0).images_done, 1) << "counted once";
+  EXPECT_FALSE(s->complete(job->id, w + 1, job->output_path, "{}")) << "not another worker's";
+  EXPECT_EQ(s->integrity_check(), "ok");
+}
+
 TEST_F(AmbiguousCommit, ABatchForADiscardedRunIsRefusedAndLeavesNothing) {
   auto s = open();
   const RunOptions run{"r", "{}", "/o"};

@@ -55,8 +55,13 @@ TYPED_TEST(QueueStoreFenceTest, AWorkerWhoseLeaseRanOutCannotFinishFailOrRequeue
   EXPECT_FALSE(s->requeue(mine->id, a));
   ASSERT_TRUE(s->cancel_job(mine->id));
   EXPECT_FALSE(s->finish_canceled(mine->id, a));
-  // complete_and_claim's complete half too; its claim half (A is alive again) takes the next job.
-  const auto next = s->complete_and_claim(mine->id, mine->output_path, "{\"by\": \"a\"}", a);
+  // complete_and_claim's complete half too. Recovery forgot A (silent for a lease), so A's claims take
+  // nothing until it registers again, as its daemon does when its heartbeat is refused; then its claim
+  // half takes the next job.
+  EXPECT_FALSE(s->complete_and_claim(mine->id, mine->output_path, "{\"by\": \"a\"}", a));
+  ASSERT_FALSE(s->heartbeat(a, {mine->id}));
+  const int64_t a_again = s->register_worker(worker_info("a"));
+  const auto next = s->complete_and_claim(mine->id, mine->output_path, "{\"by\": \"a\"}", a_again);
   ASSERT_TRUE(next);
   EXPECT_EQ(next->prompt, "owl");
 
@@ -79,7 +84,7 @@ TYPED_TEST(QueueStoreFenceTest, AWorkerWhoseLeaseRanOutCannotFinishFailOrRequeue
   EXPECT_EQ(done->metadata_json, "{\"by\": \"b\"}");
   EXPECT_EQ(done->host, "b");
   for (const auto& w : s->list_workers()) EXPECT_EQ(w.images_done, w.id == b ? 1 : 0) << "worker " << w.id;
-  EXPECT_TRUE(s->complete(next->id, a, next->output_path, "{}")) << "A finishes the job it holds now";
+  EXPECT_TRUE(s->complete(next->id, a_again, next->output_path, "{}")) << "A finishes the job it holds now";
   EXPECT_EQ(count(*s, JobState::kDone, run.run_id), 2);
   EXPECT_EQ(s->integrity_check(), "ok");
 }
