@@ -218,7 +218,14 @@ void RenderWorker::handle(const storage::Job& job) {
       spdlog::warn("job {}: lease lost; its cancel is not recorded: {}", job.id, lost_lease(*store_, job));
     }
   } catch (const std::exception& e) {
-    report_failure(*store_, state_, events_, job, e.what());
+    try {
+      report_failure(*store_, state_, events_, job, e.what());
+    } catch (const std::exception& store_error) {
+      // The queue refuses even the failure (its server gone for longer than a reconnect): the job stays
+      // running there until its lease, no longer renewed, runs out and recovery requeues it. The
+      // daemon stays up; the claim loop reports the queue's health.
+      spdlog::error("job {} failed ({}), and recording that failed too: {}", job.id, e.what(), store_error.what());
+    }
   }
   state_.release(job.id);
   state_.counters.current_job = -1;

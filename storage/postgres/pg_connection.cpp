@@ -82,8 +82,19 @@ void Connection::wait(std::chrono::milliseconds d) { std::this_thread::sleep_for
 
 void Connection::fail(const std::string& what, pg_result* r) {
   std::string why = r ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+  const char* code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  const std::string sqlstate = code ? code : "";
   if (r) PQclear(r);
   while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  // A server shutting down or restarting (57P01..57P03) or a connection error (class 08) may reach us
+  // before libpq has seen the socket close: the connection is as good as lost, and the operation is
+  // retried on a new one.
+  const bool server_going = sqlstate.rfind("08", 0) == 0 || sqlstate == "57P01" || sqlstate == "57P02" ||
+                            sqlstate == "57P03";
+  if (server_going && conn_) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+  }
   if (!conn_ || PQstatus(conn_) != CONNECTION_OK) throw ConnectionLost(location_ + ": " + what + ": " + why);
   throw std::runtime_error(location_ + ": " + what + ": " + why);
 }

@@ -44,9 +44,16 @@ inline ProcessResult rgbaq(const DaemonProcess& d, std::vector<std::string> args
   return run_process(args, input);
 }
 
+// The last `bytes` of a daemon's log, for a failure message.
+inline std::string log_tail(const DaemonProcess& d, size_t bytes = 4000) {
+  std::ifstream in(d.log());
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  return text.size() > bytes ? text.substr(text.size() - bytes) : text;
+}
+
 inline json status(const DaemonProcess& d) {
   const auto r = rgbaq(d, {"status", "--json"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err << "the daemon's log ends:\n" << log_tail(d);
   return json::parse(r.out);
 }
 

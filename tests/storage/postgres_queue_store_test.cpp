@@ -97,5 +97,30 @@ TEST_F(PostgresOnly, AServerRestartIsRiddenOutAndNothingIsLostOrDoneTwice) {
   EXPECT_EQ(s->integrity_check(), "ok");
 }
 
+TEST_F(PostgresOnly, AConnectionTheServerTerminatesIsReopenedAndTheOperationGoesOn) {
+  // pg_terminate_backend is what a fast shutdown does to each backend: "terminating connection due to
+  // administrator command" (SQLSTATE 57P01), which may arrive as a statement's error on a connection
+  // libpq still calls open. Every store call must ride it out, never fail with it.
+  auto s = open({.reconnect_seconds = 30});
+  const int64_t w = s->register_worker({"h", "b", 1, "cpu", "cpu"});
+  NewJob j;
+  j.prompt = "p";
+  j.width = j.height = 64;
+  j.output_path = "/o/0.png";
+  s->submit({"r", "{}", "/o"}, {j});
+  const auto terminate_others = [&] {
+    backend().exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND "
+                   "datname = current_database()");
+  };
+  terminate_others();
+  const auto job = s->claim(w);
+  ASSERT_TRUE(job);
+  terminate_others();
+  EXPECT_TRUE(s->heartbeat(w, {job->id}));
+  terminate_others();
+  EXPECT_EQ(s->fail(job->id, w, "once"), JobState::kQueued);
+  EXPECT_EQ(s->job(job->id)->attempts, 1);
+}
+
 }  // namespace
 }  // namespace rgbaq::storage
