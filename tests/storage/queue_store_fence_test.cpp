@@ -9,22 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/storage/queue_store_backends.h"
+#include "tests/storage/two_worker_jobs.h"
 
 namespace rgbaq::storage {
 namespace {
-
-NewJob job(const std::string& prompt, uint64_t seed) {
-  NewJob j;
-  j.prompt = prompt;
-  j.seed = seed;
-  j.width = j.height = 256;
-  j.output_path = "/o/" + prompt + "_" + std::to_string(seed) + ".png";
-  j.content_key = std::hash<std::string>{}(prompt + "|" + std::to_string(seed));
-  j.prompt_key = std::hash<std::string>{}(prompt);
-  return j;
-}
-
-WorkerInfo worker_info(const std::string& host) { return {host, "boot-1", 100, "cpu", "test cpu"}; }
 
 int64_t count(QueueStore& s, JobState st, int64_t run) { return s.counts(run)[static_cast<int>(st)]; }
 

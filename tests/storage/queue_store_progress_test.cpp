@@ -5,22 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "tests/storage/queue_store_backends.h"
+#include "tests/storage/two_worker_jobs.h"
 
 namespace rgbaq::storage {
 namespace {
-
-NewJob job(const std::string& prompt, uint64_t seed) {
-  NewJob j;
-  j.prompt = prompt;
-  j.seed = seed;
-  j.width = j.height = 256;
-  j.output_path = "/out/" + prompt + "_" + std::to_string(seed) + ".png";
-  j.content_key = std::hash<std::string>{}(prompt + "|" + std::to_string(seed));
-  j.prompt_key = std::hash<std::string>{}(prompt);
-  return j;
-}
-
-WorkerInfo worker_info(const std::string& host) { return {host, "boot-1", 100, "cpu", "test cpu"}; }
 
 // step/steps/decoding of job `id` as `s` reads it.
 std::tuple<int, int, bool> progress_of(QueueStore& s, int64_t id) {
@@ -53,7 +41,7 @@ TYPED_TEST(QueueStoreProgressTest, TheLeaseHoldersRecordIsReadEverywhereAndOnlyF
   EXPECT_EQ(std::tuple(running[1].step, running[1].steps, running[1].decoding), std::tuple(8, 8, true));
 
   // Done: no progress. Back in the queue (its worker gone) and claimed again (here): the earlier lease's is not shown.
-  EXPECT_TRUE(here->complete(a->id, w_here, "/out/a_1.png", "{}"));
+  EXPECT_TRUE(here->complete(a->id, w_here, "/o/a_1.png", "{}"));
   EXPECT_EQ(progress_of(*there, a->id), std::tuple(0, 0, false));
   EXPECT_EQ(there->expire_worker(w_there), 1);  // its host is gone: its job goes back to the queue
   EXPECT_EQ(here->recover().requeued, 1);
