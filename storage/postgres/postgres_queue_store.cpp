@@ -1,5 +1,6 @@
 #include "storage/postgres/postgres_queue_store.h"
 
+#include <array>
 #include <random>
 #include <stdexcept>
 
@@ -153,6 +154,13 @@ CREATE TABLE IF NOT EXISTS run_batches (
 ALTER TABLE jobs ADD COLUMN step INTEGER NOT NULL DEFAULT 0, ADD COLUMN steps INTEGER NOT NULL DEFAULT 0,
   ADD COLUMN decoding BOOLEAN NOT NULL DEFAULT FALSE, ADD COLUMN progress_at DOUBLE PRECISION NOT NULL DEFAULT 0;
 )",
+    // v5: running jobs indexed by (worker, job). Every fenced transition reads "job N, while worker W
+    // holds it", and the planner takes this small partial index for it: keyed by the worker alone, each
+    // complete walked the entries of every job the worker had finished since the last vacuum.
+    R"(
+DROP INDEX IF EXISTS jobs_running;
+CREATE INDEX jobs_running ON jobs (worker_id, id) WHERE state = 'running';
+)",
 };
 
 constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE pending)";
@@ -263,7 +271,12 @@ const std::string kReady = std::string("state = 'queued' AND not_before <= rgbaq
 // the top priority, one with a loaded LoRA set and a cached prompt, then one with a loaded set, then one
 // with a cached prompt, else the first by priority, then submit order. A preference whose list is empty
 // is left out of the statement (four statements), so a claim without preferences is one index probe.
-std::string claim_sql(bool prompts, bool loras) {
+// In two parts, which complete_and_claim joins to a complete: the CTE `top` (the top priority) and the
+// UPDATE that reads it, without its RETURNING.
+struct ClaimSql {
+  std::string top, update;
+};
+ClaimSql claim_sql(bool prompts, bool loras) {
   const std::string keys = "$4::bigint[]", sets = prompts ? "$5::text[]" : "$4::text[]";
   // The top priority is that of the first ready job, locked or not (one being claimed still sets it).
   const std::string top = "(SELECT priority FROM top)";
@@ -276,19 +289,49 @@ std::string claim_sql(bool prompts, bool loras) {
            ") AS k(key) CROSS JOIN LATERAL (SELECT id FROM jobs WHERE " + kReady + " AND " + column + " = k.key" + also +
            " AND priority = " + top + " ORDER BY id LIMIT 1) f) FOR UPDATE SKIP LOCKED), ";
   };
-  std::string sql = "WITH top AS (SELECT priority FROM jobs WHERE " + kReady + " ORDER BY priority DESC, id LIMIT 1) "
-                    "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker_id = $1, "
-                    "worker = coalesce((SELECT host || ':' || pid FROM workers WHERE id = $1), ''), "
-                    "host = coalesce((SELECT host FROM workers WHERE id = $1), ''), "
-                    "started_at = rgbaq_now(), lease_expires = rgbaq_now() + $2, claim_token = $3 "
-                    "WHERE state = 'queued' AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'paused' AND value = '1') "
-                    // a worker the queue does not know takes nothing: no heartbeat would renew its lease
-                    "AND EXISTS (SELECT 1 FROM workers WHERE id = $1) AND id = coalesce(";
-  if (prompts && loras) sql += preferred(keys, "prompt_key", " AND lora = ANY(" + sets + ")");
-  if (loras) sql += preferred(sets, "lora", "");
-  if (prompts) sql += preferred(keys, "prompt_key", "");
-  sql += "(SELECT id FROM jobs WHERE " + kReady + " ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED)) RETURNING ";
-  return sql + kJobColumns;
+  ClaimSql sql;
+  sql.top = "top AS (SELECT priority FROM jobs WHERE " + kReady + " ORDER BY priority DESC, id LIMIT 1)";
+  sql.update = "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker_id = $1, "
+               "worker = coalesce((SELECT host || ':' || pid FROM workers WHERE id = $1), ''), "
+               "host = coalesce((SELECT host FROM workers WHERE id = $1), ''), "
+               "started_at = rgbaq_now(), lease_expires = rgbaq_now() + $2, claim_token = $3 "
+               "WHERE state = 'queued' AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'paused' AND value = '1') "
+               // a worker the queue does not know takes nothing: no heartbeat would renew its lease
+               "AND EXISTS (SELECT 1 FROM workers WHERE id = $1) AND id = coalesce(";
+  if (prompts && loras) sql.update += preferred(keys, "prompt_key", " AND lora = ANY(" + sets + ")");
+  if (loras) sql.update += preferred(sets, "lora", "");
+  if (prompts) sql.update += preferred(keys, "prompt_key", "");
+  sql.update += "(SELECT id FROM jobs WHERE " + kReady + " ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED))";
+  return sql;
+}
+
+// Which of the four claim statements: by whether there are cached prompts and loaded LoRA sets.
+int claim_variant(const std::vector<uint64_t>& preferred, const std::vector<std::string>& preferred_loras) {
+  return (preferred.empty() ? 0 : 1) + (preferred_loras.empty() ? 0 : 2);
+}
+const ClaimSql& claim_parts(int variant) {
+  static const ClaimSql parts[4] = {claim_sql(false, false), claim_sql(true, false), claim_sql(false, true),
+                                    claim_sql(true, true)};
+  return parts[variant];
+}
+
+// A claim's parameters, in claim_sql's order.
+Params claim_params(int64_t worker_id, double lease_seconds, const std::string& token, const std::vector<uint64_t>& preferred,
+                    const std::vector<std::string>& preferred_loras) {
+  Params params{num(worker_id), real(lease_seconds), token};
+  if (!preferred.empty()) params.push_back(array_literal(preferred));
+  if (!preferred_loras.empty()) params.push_back(text_array_literal(preferred_loras));
+  return params;
+}
+
+// The complete as CTEs: `done` (the job, if it still runs under the worker) and `counted` (the worker's
+// image count). The arguments name the parameters: the job, its output path, its metadata, the worker.
+std::string complete_ctes(const std::string& job, const std::string& path, const std::string& metadata,
+                          const std::string& worker) {
+  return "done AS (UPDATE jobs SET state = 'done', finished_at = rgbaq_now(), output_path = " + path +
+         ", metadata = " + metadata + ", error = '', lease_expires = 0 WHERE id = " + job +
+         " AND state = 'running' AND worker_id = " + worker + " RETURNING worker_id), "
+         "counted AS (UPDATE workers SET images_done = images_done + 1 WHERE id IN (SELECT worker_id FROM done))";
 }
 
 }  // namespace
@@ -469,14 +512,15 @@ std::optional<Job> PostgresQueueStore::claimed_by_token(int64_t worker_id, const
 std::optional<Job> PostgresQueueStore::claim_in_transaction(int64_t worker_id, const std::vector<uint64_t>& preferred,
                                                             const std::vector<std::string>& preferred_loras,
                                                             const std::string& token) {
-  static const std::string statements[4] = {claim_sql(false, false), claim_sql(true, false), claim_sql(false, true),
-                                             claim_sql(true, true)};
+  static const auto statements = [] {
+    std::array<std::string, 4> s;
+    for (int v = 0; v < 4; ++v) s[v] = "WITH " + claim_parts(v).top + " " + claim_parts(v).update + " RETURNING " + kJobColumns;
+    return s;
+  }();
   static const char* const names[4] = {"claim", "claim_p", "claim_l", "claim_pl"};
-  const int variant = (preferred.empty() ? 0 : 1) + (preferred_loras.empty() ? 0 : 2);
-  Params params{num(worker_id), real(options_.lease_seconds), token};
-  if (!preferred.empty()) params.push_back(array_literal(preferred));
-  if (!preferred_loras.empty()) params.push_back(text_array_literal(preferred_loras));
-  const auto r = db_->exec(statements[variant], params, names[variant]);
+  const int variant = claim_variant(preferred, preferred_loras);
+  const auto r = db_->exec(statements[variant], claim_params(worker_id, options_.lease_seconds, token, preferred, preferred_loras),
+                           names[variant]);
   if (r.empty()) return std::nullopt;
   return read_job(r, 0);
 }
@@ -496,12 +540,8 @@ std::optional<Job> PostgresQueueStore::claim(int64_t worker_id, const std::vecto
 
 bool PostgresQueueStore::complete_in_transaction(int64_t job_id, int64_t worker_id, const std::string& output_path,
                                                  const std::string& metadata_json) {
-  const auto r = db_->exec(
-      "WITH done AS (UPDATE jobs SET state = 'done', finished_at = rgbaq_now(), output_path = $2, metadata = $3, "
-      "error = '', lease_expires = 0 WHERE id = $1 AND state = 'running' AND worker_id = $4 RETURNING worker_id), "
-      "counted AS (UPDATE workers SET images_done = images_done + 1 WHERE id IN (SELECT worker_id FROM done)) "
-      "SELECT count(*) FROM done",
-      {num(job_id), output_path, metadata_json, num(worker_id)}, "complete");
+  static const std::string statement = "WITH " + complete_ctes("$1", "$2", "$3", "$4") + " SELECT count(*) FROM done";
+  const auto r = db_->exec(statement, {num(job_id), output_path, metadata_json, num(worker_id)}, "complete");
   return r.int64(0, 0) == 1;
 }
 
@@ -523,14 +563,33 @@ std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const 
                                                           const std::string& metadata_json, int64_t worker_id,
                                                           const std::vector<uint64_t>& preferred,
                                                           const std::vector<std::string>& preferred_loras) {
+  // One statement: one round trip, one commit, and one firing of the counter trigger (the updates of one
+  // statement share its transition tables). The claim reads the snapshot from before the complete; the
+  // job completed was running, not one it could take. The complete's parameters follow the claim's.
+  static const auto statements = [] {
+    std::array<std::string, 4> s;
+    for (int v = 0; v < 4; ++v) {
+      const int next = 4 + (v & 1) + (v >> 1);  // after the claim's arrays
+      const auto param = [](int n) { return "$" + std::to_string(n); };
+      s[v] = "WITH " + complete_ctes(param(next), param(next + 1), param(next + 2), "$1") + ", " + claim_parts(v).top +
+             ", claimed AS (" + claim_parts(v).update + " RETURNING " + kJobColumns +
+             ") SELECT * FROM claimed";  // the complete runs whether or not a job is claimed
+    }
+    return s;
+  }();
+  static const char* const names[4] = {"complete_claim", "complete_claim_p", "complete_claim_l", "complete_claim_pl"};
+  const int variant = claim_variant(preferred, preferred_loras);
   const std::string token = num(new_token());
+  Params params = claim_params(worker_id, options_.lease_seconds, token, preferred, preferred_loras);
+  params.insert(params.end(), {num(job_id), output_path, metadata_json});
   int runs = 0;
-  return transaction(*db_, [&]() -> std::optional<Job> {
+  return db_->retrying([&]() -> std::optional<Job> {
     if (++runs > 1) {
       if (auto job = claimed_by_token(worker_id, token)) return job;  // the first run committed
     }
-    complete_in_transaction(job_id, worker_id, output_path, metadata_json);
-    return claim_in_transaction(worker_id, preferred, preferred_loras, token);
+    const auto r = db_->exec(statements[variant], params, names[variant]);
+    if (r.empty()) return std::nullopt;
+    return read_job(r, 0);
   });
 }
 

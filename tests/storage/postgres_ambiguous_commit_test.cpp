@@ -107,7 +107,7 @@ TEST_F(AmbiguousCommit, ACompleteAndClaimWhoseCommitLooksFailedCompletesOneAndCl
   const int64_t w = s->register_worker({"h", "b", 1, "cpu", "cpu"});
   const auto first = s->claim(w);
   ASSERT_TRUE(first);
-  DropOnce drop("COMMIT");
+  DropOnce drop("WITH done AS");  // complete and claim: one statement, committed on its own
   drop.arm();
   const auto next = s->complete_and_claim(first->id, first->output_path, "{}", w);
   ASSERT_EQ(drop.drops(), 1);

@@ -4,6 +4,8 @@
 // progress columns migrated forward.
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include "tests/storage/queue_store_backends.h"
 #include "tests/storage/two_worker_jobs.h"
 
@@ -64,10 +66,11 @@ TYPED_TEST(QueueStoreProgressTest, AQueueFromBeforeTheProgressColumnsMigratesFor
     auto s = this->open();
     s->submit({"r", "{}", "/out"}, {job("old", 1)});
   }
-  // Back to the schema before the progress columns (the last migration adds them).
+  // Back to the schema before the progress columns (the migrations after it run again too).
+  const int before_progress = std::is_same_v<TypeParam, PostgresBackend> ? 3 : 4;
   this->backend().exec("ALTER TABLE jobs DROP COLUMN step; ALTER TABLE jobs DROP COLUMN steps; "
                        "ALTER TABLE jobs DROP COLUMN decoding; ALTER TABLE jobs DROP COLUMN progress_at");
-  this->backend().set_schema_version(known - 1);
+  this->backend().set_schema_version(before_progress);
   auto s = this->open();
   EXPECT_EQ(s->schema_version(), known);
   const int64_t w = s->register_worker(worker_info("here"));
