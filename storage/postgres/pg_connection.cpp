@@ -70,6 +70,11 @@ void Connection::connect() {
   // before its COMMIT) must end, not hold its locks until TCP notices, since the retry on a new
   // connection waits for those locks to learn whether it committed.
   PQclear(PQexec(conn_, "SET idle_in_transaction_session_timeout = '60s'"));
+  // Plan each statement once, for any parameters. Left to choose, the server planned a claim afresh each
+  // time (about 1.5 ms, twice its run time): a claim with a short list of cached prompts looks cheaper
+  // planned for that list than planned for an array of unknown length. The queue's statements compare
+  // parameters with ids, keys and tokens only, where the generic plan is the plan.
+  PQclear(PQexec(conn_, "SET plan_cache_mode = force_generic_plan"));
 }
 
 void Connection::ensure_open() {

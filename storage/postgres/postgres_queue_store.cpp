@@ -155,8 +155,8 @@ ALTER TABLE jobs ADD COLUMN step INTEGER NOT NULL DEFAULT 0, ADD COLUMN steps IN
   ADD COLUMN decoding BOOLEAN NOT NULL DEFAULT FALSE, ADD COLUMN progress_at DOUBLE PRECISION NOT NULL DEFAULT 0;
 )",
     // v5: running jobs indexed by (worker, job). Every fenced transition reads "job N, while worker W
-    // holds it", and the planner takes this small partial index for it: keyed by the worker alone, each
-    // complete walked the entries of every job the worker had finished since the last vacuum.
+    // holds it", and the planner takes this small partial index for it: keyed by the worker alone, a
+    // complete read the entries the worker's earlier jobs left there, until vacuum removed them.
     R"(
 DROP INDEX IF EXISTS jobs_running;
 CREATE INDEX jobs_running ON jobs (worker_id, id) WHERE state = 'running';
@@ -835,10 +835,9 @@ std::vector<Job> PostgresQueueStore::list_jobs(std::optional<int64_t> run_id, st
     params.push_back(num(*run_id));
     sql += " AND run_id = $" + std::to_string(params.size());
   }
-  if (state) {
-    params.push_back(std::string(state_name(*state)));
-    sql += " AND state = $" + std::to_string(params.size());
-  }
+  // The state is in the text, not a parameter: the connection plans generically (pg_connection.cpp), and
+  // a plan that knows the state can take that state's partial index.
+  if (state) sql += " AND state = '" + std::string(state_name(*state)) + "'";
   params.push_back(num(limit));
   sql += " ORDER BY id LIMIT $" + std::to_string(params.size());
   params.push_back(num(offset));
