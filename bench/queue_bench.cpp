@@ -2,7 +2,8 @@
 // transaction), with and without the tokenizer's prompt-length check; and claim-complete cycles per
 // second on a database holding a million jobs, each cycle with a durable commit (synchronous = FULL).
 // With --queue postgresql://...: the stores side by side in the same run: submitting 100,000 jobs, and
-// claim-complete cycles per second with 1 and 4 claimers (threads, each on its own connection), on
+// claim-complete cycles per second with 1 and 4 claimers (threads, each on its own connection; with 4
+// also as the daemon writes a cycle, a complete and then a claim), on
 // SQLite (a temporary file) and on the PostgreSQL database given (its tables are created if missing),
 // with the server's durability settings and its durable commits per second, which bound the cycles.
 // usage: queue_bench [--jobs-in-db N] [--queue URL]
