@@ -139,7 +139,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
-  // When `progress` has not moved for frame_timeout while `waiting()` holds, `stalled()` runs.
+  // When `progress` has not moved for frame_timeout while `waiting()` holds, `stalled()` runs. The
+  // timer holds the connection weakly: what it watches (a read, a write) holds it while it waits, and a
+  // client that hung up must free its slot now, not when the last reply's watch runs out.
   struct Watch {
     asio::steady_timer timer;
     bool armed = false;
@@ -151,7 +153,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const uint64_t seen = progress;
     watch.timer.expires_after(limits().frame_timeout);
     watch.timer.async_wait(
-        [this, self = shared_from_this(), &watch, &progress, seen, waiting, stalled](const boost::system::error_code& ec) {
+        [this, weak = weak_from_this(), &watch, &progress, seen, waiting, stalled](const boost::system::error_code& ec) {
+          const auto self = weak.lock();
+          if (!self) return;  // gone, and its timer with it
           watch.armed = false;
           if (ec || closed_ || !waiting()) return;
           if (progress == seen) return stalled();

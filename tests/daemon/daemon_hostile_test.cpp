@@ -282,6 +282,30 @@ TEST(DaemonHostile, IdlePartialLinesTimeOutAndConnectionsAreCapped) {
   }
 }
 
+// Short clients one after another, each gone as soon as it has its reply (`rgbaq status` in a loop): a
+// slot comes back when its client hangs up. (It came back only when the reply's write watch ran out,
+// frame_timeout later, so the 9th client within 30 s was refused.)
+TEST(DaemonHostile, ClientsThatHangUpFreeTheirSlotsAtOnce) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--max-connections", "8"}});
+  const auto t0 = Clock::now();
+  int answered = 0;
+  for (int i = 0; i < 100; ++i) {
+    Raw client(d.socket());
+    client.send_all(R"({"v":1,"id":1,"method":"ping"})" "\n");
+    const std::string reply = client.read_line();
+    if (reply.find("pong") != std::string::npos) {
+      ++answered;
+      continue;
+    }
+    ADD_FAILURE() << "client " << i + 1 << " of 100 was not served: " << reply;
+    break;
+  }
+  std::cout << "[ figures  ] " << answered << " of 100 clients in a row served under a cap of 8, in " << seconds_since(t0)
+            << " s\n";
+  EXPECT_EQ(answered, 100);
+}
+
 TEST(DaemonHostile, AClientThatNeverReadsItsBigReplyIsDisconnected) {
   TempDir dir;
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--frame-timeout-s", "1"}});
