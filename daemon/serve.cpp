@@ -183,23 +183,31 @@ int run_serve_command(const std::vector<std::string>& args) {
     };
     pet();
   }
-  std::thread io_thread([&] {
-    pthread_setname_np(pthread_self(), "rgbaqd-io");  // tests measure this thread's CPU time by name
-    io.run();
-  });
-  sd_notify("READY=1");
-  spdlog::info("ready");
+  const auto start_io = [&] {
+    return std::thread([&] {
+      pthread_setname_np(pthread_self(), "rgbaqd-io");  // tests measure this thread's CPU time by name
+      io.run();
+    });
+  };
+  std::thread io_thread;
 
   int code = 0;
   try {
     WorkerHeartbeat heartbeat(config, me, state);
     RemoteProgress remote_progress(config, events, heartbeat);  // other workers' steps, for watchers
-    RenderWorker(config, *session, identity, state, events, heartbeat).run();
+    RenderWorker worker(config, *session, identity, state, events, heartbeat);
+    // Ready, and answering, once the worker's own connections to the queue are open: a client that has
+    // its first reply (a test that then locks the database) cannot catch the worker still opening them.
+    io_thread = start_io();
+    sd_notify("READY=1");
+    spdlog::info("ready");
+    worker.run();
   } catch (const std::exception& e) {
     spdlog::critical("the worker stopped: {}", e.what());
     std::cerr << "rgbaqd: stopping: " << e.what() << "\n";
     code = 1;
   }
+  if (!io_thread.joinable()) io_thread = start_io();  // to run the stop below
   state.request_stop();
   asio::post(io, [&] {
     server.stop();
