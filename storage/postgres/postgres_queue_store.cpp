@@ -309,11 +309,8 @@ ClaimSql claim_sql(bool prompts, bool loras) {
 int claim_variant(const std::vector<uint64_t>& preferred, const std::vector<std::string>& preferred_loras) {
   return (preferred.empty() ? 0 : 1) + (preferred_loras.empty() ? 0 : 2);
 }
-const ClaimSql& claim_parts(int variant) {
-  static const ClaimSql parts[4] = {claim_sql(false, false), claim_sql(true, false), claim_sql(false, true),
-                                    claim_sql(true, true)};
-  return parts[variant];
-}
+// The claim of a variant (bit 0: cached prompts, bit 1: loaded LoRA sets).
+ClaimSql claim_sql(int variant) { return claim_sql((variant & 1) != 0, (variant & 2) != 0); }
 
 // A claim's parameters, in claim_sql's order.
 Params claim_params(int64_t worker_id, double lease_seconds, const std::string& token, const std::vector<uint64_t>& preferred,
@@ -514,7 +511,10 @@ std::optional<Job> PostgresQueueStore::claim_in_transaction(int64_t worker_id, c
                                                             const std::string& token) {
   static const auto statements = [] {
     std::array<std::string, 4> s;
-    for (int v = 0; v < 4; ++v) s[v] = "WITH " + claim_parts(v).top + " " + claim_parts(v).update + " RETURNING " + kJobColumns;
+    for (int v = 0; v < 4; ++v) {
+      const ClaimSql claim = claim_sql(v);
+      s[v] = "WITH " + claim.top + " " + claim.update + " RETURNING " + kJobColumns;
+    }
     return s;
   }();
   static const char* const names[4] = {"claim", "claim_p", "claim_l", "claim_pl"};
@@ -571,8 +571,9 @@ std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const 
     for (int v = 0; v < 4; ++v) {
       const int next = 4 + (v & 1) + (v >> 1);  // after the claim's arrays
       const auto param = [](int n) { return "$" + std::to_string(n); };
-      s[v] = "WITH " + complete_ctes(param(next), param(next + 1), param(next + 2), "$1") + ", " + claim_parts(v).top +
-             ", claimed AS (" + claim_parts(v).update + " RETURNING " + kJobColumns +
+      const ClaimSql claim = claim_sql(v);
+      s[v] = "WITH " + complete_ctes(param(next), param(next + 1), param(next + 2), "$1") + ", " + claim.top +
+             ", claimed AS (" + claim.update + " RETURNING " + kJobColumns +
              ") SELECT * FROM claimed";  // the complete runs whether or not a job is claimed
     }
     return s;
