@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/job_submission.h"
+#include "daemon/api/job_submission.h"
 #include "jobs/job_file.h"
 #include "storage/open_queue_store.h"
 #include "storage/postgres/pg_connection.h"

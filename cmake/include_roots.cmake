@@ -2,19 +2,22 @@
 # tree: `<root>/<folder>` links to the folder. A target sees the roots of what it links, so an include
 # that crosses an arrow of DESIGN.md the wrong way ("engine/" including "daemon/...") fails to build.
 #
-# rgbaq_expose_headers(TARGET FOLDER [HEADERS h1 h2 ...]): the whole folder, or only the named headers
-# (daemon/ lends cli/ its header-only protocol this way).
+# rgbaq_expose_headers(TARGET FOLDER [HEADERS h1 h2 ...]): the whole folder (a path from the top of the
+# source tree), or only the named headers
+# (daemon/ lends cli/ its header-only protocol this way). FOLDER may be a room of a folder
+# ("daemon/api"): then the target's root holds that room alone.
 function(rgbaq_expose_headers target folder)
   cmake_parse_arguments(arg "" "" "HEADERS" ${ARGN})
   set(root "${PROJECT_BINARY_DIR}/include_roots/${target}")
   if(arg_HEADERS)
     file(MAKE_DIRECTORY "${root}/${folder}")
     foreach(header IN LISTS arg_HEADERS)
-      file(CREATE_LINK "${CMAKE_CURRENT_SOURCE_DIR}/${header}" "${root}/${folder}/${header}" SYMBOLIC)
+      file(CREATE_LINK "${PROJECT_SOURCE_DIR}/${folder}/${header}" "${root}/${folder}/${header}" SYMBOLIC)
     endforeach()
   else()
-    file(MAKE_DIRECTORY "${root}")
-    file(CREATE_LINK "${CMAKE_CURRENT_SOURCE_DIR}" "${root}/${folder}" SYMBOLIC)
+    get_filename_component(parent "${root}/${folder}" DIRECTORY)
+    file(MAKE_DIRECTORY "${parent}")
+    file(CREATE_LINK "${PROJECT_SOURCE_DIR}/${folder}" "${root}/${folder}" SYMBOLIC)
   endif()
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "INTERFACE_LIBRARY")

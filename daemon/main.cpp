@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/build_info.h"
-#include "daemon/daemon_config.h"
+#include "daemon/base/daemon_config.h"
 #include "daemon/render_command.h"
 #include "daemon/serve.h"
 #include "engine/backend_registry.h"

@@ -5,9 +5,9 @@
 #include <iostream>
 
 #include "common/arguments.h"
-#include "daemon/daemon_config.h"
-#include "daemon/lora_folders.h"
-#include "daemon/render_record.h"
+#include "daemon/base/daemon_config.h"
+#include "daemon/base/lora_folders.h"
+#include "daemon/base/render_record.h"
 #include "engine/backend_registry.h"
 #include "engine/model_identity.h"
 #include "engine/session.h"

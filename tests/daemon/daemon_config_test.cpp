@@ -1,6 +1,6 @@
 // rgbaqd's engine flags: --engine auto|cpu|cuda (default auto), --device, --precision, --gpu-memory, and
 // their config-file keys; bad values are usage errors that name the flag.
-#include "daemon/daemon_config.h"
+#include "daemon/base/daemon_config.h"
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/peer_credentials.h"
-#include "daemon/listen_socket.h"
+#include "daemon/socket/listen_socket.h"
 #include "tests/daemon/daemon_test_helpers.h"
 #include "storage/png_file.h"
 #include "storage/sqlite/sqlite_queue_store.h"

@@ -1,7 +1,7 @@
 // The writer thread's boundary: a store error while recording a finished job (SQLite busy, a disk-full
 // style abort) fails or leaves that job with the reason and never ends the process (std::terminate).
 // An output that can never be written fails its job at once; one whose lease was lost is not recorded.
-#include "daemon/output_writer.h"
+#include "daemon/worker/output_writer.h"
 
 #include <gtest/gtest.h>
 

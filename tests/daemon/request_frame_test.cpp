@@ -6,7 +6,7 @@
 #include <string>
 
 #include "daemon/protocol.h"
-#include "daemon/request_frame.h"
+#include "daemon/socket/request_frame.h"
 
 namespace rgbaq::daemon {
 namespace {

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "daemon/protocol.h"
-#include "daemon/request_frame.h"
+#include "daemon/socket/request_frame.h"
 
 using nlohmann::json;
 

@@ -1,4 +1,4 @@
-#include "daemon/render_worker.h"
+#include "daemon/worker/render_worker.h"
 
 #include <unistd.h>
 
@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "daemon/listen_socket.h"
-#include "daemon/crash_record.h"
-#include "daemon/finished_output.h"
-#include "daemon/lora_folders.h"
-#include "daemon/render_record.h"
+#include "daemon/base/service_notify.h"
+#include "daemon/worker/crash_record.h"
+#include "daemon/base/finished_output.h"
+#include "daemon/base/lora_folders.h"
+#include "daemon/base/render_record.h"
 #include "engine/model_identity.h"
 #include "jobs/lora_list.h"
 #include "storage/open_queue_store.h"

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <thread>
 
-#include "daemon/daemon_config.h"
-#include "daemon/daemon_state.h"
+#include "daemon/base/daemon_config.h"
+#include "daemon/base/daemon_state.h"
 #include "storage/queue_store.h"
 
 namespace rgbaq::daemon {

@@ -7,11 +7,11 @@
 #include <memory>
 #include <string>
 
-#include "daemon/daemon_config.h"
-#include "daemon/daemon_state.h"
-#include "daemon/event_hub.h"
-#include "daemon/output_writer.h"
-#include "daemon/worker_heartbeat.h"
+#include "daemon/base/daemon_config.h"
+#include "daemon/base/daemon_state.h"
+#include "daemon/base/event_hub.h"
+#include "daemon/worker/output_writer.h"
+#include "daemon/worker/worker_heartbeat.h"
 #include "engine/encoder_cache.h"
 #include "engine/session.h"
 #include "storage/queue_store.h"

@@ -1,4 +1,4 @@
-#include "daemon/remote_progress.h"
+#include "daemon/worker/remote_progress.h"
 
 #include <spdlog/spdlog.h>
 

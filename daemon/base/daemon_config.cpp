@@ -1,4 +1,4 @@
-#include "daemon/daemon_config.h"
+#include "daemon/base/daemon_config.h"
 
 #include <fstream>
 

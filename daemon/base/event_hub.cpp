@@ -1,4 +1,4 @@
-#include "daemon/event_hub.h"
+#include "daemon/base/event_hub.h"
 
 #include "daemon/protocol.h"
 

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/daemon_state.h"
-#include "daemon/event_hub.h"
+#include "daemon/base/daemon_state.h"
+#include "daemon/base/event_hub.h"
 #include "storage/queue_store.h"
 #include "storage/render_metadata.h"
 

@@ -1,8 +1,8 @@
-#include "daemon/request_handler.h"
+#include "daemon/api/request_handler.h"
 
 #include <unistd.h>
 
-#include "daemon/job_submission.h"
+#include "daemon/api/job_submission.h"
 #include "daemon/protocol.h"
 #include "storage/open_queue_store.h"
 #include "storage/render_metadata.h"

@@ -15,9 +15,9 @@
 #include <chrono>
 #include <memory>
 
-#include "daemon/event_hub.h"
+#include "daemon/base/event_hub.h"
 #include "daemon/protocol.h"
-#include "daemon/request_handler.h"
+#include "daemon/api/request_handler.h"
 
 namespace rgbaq::daemon {
 

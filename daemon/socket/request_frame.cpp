@@ -1,4 +1,4 @@
-#include "daemon/request_frame.h"
+#include "daemon/socket/request_frame.h"
 
 #include "daemon/protocol.h"
 

@@ -11,9 +11,9 @@
 #include <mutex>
 #include <thread>
 
-#include "daemon/daemon_config.h"
-#include "daemon/event_hub.h"
-#include "daemon/worker_heartbeat.h"
+#include "daemon/base/daemon_config.h"
+#include "daemon/base/event_hub.h"
+#include "daemon/worker/worker_heartbeat.h"
 #include "storage/queue_store.h"
 
 namespace rgbaq::daemon {

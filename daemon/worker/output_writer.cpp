@@ -1,4 +1,4 @@
-#include "daemon/output_writer.h"
+#include "daemon/worker/output_writer.h"
 
 #include <cerrno>
 

@@ -2,7 +2,7 @@
 // The daemon's Unix socket, placed securely: its directory created 0700 (or refused when it exists
 // with other owners or wider permissions), the socket created 0600, a stale socket probed before it is
 // replaced, and a live daemon on the same path refused. Also adoption of a socket that systemd
-// (LISTEN_FDS) or launchd (launch_activate_socket) opened for us, and systemd's sd_notify.
+// (LISTEN_FDS) or launchd (launch_activate_socket) opened for us.
 #include <sys/types.h>
 
 #include <filesystem>
@@ -18,9 +18,5 @@ int open_listen_socket(const std::filesystem::path& path);
 // A listening socket passed by the service manager, if any (systemd: LISTEN_FDS with LISTEN_PID of this
 // process; macOS: the launchd.plist's "Listener" socket).
 std::optional<int> activated_listen_socket();
-
-// Sends `state` ("READY=1", "STOPPING=1", "WATCHDOG=1", ...) to $NOTIFY_SOCKET as a datagram; no-op
-// when it is not set. Returns whether a message was sent.
-bool sd_notify(const std::string& state);
 
 }  // namespace rgbaq::daemon

@@ -1,4 +1,4 @@
-#include "daemon/lora_folders.h"
+#include "daemon/base/lora_folders.h"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "daemon/job_submission.h"
+#include "daemon/api/job_submission.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,10 +12,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/finished_output.h"
-#include "daemon/lora_folders.h"
+#include "daemon/base/finished_output.h"
+#include "daemon/base/lora_folders.h"
 #include "daemon/protocol.h"
-#include "daemon/request_handler.h"
+#include "daemon/api/request_handler.h"
 #include "jobs/lora_list.h"
 #include "jobs/output_name.h"
 #include "storage/png_file.h"

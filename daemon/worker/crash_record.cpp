@@ -1,4 +1,4 @@
-#include "daemon/crash_record.h"
+#include "daemon/worker/crash_record.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "daemon/render_record.h"
+#include "daemon/base/render_record.h"
 
 namespace rgbaq::daemon {
 

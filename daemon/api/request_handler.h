@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/daemon_config.h"
-#include "daemon/daemon_state.h"
+#include "daemon/base/daemon_config.h"
+#include "daemon/base/daemon_state.h"
 #include "engine/session.h"
 #include "storage/queue_store.h"
 

@@ -1,4 +1,4 @@
-#include "daemon/worker_heartbeat.h"
+#include "daemon/worker/worker_heartbeat.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "daemon/socket_server.h"
+#include "daemon/socket/socket_server.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -14,8 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/peer_credentials.h"
-#include "daemon/listen_socket.h"
-#include "daemon/request_frame.h"
+#include "daemon/socket/request_frame.h"
 
 namespace rgbaq::daemon {
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/finished_output.h"
+#include "daemon/base/finished_output.h"
 
 #include <nlohmann/json.hpp>
 
