@@ -26,3 +26,14 @@ function(rgbaq_expose_headers target folder)
     target_include_directories(${target} PUBLIC "${root}")
   endif()
 endfunction()
+
+# rgbaq_embed_file(TARGET FILE SYMBOL): compiles FILE (relative to the calling folder) into TARGET as
+# `std::string_view rgbaq::embedded::SYMBOL()`, rebuilt when FILE changes.
+function(rgbaq_embed_file target file symbol)
+  set(in "${CMAKE_CURRENT_SOURCE_DIR}/${file}")
+  set(out "${CMAKE_CURRENT_BINARY_DIR}/embedded/${symbol}.cpp")
+  add_custom_command(OUTPUT "${out}"
+    COMMAND ${CMAKE_COMMAND} -DIN=${in} -DOUT=${out} -DSYMBOL=${symbol} -P "${PROJECT_SOURCE_DIR}/cmake/embed_file.cmake"
+    DEPENDS "${in}" "${PROJECT_SOURCE_DIR}/cmake/embed_file.cmake" VERBATIM)
+  target_sources(${target} PRIVATE "${out}")
+endfunction()

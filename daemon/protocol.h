@@ -14,8 +14,8 @@
 //   job_done     path, seconds (the image's wall time) | reused
 //   job_failed   error, will_retry        job_canceled        run_done  done, failed, canceled
 //
-// Methods: ping, status, submit, ls_runs, ls_jobs, cancel, retry, pause, resume, prioritize, export,
-// watch. A malformed or oversized frame costs its connection (after an error response), nothing else.
+// Methods: ping, status, submit, ls_runs, show_run, ls_jobs, show_job, cancel, retry, pause, resume,
+// prioritize, export, watch. A malformed or oversized frame costs its connection (after an error response), nothing else.
 // Header-only: the client (cli/) and the server (daemon/) share these names and limits, nothing more.
 #include <cstddef>
 #include <string_view>

@@ -23,6 +23,9 @@
 #include "daemon/data_dir_lock.h"
 #include "daemon/base/daemon_state.h"
 #include "daemon/base/event_hub.h"
+#include "daemon/http/http_api.h"
+#include "daemon/http/http_server.h"
+#include "daemon/http/thumbnails.h"
 #include "daemon/base/service_notify.h"
 #include "daemon/socket/listen_socket.h"
 #include "daemon/worker/remote_progress.h"
@@ -81,6 +84,15 @@ int run_serve_command(const std::vector<std::string>& args) {
   } catch (const common::UsageError& e) {
     std::cerr << "rgbaqd: " << e.what() << "\n(see rgbaqd --help)\n";
     return 2;
+  }
+  std::optional<boost::asio::ip::tcp::endpoint> http_endpoint;
+  if (config.http_enabled()) {
+    try {
+      http_endpoint = http::parse_http_address(config.http);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "rgbaqd: --http " << e.what() << "\n(see rgbaqd --help)\n";
+      return 2;
+    }
   }
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the daemon
 #ifdef __GLIBC__
@@ -160,6 +172,76 @@ int run_serve_command(const std::vector<std::string>& args) {
                       events, limits);
   spdlog::info("serving at most {} connections, request lines up to {} MiB", server.connection_limit(), config.max_frame_mb);
   server.start();
+
+  // HTTP: its own thread, its own lanes (so neither transport's long request delays the other's).
+  asio::io_context http_io;
+  std::unique_ptr<RequestHandler> http_quick, http_bulk, http_media;
+  asio::thread_pool http_quick_lane(1), http_bulk_lane(1), http_media_lane(1);
+  std::unique_ptr<http::HttpGuard> http_guard;
+  std::unique_ptr<http::ThumbnailCache> thumbnails;
+  std::unique_ptr<http::HttpContext> http_context;
+  std::unique_ptr<http::HttpApi> http_api;
+  std::unique_ptr<http::HttpServer> http_server;
+  if (http_endpoint) {
+    try {
+      const auto token = http::load_or_create_http_token(config.http_token_file());
+      std::filesystem::create_directories(config.api_renders_dir());
+      http_quick = std::make_unique<RequestHandler>(config, *session, identity, state);
+      http_bulk = std::make_unique<RequestHandler>(config, *session, identity, state);
+      http_media = std::make_unique<RequestHandler>(config, *session, identity, state);
+      thumbnails = std::make_unique<http::ThumbnailCache>(config.thumbnail_dir(), uint64_t{config.thumbnail_cache_mb} << 20);
+      http_server = std::make_unique<http::HttpServer>(
+          http_io, *http_endpoint, [&](const std::shared_ptr<http::HttpExchange>& e) { http_api->handle(e); },
+          http::HttpLimits{.max_body_bytes = config.max_frame_mb << 20,
+                           .timeout = std::chrono::seconds(config.frame_timeout_s),
+                           .max_connections = std::min(config.max_connections, std::max(1, server.connection_limit())),
+                           .max_stream_bytes = config.client_queue_kb << 10});
+      const auto bound = http_server->local_endpoint();
+      const std::string port = std::to_string(bound.port());
+      std::vector<std::string> hosts;
+      const auto& address = bound.address();
+      if (address.is_loopback() || address.is_unspecified()) {
+        hosts = {"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port};
+      } else {
+        hosts = {(address.is_v6() ? "[" + address.to_string() + "]" : address.to_string()) + ":" + port};
+      }
+      for (const auto& h : config.http_hosts) {
+        hosts.push_back(h);
+        if (h.find(':') == std::string::npos) hosts.push_back(h + ":" + port);
+      }
+      if (!address.is_loopback()) {
+        std::string names;
+        for (const auto& h : hosts) names += (names.empty() ? "" : ", ") + h;
+        spdlog::warn("HTTP listens on {}, not on loopback: anyone who can reach it and holds the token can use the queue. "
+                     "rgbaqd speaks plain HTTP: put TLS in front of it (a reverse proxy). Host names answered: {}",
+                     address.to_string() + ":" + port, names);
+      }
+      http_guard = std::make_unique<http::HttpGuard>(token, hosts, config.http_cors, bound.port());
+      http_context = std::make_unique<http::HttpContext>(http::HttpContext{
+          .config = config,
+          .lanes = {{*http_quick, http_quick_lane.get_executor()}, {*http_bulk, http_bulk_lane.get_executor()},
+                    {*http_media, http_media_lane.get_executor()}},
+          .events = events,
+          .state = state,
+          .guard = *http_guard,
+          .thumbnails = *thumbnails,
+          .base_url = "http://" + hosts.front(),
+          .model_name = config.model_dir.filename().string(),
+          .model_identity = identity});
+      http_api = std::make_unique<http::HttpApi>(*http_context);
+      state.http_url = http_context->base_url;
+      http_server->start();
+      spdlog::info("HTTP on {} (token in {})", state.http_url, config.http_token_file().string());
+    } catch (const std::exception& e) {
+      spdlog::error("cannot start: {}", e.what());
+      std::cerr << "rgbaqd: " << e.what() << "\n";
+      state.request_stop();
+      server.stop();
+      if (bound_here) unlink(config.socket_path.c_str());
+      return 1;
+    }
+  }
+  std::thread http_thread;
   // SIGHUP too: a daemon started from a terminal that closes, or a reload by a service manager, stops
   // cleanly (the job in hand goes back to the queue unpunished) rather than dying mid-step.
   asio::signal_set signals(io, SIGTERM, SIGINT, SIGHUP);
@@ -169,6 +251,7 @@ int run_serve_command(const std::vector<std::string>& args) {
     sd_notify("STOPPING=1");
     state.request_stop();
     server.stop();
+    if (http_server) asio::post(http_io, [&] { http_server->stop(); });
   });
   // The systemd watchdog, when the unit asks for one: pet it at half the interval.
   asio::steady_timer watchdog(io);
@@ -200,6 +283,12 @@ int run_serve_command(const std::vector<std::string>& args) {
     // Ready, and answering, once the worker's own connections to the queue are open: a client that has
     // its first reply (a test that then locks the database) cannot catch the worker still opening them.
     io_thread = start_io();
+    if (http_server) {
+      http_thread = std::thread([&] {
+        pthread_setname_np(pthread_self(), "rgbaqd-http");
+        http_io.run();
+      });
+    }
     sd_notify("READY=1");
     spdlog::info("ready");
     worker.run();
@@ -217,6 +306,16 @@ int run_serve_command(const std::vector<std::string>& args) {
     io.stop();
   });
   io_thread.join();
+  if (http_thread.joinable()) {
+    asio::post(http_io, [&] {
+      http_server->stop();
+      http_io.stop();
+    });
+    http_thread.join();
+  }
+  http_quick_lane.join();
+  http_bulk_lane.join();
+  http_media_lane.join();
   if (bound_here) unlink(config.socket_path.c_str());
   spdlog::info("stopped");
   return code;

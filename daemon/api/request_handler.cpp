@@ -46,6 +46,11 @@ json counts_json(const storage::StateCounts& c) {
   return j;
 }
 
+json run_json(const storage::Run& r) {
+  return {{"id", r.id}, {"name", r.name}, {"out_dir", r.out_dir}, {"created_at", r.created_at},
+          {"total", r.total()}, {"counts", counts_json(r.counts)}, {"options", json::parse(r.options_json, nullptr, false)}};
+}
+
 json job_json(const storage::Job& j, bool with_metadata) {
   json out = {{"id", j.id},         {"run", j.run_id},           {"prompt", j.prompt},   {"seed", j.seed},
               {"width", j.width},   {"height", j.height},        {"name", j.name},       {"priority", j.priority}, {"lora", j.lora},
@@ -80,11 +85,15 @@ json RequestHandler::handle(const std::string& method, const json& params) {
   if (method == "export") return export_run(params);
   if (method == "ls_runs") {
     json runs = json::array();
-    for (const auto& r : store_->list_runs()) {
-      runs.push_back({{"id", r.id}, {"name", r.name}, {"out_dir", r.out_dir}, {"created_at", r.created_at},
-                      {"total", r.total()}, {"counts", counts_json(r.counts)}, {"options", json::parse(r.options_json, nullptr, false)}});
-    }
+    for (const auto& r : store_->list_runs()) runs.push_back(run_json(r));
     return {{"runs", runs}};
+  }
+  if (method == "show_run") return run_json(*store_->run(run_param(*store_, params)));
+  if (method == "show_job") {
+    const auto id = required<int64_t>(params, "job");
+    const auto job = store_->job(id);
+    if (!job) throw RequestError(protocol::error_code::kNotFound, "there is no job " + std::to_string(id));
+    return job_json(*job, true);
   }
   if (method == "ls_jobs") {
     std::optional<int64_t> run;
@@ -183,6 +192,7 @@ json RequestHandler::status() {
           {"engine", session_.backend_name()},
           {"engine_device", session_.device_description()},
           {"socket", config_.socket_path.string()},
+          {"http", state_.http_url.empty() ? json(nullptr) : json({{"url", state_.http_url}})},
           {"data_dir", config_.data_dir.string()},
           {"queue", store_->location()},
           {"health", health_json},

@@ -5,6 +5,9 @@
 #include <stdexcept>
 #include <string>
 
+#include <utility>  // before Asio: Boost 1.74 uses std::exchange without including <utility>
+
+#include <boost/asio/any_io_executor.hpp>
 #include <nlohmann/json.hpp>
 
 #include "daemon/base/daemon_config.h"
@@ -46,8 +49,16 @@ class RequestHandler {
   std::unique_ptr<storage::QueueStore> store_;
 };
 
+// Where requests run: a handler used only from `executor`'s one thread. Each transport has lanes of its
+// own, so one's long submit never waits on, nor delays, another's.
+struct RequestLane {
+  RequestHandler& handler;
+  boost::asio::any_io_executor executor;
+};
+
 // A job as the protocol shows it.
 nlohmann::json job_json(const storage::Job& job, bool with_metadata);
 nlohmann::json counts_json(const storage::StateCounts& counts);
+nlohmann::json run_json(const storage::Run& run);
 
 }  // namespace rgbaq::daemon

@@ -48,6 +48,14 @@ options (each may also be set in the config file; flags win):
   --lora-dir DIR          a folder of LoRA files (repeatable; searched in order): a job's LoRA NAME is
                           DIR/NAME.safetensors, found at submit or the submit is refused
   --lora-cache-mb N       LoRA adapters kept in memory between jobs (default 1024)
+  --http ADDR:PORT|off    the HTTP API and the image APIs (default 127.0.0.1:7878; port 0 takes a free
+                          one). Every request needs the token in DATA_DIR/http-token. An address that
+                          is not loopback is served as asked, with a warning: put TLS in front of it
+                          (a reverse proxy); rgbaqd speaks plain HTTP only
+  --http-host NAME        another name the Host header may give (repeatable; a reverse proxy's name)
+  --http-cors ORIGIN      let pages of ORIGIN (e.g. http://localhost:3000) call the API (default: none)
+  --api-out DIR           where images made through the OpenAI and A1111 APIs go (default DATA_DIR/api-renders)
+  --thumbnail-cache-mb N  WebP thumbnails kept on disk under DATA_DIR/cache/thumbnails (default 256)
   --busy-timeout-ms N     how long a queue database access waits for a lock (default 10000)
   --unhealthy-exit-s N    exit 1 when the queue database keeps failing for N seconds (default 300)
   --max-jobs-per-submit N one submit may expand to at most N jobs (default 100000); a client's
@@ -58,7 +66,8 @@ options (each may also be set in the config file; flags win):
                           "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
                           "encoder_cache_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
-                          "create_queue", "lora_dirs" (a list of folders), "lora_cache_mb"}
+                          "create_queue", "lora_dirs" (a list of folders), "lora_cache_mb", "http", "http_hosts"
+                          (a list), "http_cors", "api_out", "thumbnail_cache_mb"}
 
 signals: SIGTERM, SIGINT or SIGHUP (a closed terminal, a service manager's reload) stop claiming, return
 the current job to the queue at its next step without spending an attempt, finish the PNGs already
@@ -144,6 +153,17 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
       }
     }
     else if (key == "lora_cache_mb") c.lora_cache_mb = static_cast<size_t>(number());
+    else if (key == "http") c.http = text();
+    else if (key == "http_hosts") {
+      if (!value.is_array()) throw common::UsageError(file.string() + ": \"http_hosts\" must be a list of names");
+      for (const auto& h : value) {
+        if (!h.is_string()) throw common::UsageError(file.string() + ": \"http_hosts\" must be a list of names");
+        c.http_hosts.push_back(h.get<std::string>());
+      }
+    }
+    else if (key == "http_cors") c.http_cors = text();
+    else if (key == "api_out") c.api_out_dir = path();
+    else if (key == "thumbnail_cache_mb") c.thumbnail_cache_mb = static_cast<size_t>(number());
     else if (key == "create_queue") {
       if (!value.is_boolean()) throw common::UsageError(file.string() + ": \"create_queue\" must be true or false");
       c.create_queue = value.get<bool>();
@@ -195,7 +215,8 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
                          {"model", "engine", "threads", "device", "precision", "gpu-memory", "socket", "data-dir",
                           "queue", "max-attempts", "encoder-cache-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
-                          "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host"},
+                          "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host",
+                          "http", "http-host", "http-cors", "api-out", "thumbnail-cache-mb"},
                          {"create-queue"});
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
@@ -233,6 +254,11 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (a.has("lora-dir")) c.lora_dirs.clear();  // flags win over the config file's list
   for (const auto& d : a.get_all("lora-dir")) c.lora_dirs.push_back(made_absolute(d));
   c.lora_cache_mb = static_cast<size_t>(a.get_int("lora-cache-mb", static_cast<int>(c.lora_cache_mb)));
+  if (const auto v = a.get("http")) c.http = *v;
+  if (a.has("http-host")) c.http_hosts = a.get_all("http-host");
+  if (const auto v = a.get("http-cors")) c.http_cors = *v;
+  if (const auto v = a.get("api-out")) c.api_out_dir = made_absolute(*v);
+  c.thumbnail_cache_mb = static_cast<size_t>(a.get_int("thumbnail-cache-mb", static_cast<int>(c.thumbnail_cache_mb)));
   if (c.model_dir.empty()) throw common::UsageError("--model DIR is required (a diffusers-layout model directory)");
   if (c.socket_path.empty()) c.socket_path = paths::default_socket_path();
   if (c.data_dir.empty()) c.data_dir = paths::default_data_dir();

@@ -39,6 +39,17 @@ struct DaemonConfig {
   uint64_t max_jobs_per_submit = 100'000;  // one submit expands to at most this many jobs
   std::vector<std::filesystem::path> lora_dirs;  // where a job's LoRA NAME is NAME.safetensors, searched in order
   size_t lora_cache_mb = 1024;                   // LoRA adapters kept in memory (fp32)
+  // HTTP (daemon/http/): ADDR:PORT to listen on, or "off". A port of 0 takes a free one (tests).
+  std::string http = "127.0.0.1:7878";
+  std::vector<std::string> http_hosts;           // more names the Host header may give (a reverse proxy's)
+  std::string http_cors;                         // an origin allowed to call the API from its pages ("" none)
+  std::filesystem::path api_out_dir;             // where the image APIs' renders go; default DATA_DIR/api-renders
+  size_t thumbnail_cache_mb = 256;               // WebP thumbnails kept on disk
+
+  bool http_enabled() const { return http != "off"; }
+  std::filesystem::path api_renders_dir() const { return api_out_dir.empty() ? data_dir / "api-renders" : api_out_dir; }
+  std::filesystem::path thumbnail_dir() const { return data_dir / "cache" / "thumbnails"; }
+  std::filesystem::path http_token_file() const { return data_dir / "http-token"; }
 
   // Throws common::UsageError for a bad precision.
   engine::EngineOptions engine_options() const;

@@ -27,6 +27,9 @@ class DaemonState {
  public:
   DaemonCounters counters;
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  // The HTTP API's address ("http://127.0.0.1:7878", "" when off): set once at start-up, before any
+  // request is served.
+  std::string http_url;
 
   bool stopping() const { return stop_.load(); }
   void request_stop() {

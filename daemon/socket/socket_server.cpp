@@ -242,10 +242,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (watch_id_) shared_->events.unsubscribe(watch_id_);
     // Runs on the publishing thread with the hub's lock held: only hand the line over.
     watch_id_ = shared_->events.subscribe(
-        [weak, run, executor = socket_.get_executor()](const std::shared_ptr<const std::string>& line, int64_t event_run) {
-          if (run != 0 && event_run != run) return;
-          asio::post(executor, [weak, line] {
-            if (auto self = weak.lock()) self->queue_event(*line);
+        [weak, run, executor = socket_.get_executor()](const std::shared_ptr<const Event>& event) {
+          if (run != 0 && event->run != run) return;
+          asio::post(executor, [weak, event] {
+            if (auto self = weak.lock()) self->queue_event(event->line);
           });
         });
   }

@@ -29,12 +29,6 @@ struct ServerLimits {
   int max_connections = 64;                            // also kept under RLIMIT_NOFILE
 };
 
-// Where requests run: a handler used only from `executor`'s one thread.
-struct RequestLane {
-  RequestHandler& handler;
-  boost::asio::any_io_executor executor;
-};
-
 class SocketServer {
  public:
   // Takes ownership of the listening socket `listen_fd`. Quick requests (ping, status, ls_runs) go to

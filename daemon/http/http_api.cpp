@@ -1,0 +1,276 @@
+#include "daemon/http/http_api.h"
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/protocol.h"
+
+namespace rgbaq::embedded {
+std::string_view openapi_json();  // daemon/http/openapi.json, compiled in (cmake/embed_file.cmake)
+}
+
+namespace rgbaq::daemon::http {
+namespace {
+
+using nlohmann::json;
+using beast_http::verb;
+namespace ec = protocol::error_code;
+
+// Splits "/a/b/c" into its segments; a route segment in braces takes any segment.
+std::vector<std::string_view> segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  while (!path.empty()) {
+    if (path.front() == '/') {
+      path.remove_prefix(1);
+      continue;
+    }
+    const auto end = path.find('/');
+    out.push_back(path.substr(0, end));
+    if (end == std::string_view::npos) break;
+    path.remove_prefix(end);
+  }
+  return out;
+}
+
+bool matches(std::string_view pattern, const std::vector<std::string_view>& got, std::vector<std::string>& captures) {
+  const auto want = segments(pattern);
+  if (want.size() != got.size()) return false;
+  captures.clear();
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i].size() > 2 && want[i].front() == '{') {
+      captures.emplace_back(got[i]);
+    } else if (want[i] != got[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Query parameters that a queue list takes, as the core's params.
+json list_params(const RouteCall& call) {
+  json p = json::object();
+  for (const char* key : {"state", "limit", "offset"}) {
+    if (const auto v = call.query(key)) {
+      if (std::string_view(key) == "state") {
+        p[key] = *v;
+      } else {
+        try {
+          size_t used = 0;
+          const long long n = std::stoll(*v, &used);
+          if (used != v->size()) throw std::invalid_argument(*v);
+          p[key] = n;
+        } catch (const std::exception&) {
+          throw RequestError(ec::kBadRequest, std::string("query parameter \"") + key + "\" (\"" + *v + "\") is not an integer");
+        }
+      }
+    }
+  }
+  return p;
+}
+
+// A method of the core with the body's JSON (or {}) as its params, plus `extra`.
+void core_call(const std::shared_ptr<RouteCall>& call, RequestLane& lane, std::string method, json params) {
+  call->on_lane(lane, [method = std::move(method), params = std::move(params)](RequestHandler& h) { return h.handle(method, params); });
+}
+
+}  // namespace
+
+void route_status(const std::shared_ptr<RouteCall>& call) { core_call(call, call->context.lanes.quick, "status", json::object()); }
+void route_list_runs(const std::shared_ptr<RouteCall>& call) { core_call(call, call->context.lanes.quick, "ls_runs", json::object()); }
+
+void route_show_run(const std::shared_ptr<RouteCall>& call) {
+  core_call(call, call->context.lanes.quick, "show_run", {{"run", call->id(0, "run")}});
+}
+
+void route_run_jobs(const std::shared_ptr<RouteCall>& call) {
+  json p = list_params(*call);
+  p["run"] = call->id(0, "run");
+  core_call(call, call->context.lanes.quick, "ls_jobs", std::move(p));
+}
+
+void route_list_jobs(const std::shared_ptr<RouteCall>& call) { core_call(call, call->context.lanes.quick, "ls_jobs", list_params(*call)); }
+
+void route_show_job(const std::shared_ptr<RouteCall>& call) {
+  core_call(call, call->context.lanes.quick, "show_job", {{"job", call->id(0, "job")}});
+}
+
+// JSON as the socket's submit takes it ({"file": TEXT, "format", "out_dir", "defaults", ...}, or "rows":
+// [{...}, ...] for the file's rows), or a CSV or JSONL body with the options in the query.
+void route_submit(const std::shared_ptr<RouteCall>& call) {
+  const std::string type(call->request()[beast_http::field::content_type]);
+  const auto is = [&](std::string_view t) { return type.compare(0, t.size(), t) == 0; };
+  json params;
+  if (is("text/csv") || is("application/x-ndjson") || is("application/jsonl") || is("application/x-jsonlines")) {
+    params = {{"file", call->request().body()}, {"format", is("text/csv") ? "csv" : "jsonl"}};
+    json defaults = json::object();
+    for (const char* key : {"out_dir", "name", "file_name"}) {
+      if (const auto v = call->query(key)) params[key] = *v;
+    }
+    for (const char* key : {"seeds", "size", "lora"}) {
+      if (const auto v = call->query(key)) defaults[key] = *v;
+    }
+    for (const char* key : {"count", "priority"}) {
+      if (const auto v = call->query(key)) {
+        try {
+          size_t used = 0;
+          defaults[key] = std::stoll(*v, &used);
+          if (used != v->size()) throw std::invalid_argument(*v);
+        } catch (const std::exception&) {
+          throw RequestError(ec::kBadRequest, std::string("query parameter \"") + key + "\" (\"" + *v + "\") is not an integer");
+        }
+      }
+    }
+    for (const char* key : {"skip_duplicates", "dry_run"}) {
+      if (const auto v = call->query(key)) params[key] = *v == "1" || *v == "true";
+    }
+    params["defaults"] = defaults;
+  } else if (type.empty() || is("application/json")) {
+    params = call->json_body();
+    if (const auto rows = params.find("rows"); rows != params.end()) {
+      if (!rows->is_array()) throw RequestError(ec::kBadRequest, "\"rows\" must be a list of row objects");
+      if (params.contains("file")) throw RequestError(ec::kBadRequest, "give \"rows\" or \"file\", not both");
+      std::string file;
+      for (const auto& row : *rows) file += row.dump() + "\n";
+      params["file"] = file;
+      params["format"] = "jsonl";
+      params.erase("rows");
+    }
+  } else {
+    throw RequestError(ec::kBadRequest, "a submit's Content-Type must be application/json, text/csv or application/x-ndjson, not \"" + type + "\"");
+  }
+  if (!params.contains("file_name")) params["file_name"] = "http";
+  call->on_lane(call->context.lanes.bulk, [params = std::move(params)](RequestHandler& h) { return h.handle("submit", params); });
+}
+
+void route_export_run(const std::shared_ptr<RouteCall>& call) {
+  const auto run = call->id(0, "run");
+  const auto format = call->query("format").value_or("json");
+  if (format != "json" && format != "jsonl") throw RequestError(ec::kBadRequest, "format \"" + format + "\" is not json or jsonl");
+  call->respond_on_lane(call->context.lanes.bulk, [call, run, format](RequestHandler& h) {
+    json result = h.handle("export", {{"run", run}});
+    if (format == "json") return call->make_response(beast_http::status::ok, "application/json", result.dump() + "\n");
+    std::string lines;
+    for (const auto& job : result["jobs"]) lines += job.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    auto r = call->make_response(beast_http::status::ok, "application/x-ndjson", std::move(lines));
+    r.set(beast_http::field::content_disposition, "attachment; filename=\"run-" + std::to_string(run) + ".jsonl\"");
+    return r;
+  });
+}
+
+void route_cancel_run(const std::shared_ptr<RouteCall>& call) {
+  core_call(call, call->context.lanes.bulk, "cancel", {{"run", call->id(0, "run")}});
+}
+
+void route_retry_run(const std::shared_ptr<RouteCall>& call) {
+  json p = call->json_body();
+  p["run"] = call->id(0, "run");
+  core_call(call, call->context.lanes.bulk, "retry", std::move(p));
+}
+
+void route_prioritize_run(const std::shared_ptr<RouteCall>& call) {
+  json p = call->json_body();
+  p["run"] = call->id(0, "run");
+  core_call(call, call->context.lanes.bulk, "prioritize", std::move(p));
+}
+
+void route_cancel_job(const std::shared_ptr<RouteCall>& call) {
+  core_call(call, call->context.lanes.bulk, "cancel", {{"job", call->id(0, "job")}});
+}
+
+void route_pause(const std::shared_ptr<RouteCall>& call) { core_call(call, call->context.lanes.bulk, "pause", json::object()); }
+void route_resume(const std::shared_ptr<RouteCall>& call) { core_call(call, call->context.lanes.bulk, "resume", json::object()); }
+
+void route_openapi(const std::shared_ptr<RouteCall>& call) {
+  call->respond(call->make_response(beast_http::status::ok, "application/json", std::string(openapi_document())));
+}
+
+std::string_view openapi_document() { return embedded::openapi_json(); }
+
+const std::vector<Route>& http_routes() {
+  static const std::vector<Route> routes = {
+      {verb::get, "/openapi.json", route_openapi},
+      {verb::get, "/api/v1/status", route_status},
+      {verb::get, "/api/v1/runs", route_list_runs},
+      {verb::post, "/api/v1/runs", route_submit},
+      {verb::get, "/api/v1/runs/{run}", route_show_run},
+      {verb::get, "/api/v1/runs/{run}/jobs", route_run_jobs},
+      {verb::get, "/api/v1/runs/{run}/export", route_export_run},
+      {verb::post, "/api/v1/runs/{run}/cancel", route_cancel_run},
+      {verb::post, "/api/v1/runs/{run}/retry", route_retry_run},
+      {verb::post, "/api/v1/runs/{run}/prioritize", route_prioritize_run},
+      {verb::get, "/api/v1/jobs", route_list_jobs},
+      {verb::get, "/api/v1/jobs/{job}", route_show_job},
+      {verb::post, "/api/v1/jobs/{job}/cancel", route_cancel_job},
+      {verb::get, "/api/v1/jobs/{job}/image", route_job_image},
+      {verb::get, "/api/v1/jobs/{job}/thumbnail", route_job_thumbnail},
+      {verb::post, "/api/v1/pause", route_pause},
+      {verb::post, "/api/v1/resume", route_resume},
+      {verb::get, "/api/v1/events", route_events},
+      {verb::post, "/v1/images/generations", route_openai_generate},
+      {verb::get, "/v1/models", route_openai_models},
+      {verb::post, "/sdapi/v1/txt2img", route_a1111_txt2img},
+      {verb::get, "/sdapi/v1/sd-models", route_a1111_models},
+      {verb::get, "/sdapi/v1/options", route_a1111_options},
+      {verb::get, "/sdapi/v1/progress", route_a1111_progress},
+  };
+  return routes;
+}
+
+void HttpApi::handle(const std::shared_ptr<HttpExchange>& exchange) {
+  const Request& request = exchange->request();
+  const std::string_view target = text_of(request.target());
+  const std::string_view path = target.substr(0, target.find('?'));
+  auto call = std::make_shared<RouteCall>(exchange, context_, std::vector<std::string>{});
+  spdlog::debug("http: {} {} from {}", std::string(to_string(request.method())), std::string(path), exchange->peer());
+  try {
+    if (context_.guard.is_cors_preflight(request)) {
+      return call->respond(call->make_response(beast_http::status::no_content, "text/plain", ""));
+    }
+    if (const auto refusal = context_.guard.check_host_and_origin(request)) {
+      return call->respond_error(refusal->status, refusal->code, refusal->message);
+    }
+    // A browser's first visit: `/?token=TOKEN` sets the session cookie, then a redirect takes the token
+    // out of the address bar (and of the history).
+    if (request.method() == verb::get && path == "/") {
+      if (const auto token = call->query("token")) {
+        if (!context_.guard.token_matches(*token)) {
+          return call->respond_error(beast_http::status::unauthorized, "unauthorized", "that token is not this daemon's");
+        }
+        auto r = call->make_response(beast_http::status::see_other, "text/plain", "");
+        r.set(beast_http::field::set_cookie, context_.guard.session_cookie());
+        r.set(beast_http::field::location, "/");
+        return call->respond(std::move(r));
+      }
+    }
+    if (!context_.guard.authenticated(request)) {
+      auto r = call->make_response(beast_http::status::unauthorized, "application/json",
+                                   json({{"error", {{"code", "unauthorized"}, {"type", "unauthorized"},
+                                                    {"message", "this API needs the token in the daemon's data directory "
+                                                                "(http-token): Authorization: Bearer TOKEN"}}}}).dump() + "\n");
+      r.set(beast_http::field::www_authenticate, "Bearer realm=\"rgbaqd\", Basic realm=\"rgbaqd\"");
+      return call->respond(std::move(r));
+    }
+    if (request.method() == verb::get && path == "/") {
+      return call->respond(call->make_response(
+          beast_http::status::ok, "text/html; charset=utf-8",
+          "<!doctype html><meta charset=utf-8><title>rgbaqd</title><p>rgbaqd is running. The API is described in "
+          "<a href=\"/openapi.json\">/openapi.json</a>; the queue's state is at <a href=\"/api/v1/status\">/api/v1/status</a>.\n"));
+    }
+    const auto got = segments(path);
+    bool path_known = false;
+    std::vector<std::string> captures;
+    for (const auto& route : http_routes()) {
+      if (!matches(route.path, got, captures)) continue;
+      path_known = true;
+      if (route.verb != request.method() && !(route.verb == verb::get && request.method() == verb::head)) continue;
+      call = std::make_shared<RouteCall>(exchange, context_, captures);
+      return route.handler(call);
+    }
+    if (path_known) return call->respond_error(beast_http::status::method_not_allowed, "method_not_allowed",
+                                                std::string(to_string(request.method())) + " is not allowed on " + std::string(path));
+    call->respond_error(beast_http::status::not_found, ec::kNotFound, "there is no route " + std::string(path) + " (see /openapi.json)");
+  } catch (const std::exception& e) {
+    call->respond_exception(e);
+  }
+}
+
+}  // namespace rgbaq::daemon::http

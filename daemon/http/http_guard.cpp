@@ -1,0 +1,217 @@
+#include "daemon/http/http_guard.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+namespace rgbaq::daemon::http {
+namespace {
+
+std::string random_token() {
+  std::random_device device;  // the kernel's CSPRNG on Linux and macOS
+  static const char* hex = "0123456789abcdef";
+  std::string token;
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t word = device();
+    for (int b = 0; b < 8; ++b) token += hex[(word >> (4 * b)) & 15];
+  }
+  return token;
+}
+
+// RFC 4648 base64, for HTTP Basic credentials; nullopt for anything that is not.
+std::optional<std::string> base64_decode(std::string_view in) {
+  std::string out;
+  uint32_t buffer = 0;
+  int bits = 0;
+  for (const char c : in) {
+    int v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+') v = 62;
+    else if (c == '/') v = 63;
+    else if (c == '=') break;
+    else return std::nullopt;
+    buffer = buffer << 6 | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((buffer >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool state_changing(beast_http::verb v) {
+  return v != beast_http::verb::get && v != beast_http::verb::head && v != beast_http::verb::options;
+}
+
+}  // namespace
+
+std::string load_or_create_http_token(const std::filesystem::path& file) {
+  struct stat st {};
+  if (lstat(file.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) throw std::runtime_error(file.string() + " is not a regular file");
+    if (st.st_uid != geteuid()) throw std::runtime_error(file.string() + " belongs to another user");
+    if ((st.st_mode & 077) != 0) {
+      if (chmod(file.c_str(), 0600) != 0) throw std::runtime_error("cannot make " + file.string() + " private (chmod 0600)");
+      spdlog::warn("{} was readable by others: made it 0600 (anyone who read it could use the HTTP API; "
+                   "delete it and restart rgbaqd for a new token)", file.string());
+    }
+    std::ifstream in(file);
+    std::string token;
+    std::getline(in, token);
+    if (token.size() < 32) throw std::runtime_error(file.string() + " holds no token (delete it and rgbaqd makes a new one)");
+    return token;
+  }
+  std::filesystem::create_directories(file.parent_path());
+  const std::string token = random_token();
+  const auto temporary = file.string() + ".tmp" + std::to_string(getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot create " + temporary + ": " + std::strerror(errno));
+  const std::string line = token + "\n";
+  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
+  ::close(fd);
+  if (!written || rename(temporary.c_str(), file.c_str()) != 0) {
+    unlink(temporary.c_str());
+    throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
+  }
+  spdlog::info("made the HTTP API's token in {}", file.string());
+  return token;
+}
+
+HttpGuard::HttpGuard(std::string token, std::vector<std::string> hosts, std::string cors_origin, unsigned short port)
+    : token_(std::move(token)), hosts_(std::move(hosts)), cors_origin_(std::move(cors_origin)),
+      cookie_name_("rgbaq_token_" + std::to_string(port)) {  // cookies are per host, not per port
+  for (auto& h : hosts_) h = lower(h);
+}
+
+bool HttpGuard::token_matches(std::string_view candidate) const {
+  if (candidate.size() != token_.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < token_.size(); ++i) diff |= static_cast<unsigned char>(candidate[i] ^ token_[i]);
+  return diff == 0;
+}
+
+bool HttpGuard::origin_allowed(std::string_view origin) const {
+  if (!cors_origin_.empty() && origin == cors_origin_) return true;
+  const std::string o = lower(origin);
+  for (const auto& h : hosts_) {
+    if (o == "http://" + h) return true;
+  }
+  return false;
+}
+
+std::optional<Refusal> HttpGuard::check_host_and_origin(const Request& r) const {
+  const std::string host = lower(std::string(r[beast_http::field::host]));
+  bool host_ok = false;
+  for (const auto& h : hosts_) host_ok = host_ok || host == h;
+  if (!host_ok) {
+    return Refusal{beast_http::status::forbidden, "host_refused",
+                   "this server answers to Host " + (hosts_.empty() ? std::string("?") : hosts_.front()) +
+                       ", not \"" + host + "\" (rgbaqd --http-host NAME adds a name)"};
+  }
+  const std::string_view origin = text_of(r[beast_http::field::origin]);
+  if (!origin.empty() && !origin_allowed(origin)) {
+    return Refusal{beast_http::status::forbidden, "origin_refused",
+                   "requests from pages of " + std::string(origin) + " are refused (rgbaqd --http-cors ORIGIN allows one origin)"};
+  }
+  // A browser names the fetch's site; a state-changing request from a browser must carry our Origin.
+  const std::string_view fetch_site = text_of(r["Sec-Fetch-Site"]);
+  if (state_changing(r.method()) && origin.empty() && !fetch_site.empty() && fetch_site != "same-origin" && fetch_site != "none") {
+    return Refusal{beast_http::status::forbidden, "origin_refused", "a state-changing request from a browser must carry this server's Origin"};
+  }
+  return std::nullopt;
+}
+
+bool HttpGuard::authenticated(const Request& r) const {
+  const std::string_view auth = text_of(r[beast_http::field::authorization]);
+  if (auth.size() > 7 && lower(auth.substr(0, 7)) == "bearer ") return token_matches(auth.substr(7));
+  if (auth.size() > 6 && lower(auth.substr(0, 6)) == "basic ") {
+    const auto decoded = base64_decode(auth.substr(6));
+    if (!decoded) return false;
+    const auto colon = decoded->find(':');
+    return colon != std::string::npos && token_matches(std::string_view(*decoded).substr(colon + 1));
+  }
+  std::string_view cookies = text_of(r[beast_http::field::cookie]);
+  while (!cookies.empty()) {
+    const auto end = cookies.find(';');
+    std::string_view item = cookies.substr(0, end);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    const auto eq = item.find('=');
+    if (eq != std::string_view::npos && item.substr(0, eq) == cookie_name_ && token_matches(item.substr(eq + 1))) return true;
+    if (end == std::string_view::npos) break;
+    cookies.remove_prefix(end + 1);
+  }
+  return false;
+}
+
+std::optional<Refusal> HttpGuard::check(const Request& r) const {
+  if (auto refusal = check_host_and_origin(r)) return refusal;
+  if (!authenticated(r)) {
+    return Refusal{beast_http::status::unauthorized, "unauthorized",
+                   "this API needs the token in the daemon's data directory (http-token): Authorization: Bearer TOKEN"};
+  }
+  return std::nullopt;
+}
+
+std::string HttpGuard::session_cookie() const {
+  return cookie_name_ + "=" + token_ + "; Path=/; HttpOnly; SameSite=Strict";
+}
+
+bool HttpGuard::is_cors_preflight(const Request& r) const {
+  return r.method() == beast_http::verb::options && !cors_origin_.empty() && r[beast_http::field::origin] == cors_origin_;
+}
+
+void HttpGuard::add_cors_headers(const Request& r, Response& response) const {
+  if (cors_origin_.empty() || r[beast_http::field::origin] != cors_origin_) return;
+  response.set(beast_http::field::access_control_allow_origin, cors_origin_);
+  response.set(beast_http::field::vary, "Origin");
+  response.set(beast_http::field::access_control_allow_headers, "Authorization, Content-Type, Last-Event-ID");
+  response.set(beast_http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+}
+
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+') {
+      out += ' ';
+    } else if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+               std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      out += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> query_value(std::string_view query, std::string_view key) {
+  while (!query.empty()) {
+    const auto end = query.find('&');
+    const std::string_view item = query.substr(0, end);
+    const auto eq = item.find('=');
+    if (percent_decode(item.substr(0, eq)) == key) return eq == std::string_view::npos ? "" : percent_decode(item.substr(eq + 1));
+    if (end == std::string_view::npos) break;
+    query.remove_prefix(end + 1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace rgbaq::daemon::http

@@ -1,0 +1,341 @@
+#include "daemon/http/http_server.h"
+
+#include <sys/socket.h>
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include <boost/beast/core.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+namespace rgbaq::daemon::http {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
+constexpr auto kStreamKeepAlive = std::chrono::seconds(15);  // an idle event stream says it is alive
+
+class Connection;
+
+}  // namespace
+
+struct HttpServer::Shared {
+  Shared(Handler h, HttpLimits l) : handler(std::move(h)), limits(l) {}
+  Handler handler;
+  HttpLimits limits;
+  std::mutex mutex;  // guards open (a connection may end on any thread)
+  std::map<const void*, std::weak_ptr<Connection>> open;
+  std::chrono::steady_clock::time_point last_refusal_log;
+};
+
+tcp::endpoint parse_http_address(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+    throw std::invalid_argument("\"" + text + "\" is not ADDR:PORT (e.g. 127.0.0.1:7878), nor off");
+  }
+  std::string host = text.substr(0, colon);
+  const std::string port_text = text.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host == "localhost") host = "127.0.0.1";
+  size_t used = 0;
+  long port = -1;
+  try {
+    port = std::stol(port_text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != port_text.size() || port < 0 || port > 65535) {
+    throw std::invalid_argument("\"" + text + "\": the port \"" + port_text + "\" is not a number from 0 to 65535");
+  }
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec) throw std::invalid_argument("\"" + text + "\": \"" + host + "\" is not an IP address (a name other than localhost is not bound)");
+  return {address, static_cast<unsigned short>(port)};
+}
+
+namespace {
+
+class Connection : public HttpExchange, public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared)
+      : stream_(std::move(socket)), keep_alive_timer_(stream_.get_executor()), shared_(std::move(shared)) {
+    boost::system::error_code ec;
+    const auto remote = stream_.socket().remote_endpoint(ec);
+    peer_ = ec ? "?" : remote.address().to_string() + ":" + std::to_string(remote.port());
+  }
+
+  ~Connection() override {
+    std::lock_guard lock(shared_->mutex);
+    shared_->open.erase(this);
+  }
+
+  void start() { read_request(); }
+
+  const Request& request() const override { return request_; }
+  std::string peer() const override { return peer_; }
+
+  void respond(Response response) override {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), response = std::move(response)]() mutable {
+      self->send(std::move(response));
+    });
+  }
+
+  void open_stream(Response header, std::function<void()> on_end) override {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), header = std::move(header), on_end = std::move(on_end)]() mutable {
+      if (self->closed_) {
+        if (on_end) on_end();
+        return;
+      }
+      self->streaming_ = true;
+      self->on_end_ = std::move(on_end);
+      header.keep_alive(false);
+      std::ostringstream text;
+      text << header.base();
+      self->queue(text.str());
+      self->watch_hang_up();
+      self->keep_stream_alive();
+    });
+  }
+
+  void write_event(std::string text) override {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), text = std::move(text)]() mutable {
+      if (self->closed_) return;
+      if (self->outbox_bytes_ + text.size() > self->limits().max_stream_bytes) {
+        spdlog::warn("http: dropped an event stream to {} that stopped reading ({} bytes unsent)", self->peer_, self->outbox_bytes_);
+        return self->close();
+      }
+      self->queue(std::move(text));
+    });
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    keep_alive_timer_.cancel();
+    boost::system::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+    if (auto end = std::move(on_end_)) end();
+  }
+
+ private:
+  const HttpLimits& limits() const { return shared_->limits; }
+
+  void read_request() {
+    if (closed_) return;
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(limits().max_header_bytes));
+    parser_->body_limit(limits().max_body_bytes);
+    stream_.expires_after(limits().timeout);  // the whole request, header and body, must arrive in this
+    beast_http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->on_header(ec);
+    });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (closed_) return;
+    if (ec) return refuse_read(ec);
+    const auto& header = parser_->get();
+    if (beast::iequals(header[beast_http::field::expect], "100-continue")) {
+      // The client waits for this before it sends the body (curl does, for big bodies).
+      auto line = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+      asio::async_write(stream_, asio::buffer(*line), [self = shared_from_this(), line](beast::error_code ec, size_t) {
+        if (ec) return self->close();
+        self->read_body();
+      });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    beast_http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (self->closed_) return;
+      if (ec) return self->refuse_read(ec);
+      self->request_ = self->parser_->release();
+      self->parser_.reset();
+      self->stream_.expires_never();
+      self->shared_->handler(self);
+    });
+  }
+
+  // A request that could not be read: a bounded answer where the client can still take one.
+  void refuse_read(beast::error_code ec) {
+    if (ec == beast_http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+        ec == asio::error::operation_aborted) {
+      return close();
+    }
+    if (ec == beast::error::timeout) {
+      spdlog::warn("http: closed a connection from {} whose request did not arrive within {} ms", peer_, limits().timeout.count());
+      return close();
+    }
+    beast_http::status status = beast_http::status::bad_request;
+    std::string message = "the request is not valid HTTP/1.1: " + ec.message();
+    if (ec == beast_http::error::body_limit) {
+      status = beast_http::status::payload_too_large;
+      message = "the request body is larger than " + std::to_string(limits().max_body_bytes) + " bytes (rgbaqd --max-frame-mb)";
+    } else if (ec == beast_http::error::header_limit) {
+      status = beast_http::status::request_header_fields_too_large;
+      message = "the request header is larger than " + std::to_string(limits().max_header_bytes) + " bytes";
+    }
+    spdlog::warn("http: refused a request from {}: {}", peer_, message);
+    Response r{status, 11};
+    r.set(beast_http::field::content_type, "application/json");
+    const char* code = status == beast_http::status::payload_too_large ? "payload_too_large"
+                       : status == beast_http::status::request_header_fields_too_large ? "header_too_large"
+                                                                                         : "bad_request";
+    r.body() = nlohmann::json({{"error", {{"code", code}, {"message", message}}}}).dump() + "\n";
+    r.keep_alive(false);
+    send(std::move(r));
+  }
+
+  void send(Response response) {
+    if (closed_ || streaming_) return;
+    const bool keep = response.keep_alive() && request_.keep_alive() && !parser_;
+    response.keep_alive(keep);
+    response.prepare_payload();
+    auto held = std::make_shared<Response>(std::move(response));
+    stream_.expires_after(limits().timeout);  // a client that does not take its response is closed
+    beast_http::async_write(stream_, *held, [self = shared_from_this(), held, keep](beast::error_code ec, size_t) {
+      if (ec || !keep) return self->close();
+      self->request_ = {};
+      self->read_request();
+    });
+  }
+
+  void queue(std::string text) {
+    outbox_bytes_ += text.size();
+    outbox_.push_back(std::move(text));
+    pump();
+  }
+
+  void pump() {
+    if (writing_ || outbox_.empty() || closed_) return;
+    writing_ = true;
+    stream_.expires_after(limits().timeout);
+    asio::async_write(stream_, asio::buffer(outbox_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (ec) return self->close();
+      self->outbox_bytes_ -= self->outbox_.front().size();
+      self->outbox_.pop_front();
+      if (self->outbox_.empty()) self->stream_.expires_never();
+      self->pump();
+    });
+  }
+
+  // A stream's client sends nothing more: a read that ends means it hung up.
+  void watch_hang_up() {
+    auto scratch = std::make_shared<std::array<char, 512>>();
+    stream_.socket().async_read_some(asio::buffer(*scratch), [self = shared_from_this(), scratch](beast::error_code ec, size_t) {
+      if (self->closed_) return;
+      if (ec) return self->close();
+      self->watch_hang_up();
+    });
+  }
+
+  void keep_stream_alive() {
+    keep_alive_timer_.expires_after(kStreamKeepAlive);
+    keep_alive_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      const auto self = weak.lock();
+      if (ec || !self || self->closed_) return;
+      if (self->outbox_.empty()) self->queue(": keep-alive\n\n");
+      self->keep_stream_alive();
+    });
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<beast_http::request_parser<beast_http::string_body>> parser_;
+  Request request_;
+  asio::steady_timer keep_alive_timer_;
+  std::shared_ptr<HttpServer::Shared> shared_;
+  std::string peer_;
+  std::deque<std::string> outbox_;
+  size_t outbox_bytes_ = 0;
+  std::function<void()> on_end_;
+  bool closed_ = false, streaming_ = false, writing_ = false;
+};
+
+}  // namespace
+
+HttpServer::HttpServer(asio::io_context& io, const tcp::endpoint& endpoint, Handler handler, HttpLimits limits)
+    : acceptor_(io), backoff_(io), shared_(std::make_shared<Shared>(std::move(handler), limits)) {
+  boost::system::error_code ec;
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    const std::string where = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    throw std::runtime_error("cannot listen for HTTP on " + where + ": " + ec.message() +
+                             (ec == asio::error::address_in_use ? " (another rgbaqd? choose another with --http ADDR:PORT, or --http off)" : ""));
+  }
+}
+
+HttpServer::~HttpServer() = default;
+
+tcp::endpoint HttpServer::local_endpoint() const { return acceptor_.local_endpoint(); }
+
+void HttpServer::start() { accept(); }
+
+void HttpServer::stop() {
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  backoff_.cancel();
+  std::vector<std::shared_ptr<Connection>> open;
+  {
+    std::lock_guard lock(shared_->mutex);
+    for (auto& [key, weak] : shared_->open) {
+      if (auto c = weak.lock()) open.push_back(std::move(c));
+    }
+  }
+  for (auto& c : open) c->close();
+}
+
+void HttpServer::accept() {
+  acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec) {
+      // Out of descriptors or memory: pause rather than spin (the socket server sheds these the same way).
+      spdlog::warn("http: accepting a connection failed ({}); pausing", ec.message());
+      backoff_.expires_after(std::chrono::milliseconds(100));
+      backoff_.async_wait([this](const boost::system::error_code& e) {
+        if (!e) accept();
+      });
+      return;
+    }
+    bool admitted = false;
+    {
+      std::lock_guard lock(shared_->mutex);
+      admitted = static_cast<int>(shared_->open.size()) < shared_->limits.max_connections;
+    }
+    if (admitted) {
+      auto connection = std::make_shared<Connection>(std::move(socket), shared_);
+      {
+        std::lock_guard lock(shared_->mutex);
+        shared_->open[connection.get()] = connection;
+      }
+      connection->start();
+    } else {
+      // Best effort, never blocking: say why, then close.
+      const std::string body = "{\"error\":{\"code\":\"too_many_connections\",\"message\":\"rgbaqd serves at most " +
+                               std::to_string(shared_->limits.max_connections) + " HTTP connections at once; try again later\"}}\n";
+      const std::string reply = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+                                "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+      ::send(socket.native_handle(), reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (const auto now = std::chrono::steady_clock::now(); now - shared_->last_refusal_log > std::chrono::seconds(1)) {
+        shared_->last_refusal_log = now;
+        spdlog::warn("http: refused a connection: {} are open", shared_->limits.max_connections);
+      }
+    }
+    accept();
+  });
+}
+
+}  // namespace rgbaq::daemon::http
