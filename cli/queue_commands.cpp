@@ -90,6 +90,7 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
           << "\nmodel:  " << s.value("model", "") << " (" << s.value("engine", "") << ")\nqueue:  "
           << (s["jobs"].is_object() ? counts_line(s["jobs"]) : std::string("unknown")) << (s["paused"] == true ? "  [paused]" : "")
           << "\n";
+  if (s.contains("http") && s["http"].is_object()) ctx.out << "http:   " << s["http"].value("url", "") << "/ (rgbaq http-url)\n";
   if (code != 0) {
     ctx.out << "health: UNHEALTHY for " << duration(health.value("for_s", 0.0)) << ": " << health.value("problem", "") << "\n";
   }

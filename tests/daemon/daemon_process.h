@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -44,6 +45,10 @@ class DaemonProcess {
       : socket_(dir / "run" / "rgbaqd.sock"), data_(dir / "data"), log_(dir / "rgbaqd.log") {
     std::vector<std::string> args = {rgbaqd, "--model", model.string(), "--socket", socket_.string(), "--data-dir",
                                      data_.string(), "--threads", "2"};
+    // Tests run side by side: HTTP only where a test asks for it (on a free port, --http 127.0.0.1:0).
+    if (std::find(o.extra_args.begin(), o.extra_args.end(), "--http") == o.extra_args.end()) {
+      args.insert(args.end(), {"--http", "off"});
+    }
     args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
     pid_ = fork();
     if (pid_ == 0) {
