@@ -9,6 +9,11 @@
 function(rgbaq_expose_headers target folder)
   cmake_parse_arguments(arg "" "" "HEADERS" ${ARGN})
   set(root "${PROJECT_BINARY_DIR}/include_roots/${target}")
+  if(IS_SYMLINK "${root}/${folder}")
+    # A build tree configured when this root linked the whole folder: writing the headers' links
+    # through that link would replace the sources themselves.
+    file(REMOVE "${root}/${folder}")
+  endif()
   if(arg_HEADERS)
     file(MAKE_DIRECTORY "${root}/${folder}")
     foreach(header IN LISTS arg_HEADERS)

@@ -48,9 +48,9 @@ bool matches(std::string_view pattern, const std::vector<std::string_view>& got,
 // Query parameters that a queue list takes, as the core's params.
 json list_params(const RouteCall& call) {
   json p = json::object();
-  for (const char* key : {"state", "limit", "offset"}) {
+  for (const char* key : {"state", "marked", "limit", "offset"}) {
     if (const auto v = call.query(key)) {
-      if (std::string_view(key) == "state") {
+      if (std::string_view(key) == "state" || std::string_view(key) == "marked") {
         p[key] = *v;
       } else {
         try {
@@ -145,8 +145,11 @@ void route_export_run(const std::shared_ptr<RouteCall>& call) {
   const auto run = call->id(0, "run");
   const auto format = call->query("format").value_or("json");
   if (format != "json" && format != "jsonl") throw RequestError(ec::kBadRequest, "format \"" + format + "\" is not json or jsonl");
-  call->respond_on_lane(call->context.lanes.bulk, [call, run, format](RequestHandler& h) {
-    json result = h.handle("export", {{"run", run}});
+  json params = {{"run", run}};
+  if (const auto marked = call->query("marked")) params["marked"] = *marked;
+  call->respond_on_lane(call->context.lanes.bulk, [call, params, format](RequestHandler& h) {
+    const int64_t run = params["run"];
+    json result = h.handle("export", params);
     if (format == "json") return call->make_response(beast_http::status::ok, "application/json", result.dump() + "\n");
     std::string lines;
     for (const auto& job : result["jobs"]) lines += job.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -187,6 +190,8 @@ std::string_view openapi_document() { return embedded::openapi_json(); }
 
 const std::vector<Route>& http_routes() {
   static const std::vector<Route> routes = {
+      {verb::get, "/", route_gallery_page},
+      {verb::get, "/web/{file}", route_gallery_file},
       {verb::get, "/openapi.json", route_openapi},
       {verb::get, "/api/v1/status", route_status},
       {verb::get, "/api/v1/runs", route_list_runs},
@@ -200,6 +205,9 @@ const std::vector<Route>& http_routes() {
       {verb::get, "/api/v1/jobs", route_list_jobs},
       {verb::get, "/api/v1/jobs/{job}", route_show_job},
       {verb::post, "/api/v1/jobs/{job}/cancel", route_cancel_job},
+      {verb::post, "/api/v1/jobs/retry", route_retry_jobs},
+      {verb::post, "/api/v1/marks", route_mark_jobs},
+      {verb::get, "/api/v1/jobs/{job}/parameters", route_job_parameters},
       {verb::get, "/api/v1/jobs/{job}/image", route_job_image},
       {verb::get, "/api/v1/jobs/{job}/thumbnail", route_job_thumbnail},
       {verb::post, "/api/v1/pause", route_pause},
@@ -248,12 +256,6 @@ void HttpApi::handle(const std::shared_ptr<HttpExchange>& exchange) {
                                                                 "(http-token): Authorization: Bearer TOKEN"}}}}).dump() + "\n");
       r.set(beast_http::field::www_authenticate, "Bearer realm=\"rgbaqd\", Basic realm=\"rgbaqd\"");
       return call->respond(std::move(r));
-    }
-    if (request.method() == verb::get && path == "/") {
-      return call->respond(call->make_response(
-          beast_http::status::ok, "text/html; charset=utf-8",
-          "<!doctype html><meta charset=utf-8><title>rgbaqd</title><p>rgbaqd is running. The API is described in "
-          "<a href=\"/openapi.json\">/openapi.json</a>; the queue's state is at <a href=\"/api/v1/status\">/api/v1/status</a>.\n"));
     }
     const auto got = segments(path);
     bool path_known = false;

@@ -28,7 +28,7 @@ class HttpApi {
 };
 
 // The queue routes (http_api.cpp), the media routes (media_routes.cpp), the event stream
-// (event_stream.cpp) and the image APIs (image_apis.cpp).
+// (event_stream.cpp), the image APIs (image_apis.cpp) and the gallery's (gallery_routes.cpp).
 void route_status(const std::shared_ptr<RouteCall>& call);
 void route_list_runs(const std::shared_ptr<RouteCall>& call);
 void route_submit(const std::shared_ptr<RouteCall>& call);
@@ -53,5 +53,10 @@ void route_a1111_txt2img(const std::shared_ptr<RouteCall>& call);
 void route_a1111_models(const std::shared_ptr<RouteCall>& call);
 void route_a1111_options(const std::shared_ptr<RouteCall>& call);
 void route_a1111_progress(const std::shared_ptr<RouteCall>& call);
+void route_gallery_page(const std::shared_ptr<RouteCall>& call);
+void route_gallery_file(const std::shared_ptr<RouteCall>& call);
+void route_mark_jobs(const std::shared_ptr<RouteCall>& call);
+void route_retry_jobs(const std::shared_ptr<RouteCall>& call);
+void route_job_parameters(const std::shared_ptr<RouteCall>& call);
 
 }  // namespace rgbaq::daemon::http

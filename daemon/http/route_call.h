@@ -50,6 +50,7 @@ class RouteCall : public std::enable_shared_from_this<RouteCall> {
   const std::shared_ptr<HttpExchange>& exchange() const { return exchange_; }
   // The path's {id} number i, as a positive id; throws RequestError naming it.
   int64_t id(size_t i, const char* what) const;
+  const std::string& capture(size_t i) const { return captures_.at(i); }
   std::optional<std::string> query(std::string_view key) const;
   // The body as a JSON object ({} when empty); throws RequestError for another type, bad JSON or JSON
   // nested deeper than the protocol allows.

@@ -350,7 +350,7 @@ TEST(DaemonHttp, TheOpenApiDocumentIsWhatTheServerAnswers) {
   for (const auto& [path, ops] : doc["paths"].items()) {
     if (!ops.contains("get") || path == "/api/v1/events") continue;
     std::string target = path;
-    for (const auto& [name, value] : {std::pair{"{run}", "1"}, {"{job}", "1"}}) {
+    for (const auto& [name, value] : {std::pair{"{run}", "1"}, {"{job}", "1"}, {"{file}", "app.js"}}) {
       if (const auto at = target.find(name); at != std::string::npos) target.replace(at, std::string(name).size(), value);
     }
     const auto r = h.get(target);

@@ -1,0 +1,380 @@
+// One run: a grid of prompts down and seeds across (as the contact sheet) or a plain grid, virtualised
+// (only the rows in sight are in the page), with a cursor, a selection, marks by key, filters in the
+// address, and live updates from the event stream.
+import { api, post, el, toast, watch } from './api.js';
+import * as viewState from './view_state.js';
+import { Viewer } from './viewer.js';
+
+const kLabel = 20;   // a sheet row's prompt line, px
+
+export class RunView {
+  constructor(main, v, setLive) {
+    this.main = main;
+    this.v = v;
+    this.setLive = setLive;
+    this.jobs = [];          // every job of the run, by id
+    this.byId = new Map();
+    this.rows = [];          // [{label, jobs: [...]}] after the filters
+    this.cursor = { row: 0, col: 0 };
+    this.selected = new Set();
+    this.anchor = null;      // for shift-click ranges
+    this.undo = [];          // [{marks: [[id, previous mark]...]}]
+    this.viewer = new Viewer(this);
+  }
+
+  async open() {
+    const run = Number(this.v.run);
+    this.run = await api(`/api/v1/runs/${run}`);
+    document.getElementById('crumb').textContent = `run #${run}: ${this.run.name || ''} (${this.run.total} jobs)`;
+    this.build();
+    await this.load();
+    this.closeEvents = watch(run, (name, data) => this.onEvent(name, data), this.setLive);
+  }
+
+  close() {
+    if (this.closeEvents) this.closeEvents();
+    this.viewer.close();
+  }
+
+  async load() {
+    const jobs = [];
+    for (let offset = 0; ; offset += 10000) {
+      const page = (await api(`/api/v1/runs/${this.run.id}/jobs?limit=10000&offset=${offset}`)).jobs;
+      jobs.push(...page);
+      if (page.length < 10000) break;
+    }
+    this.jobs = jobs;
+    this.byId = new Map(jobs.map((j) => [j.id, j]));
+    this.layout();
+  }
+
+  build() {
+    const v = this.v;
+    const input = (key, attrs) => el('input', { ...attrs, value: v[key] || '', 'data-filter': key,
+                                                 oninput: (e) => { v[key] = e.target.value.trim(); this.filtersChanged(); } });
+    const select = (key, options) => el('select', { 'data-filter': key, onchange: (e) => { v[key] = e.target.value; this.filtersChanged(); } },
+      options.map(([value, label]) => el('option', { value, selected: (v[key] || '') === value }, label)));
+    this.count = el('span', { class: 'count' });
+    this.tools = el('div', { id: 'tools' },
+      input('q', { type: 'search', placeholder: 'prompt contains…', 'aria-label': 'prompt filter', id: 'filter-q' }),
+      input('seed', { type: 'search', placeholder: 'seed', size: 8, 'aria-label': 'seed filter' }),
+      input('size', { type: 'search', placeholder: 'WxH', size: 8, 'aria-label': 'size filter' }),
+      input('lora', { type: 'search', placeholder: 'LoRA', size: 8, 'aria-label': 'LoRA filter' }),
+      select('state', [['', 'any state'], ['done', 'done'], ['queued', 'queued'], ['running', 'running'], ['failed', 'failed'], ['canceled', 'canceled']]),
+      select('mark', [['', 'any mark'], ['star', 'starred'], ['reject', 'rejected'], ['none', 'unmarked']]),
+      el('button', { type: 'button', onclick: () => this.toggleLayout(), title: 'g' }, 'layout'),
+      el('button', { type: 'button', onclick: () => this.nextBackground(), title: 'b' }, 'background'),
+      el('input', { type: 'color', 'aria-label': 'background colour', value: v.color || '#808080',
+                    oninput: (e) => { v.color = e.target.value; v.bg = 'custom'; viewState.applyBackground(v); viewState.write(v); } }),
+      this.count);
+    const act = (label, fn, title) => el('button', { type: 'button', onclick: fn, title }, label);
+    this.selectionCount = el('span');
+    this.moreSeeds = el('input', { type: 'number', min: 1, max: 64, value: 4, size: 3, 'aria-label': 'how many more seeds' });
+    this.selectionBar = el('div', { id: 'selection' }, this.selectionCount,
+      act('★ star', () => this.mark('star'), 's'), act('✕ reject', () => this.mark('reject'), 'x'), act('clear', () => this.mark(null), 'u'),
+      act('retry failed', () => this.retrySelected()), act('export JSONL', () => this.exportSelection('jsonl')),
+      act('export CSV', () => this.exportSelection('csv')), this.moreSeeds, act('more seeds like these', () => this.queueMoreSeeds()),
+      act('select none', () => this.clearSelection(), 'Esc'));
+    this.spacer = el('div', { id: 'spacer' });
+    this.scroller = el('div', { id: 'scroller', tabindex: 0, onscroll: () => this.schedule() }, this.spacer);
+    this.main.replaceChildren(this.tools, this.selectionBar, this.scroller);
+    this.resize = new ResizeObserver(() => this.layout());
+    this.resize.observe(this.scroller);
+    this.scroller.focus();
+  }
+
+  filtersChanged() {
+    viewState.write(this.v);
+    this.layout();
+  }
+
+  toggleLayout() {
+    this.v.layout = this.v.layout === 'grid' ? 'sheet' : 'grid';
+    viewState.write(this.v);
+    this.layout();
+  }
+
+  nextBackground() {
+    toast(`background: ${viewState.nextBackground(this.v)}`);
+    viewState.write(this.v);
+  }
+
+  cellWidth() { return parseFloat(getComputedStyle(document.documentElement).getPropertyValue('--cell')) + 8; }
+  rowHeight() { return this.cellWidth() + 22 + (this.sheet() ? kLabel : 0); }
+  sheet() { return this.v.layout !== 'grid'; }
+
+  // The filtered jobs as rows: one per prompt (seeds in order) on a sheet, else as many as fit a row.
+  layout() {
+    const shown = this.jobs.filter((j) => viewState.passes(this.v, j));
+    this.rows = [];
+    if (this.sheet()) {
+      const byPrompt = new Map();
+      for (const j of shown) {
+        const key = `${j.prompt}\u0000${j.width}x${j.height}\u0000${j.lora}`;
+        if (!byPrompt.has(key)) byPrompt.set(key, { label: j.prompt, jobs: [] });
+        byPrompt.get(key).jobs.push(j);
+      }
+      for (const row of byPrompt.values()) {
+        row.jobs.sort((a, b) => (a.seed < b.seed ? -1 : a.seed > b.seed ? 1 : a.id - b.id));
+        this.rows.push(row);
+      }
+    } else {
+      const per = Math.max(1, Math.floor((this.scroller.clientWidth - 24) / this.cellWidth()));
+      for (let i = 0; i < shown.length; i += per) this.rows.push({ label: '', jobs: shown.slice(i, i + per) });
+    }
+    this.shownCount = shown.length;
+    this.count.textContent = `${shown.length} of ${this.jobs.length} shown`;
+    this.cursor.row = Math.min(this.cursor.row, Math.max(0, this.rows.length - 1));
+    this.clampCursor();
+    const widest = Math.max(0, ...this.rows.map((r) => r.jobs.length));
+    this.spacer.style.height = `${this.rows.length * this.rowHeight() + 12}px`;
+    this.spacer.style.width = `${widest * this.cellWidth() + 24}px`;
+    this.rendered = new Map();
+    this.spacer.replaceChildren();
+    this.draw();
+  }
+
+  schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => { this.frame = null; this.draw(); });
+  }
+
+  // Only the rows in sight (and one screen either side) are in the page.
+  draw() {
+    const h = this.rowHeight();
+    const first = Math.max(0, Math.floor(this.scroller.scrollTop / h) - 2);
+    const last = Math.min(this.rows.length, Math.ceil((this.scroller.scrollTop + this.scroller.clientHeight) / h) + 2);
+    for (const [i, node] of this.rendered) {
+      if (i < first || i >= last) { node.remove(); this.rendered.delete(i); }
+    }
+    for (let i = first; i < last; ++i) {
+      if (!this.rendered.has(i)) {
+        const node = this.drawRow(i);
+        this.rendered.set(i, node);
+        this.spacer.append(node);
+      }
+    }
+  }
+
+  drawRow(i) {
+    const row = this.rows[i];
+    const top = i * this.rowHeight();
+    const box = el('div', { class: 'row-box', 'data-row': i });
+    if (this.sheet()) box.append(el('div', { class: 'row-label', style: `top:${top}px;max-width:${Math.max(300, this.scroller.clientWidth - 24)}px`, title: row.label }, row.label));
+    const cells = el('div', { class: 'row', style: `top:${top + (this.sheet() ? kLabel : 0)}px` });
+    row.jobs.forEach((job, col) => cells.append(this.drawCell(job, i, col)));
+    box.append(cells);
+    return box;
+  }
+
+  drawCell(job, row, col) {
+    const classes = ['cell', job.state];
+    if (job.mark) classes.push(job.mark);
+    if (this.selected.has(job.id)) classes.push('selected');
+    if (this.cursor.row === row && this.cursor.col === col) classes.push('cursor');
+    const backdrop = el('div', { class: 'backdrop' });
+    if (job.state === 'done') {
+      backdrop.append(el('img', { src: `/api/v1/jobs/${job.id}/thumbnail?size=256&v=${job.finished_at}`, loading: 'lazy', alt: `seed ${job.seed}` }));
+    } else if (job.state === 'failed') {
+      backdrop.append(el('div', { class: 'state' }, 'failed: ', job.error || '',
+        el('div', {}, el('button', { type: 'button', onclick: (e) => { e.stopPropagation(); this.retry([job.id]); } }, 'retry'))));
+    } else {
+      backdrop.append(el('div', { class: 'state' }, job.state === 'running' ? `rendering ${job.step || 0}/${job.steps || '?'}` : job.state));
+    }
+    return el('div', { class: classes.join(' '), 'data-job': job.id, title: `${job.prompt}\nseed ${job.seed}`,
+                       onclick: (e) => this.click(job, row, col, e), ondblclick: () => this.viewer.open() },
+              backdrop, el('div', { class: 'caption' }, `seed ${job.seed}`));
+  }
+
+  redraw(jobIds) {
+    for (const [i, node] of this.rendered) {
+      if (!jobIds || this.rows[i].jobs.some((j) => jobIds.has(j.id))) {
+        const fresh = this.drawRow(i);
+        node.replaceWith(fresh);
+        this.rendered.set(i, fresh);
+      }
+    }
+    this.viewer.refresh();
+  }
+
+  current() {
+    const row = this.rows[this.cursor.row];
+    return row ? row.jobs[this.cursor.col] : undefined;
+  }
+
+  clampCursor() {
+    const row = this.rows[this.cursor.row];
+    this.cursor.col = row ? Math.min(this.cursor.col, row.jobs.length - 1) : 0;
+    if (this.cursor.col < 0) this.cursor.col = 0;
+  }
+
+  // Moves the cursor: dx through a row (seeds), dy through rows (prompts); rolls over row ends.
+  move(dx, dy) {
+    if (!this.rows.length) return;
+    let { row, col } = this.cursor;
+    if (dy) {
+      row = Math.max(0, Math.min(this.rows.length - 1, row + dy));
+    } else {
+      col += dx;
+      if (col >= this.rows[row].jobs.length) { if (row + 1 < this.rows.length) { row += 1; col = 0; } else col -= dx; }
+      if (col < 0) { if (row > 0) { row -= 1; col = this.rows[row].jobs.length - 1; } else col = 0; }
+    }
+    this.cursor = { row, col };
+    this.clampCursor();
+    this.reveal();
+    this.redraw();
+  }
+
+  reveal() {
+    const top = this.cursor.row * this.rowHeight();
+    if (top < this.scroller.scrollTop) this.scroller.scrollTop = top;
+    else if (top + this.rowHeight() > this.scroller.scrollTop + this.scroller.clientHeight) this.scroller.scrollTop = top + this.rowHeight() - this.scroller.clientHeight;
+    const left = this.cursor.col * this.cellWidth();
+    if (left < this.scroller.scrollLeft) this.scroller.scrollLeft = left;
+    else if (left + this.cellWidth() > this.scroller.scrollLeft + this.scroller.clientWidth) this.scroller.scrollLeft = left + this.cellWidth() - this.scroller.clientWidth + 24;
+    this.draw();
+  }
+
+  shownJobs() { return this.rows.flatMap((r) => r.jobs); }
+
+  click(job, row, col, e) {
+    this.cursor = { row, col };
+    if (e.shiftKey && this.anchor !== null) {
+      const all = this.shownJobs();
+      const a = all.findIndex((j) => j.id === this.anchor), b = all.findIndex((j) => j.id === job.id);
+      for (let i = Math.min(a, b); i <= Math.max(a, b); ++i) this.selected.add(all[i].id);
+    } else {
+      if (this.selected.has(job.id)) this.selected.delete(job.id); else this.selected.add(job.id);
+      this.anchor = job.id;
+    }
+    this.selectionChanged();
+  }
+
+  selectionChanged() {
+    this.selectionBar.classList.toggle('on', this.selected.size > 0);
+    this.selectionCount.textContent = `${this.selected.size} selected`;
+    this.redraw();
+  }
+
+  clearSelection() {
+    this.selected.clear();
+    this.selectionChanged();
+  }
+
+  // The jobs an action is for: the selection, or the one at the cursor (or in the viewer).
+  targets() {
+    if (this.selected.size) return [...this.selected];
+    const job = this.current();
+    return job ? [job.id] : [];
+  }
+
+  async mark(mark, ids = this.targets(), remember = true) {
+    if (!ids.length) return;
+    const previous = ids.map((id) => [id, this.byId.get(id).mark || null]);
+    for (const id of ids) this.byId.get(id).mark = mark;  // at once: the request follows
+    this.redraw(new Set(ids));
+    try {
+      await post('/api/v1/marks', { jobs: ids, mark });
+      if (remember) this.undo.push(previous);
+      toast(`${ids.length} ${mark ? (mark === 'star' ? 'starred' : 'rejected') : 'cleared'}${remember ? ' (z: undo)' : ''}`);
+    } catch (e) {
+      for (const [id, m] of previous) this.byId.get(id).mark = m;
+      this.redraw(new Set(ids));
+      toast(`not marked: ${e.message}`);
+    }
+    if (this.v.mark) this.layout();
+  }
+
+  async undoMark() {
+    const last = this.undo.pop();
+    if (!last) return toast('nothing to undo');
+    const byMark = new Map();
+    for (const [id, m] of last) { if (!byMark.has(m)) byMark.set(m, []); byMark.get(m).push(id); }
+    for (const [m, ids] of byMark) await this.mark(m, ids, false);
+  }
+
+  async retry(ids) {
+    try {
+      const r = await post('/api/v1/jobs/retry', { jobs: ids });
+      toast(`${r.requeued} queued again`);
+      await this.load();
+    } catch (e) { toast(`not retried: ${e.message}`); }
+  }
+
+  retrySelected() {
+    const failed = this.targets().filter((id) => ['failed', 'canceled'].includes(this.byId.get(id).state));
+    if (!failed.length) return toast('no failed job selected');
+    this.retry(failed);
+  }
+
+  exportSelection(format) {
+    const jobs = this.targets().map((id) => this.byId.get(id));
+    const columns = ['id', 'run', 'state', 'mark', 'prompt', 'seed', 'width', 'height', 'name', 'lora', 'output', 'host', 'error'];
+    const cell = (v) => {
+      let s = v === null || v === undefined ? '' : String(v);
+      if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;  // a spreadsheet must not run it as a formula
+      return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+    };
+    const text = format === 'csv'
+      ? [columns.join(','), ...jobs.map((j) => columns.map((c) => cell(j[c])).join(','))].join('\n') + '\n'
+      : jobs.map((j) => JSON.stringify(j)).join('\n') + '\n';
+    const a = el('a', { href: URL.createObjectURL(new Blob([text], { type: format === 'csv' ? 'text/csv' : 'application/x-ndjson' })),
+                        download: `run-${this.run.id}-selection.${format}` });
+    document.body.append(a);
+    a.click();
+    a.remove();
+  }
+
+  async queueMoreSeeds() {
+    const count = Math.max(1, Math.min(64, Number(this.moreSeeds.value) || 1));
+    const seen = new Map();
+    for (const id of this.targets()) {
+      const j = this.byId.get(id);
+      const key = `${j.prompt}\u0000${j.width}x${j.height}\u0000${j.lora}`;
+      if (!seen.has(key)) seen.set(key, { prompt: j.prompt, count, size: `${j.width}x${j.height}`, ...(j.lora ? { lora: j.lora } : {}) });
+    }
+    if (!seen.size) return toast('select images first');
+    try {
+      const r = await post('/api/v1/runs', { rows: [...seen.values()], out_dir: this.run.out_dir, name: `${this.run.name || 'run'} (more seeds)` });
+      toast(`run #${r.run}: ${r.jobs} more images queued`);
+    } catch (e) { toast(`not queued: ${e.message}`); }
+  }
+
+  async onEvent(name, data) {
+    if (name === 'resync') return this.load();
+    const job = this.byId.get(data.job);
+    if (!job) return;
+    if (name === 'job_started') job.state = 'running';
+    if (name === 'progress') { job.state = 'running'; job.step = data.step; job.steps = data.steps; }
+    if (name === 'job_done' || name === 'job_failed' || name === 'job_canceled') {
+      const fresh = await api(`/api/v1/jobs/${data.job}`);
+      fresh.mark = fresh.mark === undefined ? job.mark : fresh.mark;
+      Object.assign(job, fresh);
+    }
+    if (this.v.state) this.layout(); else this.redraw(new Set([job.id]));
+  }
+
+  key(e) {
+    if (e.target.matches('input, select, textarea') && e.key !== 'Escape') return false;
+    const k = e.key;
+    if (k === 'ArrowRight') this.move(1, 0);
+    else if (k === 'ArrowLeft') this.move(-1, 0);
+    else if (k === 'ArrowDown') this.move(0, 1);
+    else if (k === 'ArrowUp') this.move(0, -1);
+    else if (k === 'Enter') this.viewer.open();
+    else if (k === 's') this.mark('star');
+    else if (k === 'x') this.mark('reject');
+    else if (k === 'u') this.mark(null);
+    else if (k === 'z') this.undoMark();
+    else if (k === ' ') { const j = this.current(); if (j) this.click(j, this.cursor.row, this.cursor.col, {}); }
+    else if (k === 'a') { for (const j of this.shownJobs()) this.selected.add(j.id); this.selectionChanged(); }
+    else if (k === 'Escape') { if (this.viewer.isOpen()) this.viewer.close(); else if (e.target.matches('input')) e.target.blur(); else this.clearSelection(); }
+    else if (k === 'b') this.nextBackground();
+    else if (k === 'g') this.toggleLayout();
+    else if (k === 'p') this.viewer.pin();
+    else if (k === 'c') this.viewer.slider();
+    else if (k === '/') document.getElementById('filter-q').focus();
+    else return false;
+    return true;
+  }
+}

@@ -1,0 +1,45 @@
+// What the page shows, kept in the address (so a view can be bookmarked and survives a reload):
+// run, layout, filters, background.
+const kKeys = ['run', 'layout', 'state', 'mark', 'q', 'seed', 'size', 'lora', 'bg', 'color'];
+
+export function read() {
+  const p = new URLSearchParams(location.search);
+  const v = {};
+  for (const k of kKeys) if (p.get(k)) v[k] = p.get(k);
+  return v;
+}
+
+export function write(v, push = false) {
+  const p = new URLSearchParams();
+  for (const k of kKeys) if (v[k] !== undefined && v[k] !== null && v[k] !== '') p.set(k, v[k]);
+  const url = '/' + (p.toString() ? `?${p}` : '');
+  if (url === location.pathname + location.search) return;
+  if (push) history.pushState(null, '', url); else history.replaceState(null, '', url);
+}
+
+// Whether `job` passes the filters of `v`.
+export function passes(v, job) {
+  if (v.state && job.state !== v.state) return false;
+  if (v.mark === 'star' || v.mark === 'reject') { if (job.mark !== v.mark) return false; }
+  else if (v.mark === 'none' && job.mark) return false;
+  if (v.q && !job.prompt.toLowerCase().includes(v.q.toLowerCase())) return false;
+  if (v.seed && String(job.seed) !== v.seed) return false;
+  if (v.size && `${job.width}x${job.height}` !== v.size) return false;
+  if (v.lora && !(job.lora || '').toLowerCase().includes(v.lora.toLowerCase())) return false;
+  return true;
+}
+
+const kBackgrounds = ['checker', 'black', 'white', 'custom'];
+
+export function applyBackground(v) {
+  const bg = kBackgrounds.includes(v.bg) ? v.bg : 'checker';
+  document.body.className = `bg-${bg}`;
+  if (v.color) document.body.style.setProperty('--custom-bg', v.color);
+}
+
+export function nextBackground(v) {
+  const i = kBackgrounds.indexOf(v.bg || 'checker');
+  v.bg = kBackgrounds[(i + 1) % kBackgrounds.length];
+  applyBackground(v);
+  return v.bg;
+}
