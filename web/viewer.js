@@ -2,6 +2,13 @@
 // through it. Compare: pin one image and step the others beside it, or a slider between the two.
 import { api, el, toast } from './api.js';
 
+function timings(t) {
+  const s = (v) => (typeof v === 'number' ? `${v.toFixed(2)} s` : '?');
+  const steps = Array.isArray(t.steps_s) ? `${t.steps_s.length} steps ${s(t.steps_s.reduce((a, b) => a + b, 0))}` : '';
+  return [t.total_s !== undefined ? `total ${s(t.total_s)}` : '', t.encode_s !== undefined ? `encode ${s(t.encode_s)}` : '', steps,
+          t.decode_s !== undefined ? `decode ${s(t.decode_s)}` : ''].filter(Boolean).join(', ');
+}
+
 export class Viewer {
   constructor(grid) {
     this.grid = grid;
@@ -86,7 +93,7 @@ export class Viewer {
         row('prompt', job.prompt), row('seed', job.seed), row('size', `${job.width}x${job.height}`), row('LoRAs', loras),
         row('model', meta.model ? `${meta.model.name} (${String(meta.model.identity || '').slice(0, 10)})` : ''),
         row('host and device', [job.host, meta.device || meta.engine].filter(Boolean).join(', ')),
-        row('timings', Object.entries(t).map(([k, v]) => `${k} ${typeof v === 'number' ? v.toFixed(2) : v}`).join(', ')),
+        row('timings', timings(t)),
         row('job', `#${job.id}, ${job.state}${job.error ? ': ' + job.error : ''}`),
         el('dt', {}, 'mark'), el('dd', { class: `mark-${job.mark || 'none'}` }, markText)),
       el('div', { class: 'actions' },

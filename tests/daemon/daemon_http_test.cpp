@@ -20,31 +20,6 @@
 namespace rgbaq {
 namespace {
 
-using Header = std::pair<std::string, std::string>;
-
-std::vector<std::string> with_http(std::vector<std::string> args = {}) {
-  args.insert(args.begin(), {"--http", "127.0.0.1:0"});
-  return args;
-}
-
-struct HttpDaemon {
-  TempDir dir;
-  DaemonProcess d;
-  int port;
-  std::string token;
-  explicit HttpDaemon(std::vector<std::string> extra = {})
-      : d(kRgbaqd, model().dir(), dir.path(), {.extra_args = with_http(std::move(extra))}), port(http_port(d)), token(http_token(d)) {}
-  Header bearer() const { return {"Authorization", "Bearer " + token}; }
-  HttpReply get(const std::string& target, std::vector<Header> h = {}) const {
-    h.push_back(bearer());
-    return http_request(port, "GET", target, h);
-  }
-  HttpReply post_json(const std::string& target, const json& body, std::vector<Header> h = {}) const {
-    h.push_back(bearer());
-    h.emplace_back("Content-Type", "application/json");
-    return http_request(port, "POST", target, h, body.dump());
-  }
-};
 
 // A raw TCP connection to the HTTP port, for what a well-behaved client never sends.
 int tcp_connect(int port) {

@@ -63,4 +63,31 @@ inline std::string http_token(const DaemonProcess& d) {
   return token;
 }
 
+using Header = std::pair<std::string, std::string>;
+
+inline std::vector<std::string> with_http(std::vector<std::string> args = {}) {
+  args.insert(args.begin(), {"--http", "127.0.0.1:0"});
+  return args;
+}
+
+// A daemon with HTTP on a free port, and requests to it with its token.
+struct HttpDaemon {
+  TempDir dir;
+  DaemonProcess d;
+  int port;
+  std::string token;
+  explicit HttpDaemon(std::vector<std::string> extra = {})
+      : d(kRgbaqd, model().dir(), dir.path(), {.extra_args = with_http(std::move(extra))}), port(http_port(d)), token(http_token(d)) {}
+  Header bearer() const { return {"Authorization", "Bearer " + token}; }
+  HttpReply get(const std::string& target, std::vector<Header> h = {}) const {
+    h.push_back(bearer());
+    return http_request(port, "GET", target, h);
+  }
+  HttpReply post_json(const std::string& target, const json& body, std::vector<Header> h = {}) const {
+    h.push_back(bearer());
+    h.emplace_back("Content-Type", "application/json");
+    return http_request(port, "POST", target, h, body.dump());
+  }
+};
+
 }  // namespace rgbaq
