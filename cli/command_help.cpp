@@ -14,6 +14,7 @@ const char* const kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]    
                           stopped daemon to return unless --no-reconnect
   status                  the daemon, its queue and its counters
   http-url [--no-token]   the daemon's HTTP API address, with the token (open it in a browser)
+  gallery [--print]       open the review gallery in the default browser (--print: only print its address)
   ls runs | ls jobs [--run R] [--state S] [--limit N] [--all]
   cancel RUN | cancel --job JOB
   retry RUN [--canceled]  failed (and canceled) jobs back to the queue

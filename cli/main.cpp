@@ -10,7 +10,7 @@
 #include "cli/command_help.h"
 #include "cli/contact_sheet.h"
 #include "cli/host_commands.h"
-#include "cli/http_url_command.h"
+#include "cli/http_commands.h"
 #include "cli/model_command.h"
 #include "cli/queue_commands.h"
 #include "cli/service_command.h"
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
       {"pause", rgbaq::cli::pause_command},       {"resume", rgbaq::cli::resume_command},
       {"prioritize", rgbaq::cli::prioritize_command}, {"export", rgbaq::cli::export_command},
       {"sheet", rgbaq::cli::sheet_command},       {"service", rgbaq::cli::service_command},
-      {"http-url", rgbaq::cli::http_url_command},
+      {"http-url", rgbaq::cli::http_url_command}, {"gallery", rgbaq::cli::gallery_command},
   };
   const auto it = commands.find(args[0]);
   if (it == commands.end()) {

@@ -36,6 +36,7 @@ export function showRuns(main, setLive, openRun) {
       return el('tr', { 'data-run': r.id },
         el('td', {}, el('a', { href: `/?run=${r.id}`, onclick: (e) => { e.preventDefault(); openRun(r.id); } }, `#${r.id}`)),
         el('td', { class: 'name' }, r.name || ''),
+        el('td', { class: 'hide-narrow' }, r.options && r.options.prompts !== undefined ? String(r.options.prompts) : '?'),
         el('td', {}, bar(r)),
         el('td', {}, `${r.counts.done} / ${r.total}`),
         el('td', {}, runState(r)),
@@ -43,7 +44,7 @@ export function showRuns(main, setLive, openRun) {
         el('td', { class: r.counts.failed ? 'failures' : '' }, r.counts.failed ? `${r.counts.failed} failed` : ''));
     });
     box.replaceChildren(el('table', {},
-      el('thead', {}, el('tr', {}, el('th', {}, 'run'), el('th', {}, 'name'), el('th', {}, 'progress'), el('th', {}, 'images'),
+      el('thead', {}, el('tr', {}, el('th', {}, 'run'), el('th', {}, 'name'), el('th', { class: 'hide-narrow' }, 'prompts'), el('th', {}, 'progress'), el('th', {}, 'images'),
                           el('th', {}, 'state'), el('th', { class: 'hide-narrow' }, 'ETA'), el('th', {}, 'failures'))),
       el('tbody', {}, rows)));
     if (!runs.length) box.append(el('p', {}, 'No runs yet: rgbaq submit prompts.csv'));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <set>
 #include <cstring>
 #include <limits>
 #include <thread>
@@ -194,8 +195,10 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
   run.name = text_param(params, "name", std::filesystem::path(file_name).stem().string());
   run.out_dir = out_dir.string();
   run.skip_duplicates = bool_param(params, "skip_duplicates");
+  std::set<std::string_view> prompts;  // the run's prompt count, for its listings
+  for (const auto& row : file.rows) prompts.insert(row.prompt);
   run.options_json = json({{"file", file_name}, {"defaults", defaults}, {"out_dir", out_dir.string()},
-                           {"skip_duplicates", run.skip_duplicates}})
+                           {"skip_duplicates", run.skip_duplicates}, {"prompts", prompts.size()}})
                          .dump();
   const int64_t run_id = store.begin_run(run);
   storage::SubmitResult total;

@@ -103,6 +103,25 @@ TEST(DaemonHttp, TheTokenHostAndOriginAreChecked) {
   // `rgbaq http-url` prints exactly that address.
   const auto url = rgbaq(h.d, {"http-url"});
   EXPECT_EQ(url.out, "http://127.0.0.1:" + std::to_string(h.port) + "/?token=" + h.token + "\n") << url.err;
+  EXPECT_EQ(rgbaq(h.d, {"gallery", "--print"}).out, url.out);
+  // `rgbaq gallery` hands the browser a private page that forwards there: never the token on a command line.
+  const fs::path bin = h.dir.path() / "bin";
+  fs::create_directories(bin);
+  write_file(bin / "xdg-open", "#!/bin/sh\necho \"$@\" > " + (bin / "opened").string() + "\n");
+  fs::permissions(bin / "xdg-open", fs::perms::owner_all);
+  const auto opened = run_process({"/usr/bin/env", "PATH=" + bin.string(), kRgbaq, "--socket", h.d.socket().string(), "gallery"});
+  EXPECT_EQ(opened.exit_code, 0) << opened.err;
+  std::ifstream arg(bin / "opened");
+  std::string target;
+  std::getline(arg, target);
+  EXPECT_EQ(target, "file://" + (h.d.data_dir() / "open-gallery.html").string());
+  EXPECT_EQ(target.find(h.token), std::string::npos);
+  std::ifstream page(h.d.data_dir() / "open-gallery.html");
+  const std::string html((std::istreambuf_iterator<char>(page)), {});
+  EXPECT_NE(html.find("url=http://127.0.0.1:" + std::to_string(h.port) + "/?token=" + h.token), std::string::npos) << html;
+  struct stat page_stat {};
+  ASSERT_EQ(stat((h.d.data_dir() / "open-gallery.html").c_str(), &page_stat), 0);
+  EXPECT_EQ(page_stat.st_mode & 0777, 0600u);
 
   // DNS rebinding: a Host we do not serve, even with the token.
   EXPECT_EQ(http_request(h.port, "GET", "/api/v1/status", {{"Host", "evil.example:" + std::to_string(h.port)}, h.bearer()}).status, 403);
