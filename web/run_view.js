@@ -73,7 +73,7 @@ export class RunView {
     this.selectionBar = el('div', { id: 'selection' }, this.selectionCount,
       act('★ star', () => this.mark('star'), 's'), act('✕ reject', () => this.mark('reject'), 'x'), act('clear', () => this.mark(null), 'u'),
       act('retry failed', () => this.retrySelected()), act('export JSONL', () => this.exportSelection('jsonl')),
-      act('export CSV', () => this.exportSelection('csv')), this.moreSeeds, act('more seeds like these', () => this.queueMoreSeeds()),
+      act('export CSV', () => this.exportSelection('csv')), act('copy PNGs to…', () => this.copySelection()), this.moreSeeds, act('more seeds like these', () => this.queueMoreSeeds()),
       act('select none', () => this.clearSelection(), 'Esc'));
     this.spacer = el('div', { id: 'spacer' });
     this.scroller = el('div', { id: 'scroller', tabindex: 0, onscroll: () => this.schedule() }, this.spacer);
@@ -323,6 +323,17 @@ export class RunView {
     document.body.append(a);
     a.click();
     a.remove();
+  }
+
+  async copySelection() {
+    const folder = prompt('Copy the selected PNGs into this folder (under your home folder, or an rgbaqd --copy-root):',
+                          localStorage.getItem('rgbaq-copy-folder') || '');
+    if (!folder) return;
+    localStorage.setItem('rgbaq-copy-folder', folder);
+    try {
+      const r = await post('/api/v1/jobs/copy', { jobs: this.targets(), folder });
+      toast(`${r.copied} copied to ${r.folder}${r.already_there ? `, ${r.already_there} already there` : ''}${r.skipped.length ? `, ${r.skipped.length} not done` : ''}`);
+    } catch (e) { toast(`not copied: ${e.message}`); }
   }
 
   async queueMoreSeeds() {

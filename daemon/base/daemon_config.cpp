@@ -56,6 +56,8 @@ options (each may also be set in the config file; flags win):
   --http-cors ORIGIN      let pages of ORIGIN (e.g. http://localhost:3000) call the API (default: none)
   --api-out DIR           where images made through the OpenAI and A1111 APIs go (default DATA_DIR/api-renders)
   --thumbnail-cache-mb N  WebP thumbnails kept on disk under DATA_DIR/cache/thumbnails (default 256)
+  --copy-root DIR         the gallery copies chosen PNGs only into folders under DIR (repeatable;
+                          default: your home folder)
   --busy-timeout-ms N     how long a queue database access waits for a lock (default 10000)
   --unhealthy-exit-s N    exit 1 when the queue database keeps failing for N seconds (default 300)
   --max-jobs-per-submit N one submit may expand to at most N jobs (default 100000); a client's
@@ -67,7 +69,7 @@ options (each may also be set in the config file; flags win):
                           "encoder_cache_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
                           "create_queue", "lora_dirs" (a list of folders), "lora_cache_mb", "http", "http_hosts"
-                          (a list), "http_cors", "api_out", "thumbnail_cache_mb"}
+                          (a list), "http_cors", "api_out", "thumbnail_cache_mb", "copy_roots" (a list)}
 
 signals: SIGTERM, SIGINT or SIGHUP (a closed terminal, a service manager's reload) stop claiming, return
 the current job to the queue at its next step without spending an attempt, finish the PNGs already
@@ -164,6 +166,13 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "http_cors") c.http_cors = text();
     else if (key == "api_out") c.api_out_dir = path();
     else if (key == "thumbnail_cache_mb") c.thumbnail_cache_mb = static_cast<size_t>(number());
+    else if (key == "copy_roots") {
+      if (!value.is_array()) throw common::UsageError(file.string() + ": \"copy_roots\" must be a list of folders");
+      for (const auto& d : value) {
+        if (!d.is_string()) throw common::UsageError(file.string() + ": \"copy_roots\" must be a list of folders");
+        c.copy_roots.push_back(made_absolute(base / d.get<std::string>()));
+      }
+    }
     else if (key == "create_queue") {
       if (!value.is_boolean()) throw common::UsageError(file.string() + ": \"create_queue\" must be true or false");
       c.create_queue = value.get<bool>();
@@ -216,7 +225,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
                           "queue", "max-attempts", "encoder-cache-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
                           "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host",
-                          "http", "http-host", "http-cors", "api-out", "thumbnail-cache-mb"},
+                          "http", "http-host", "http-cors", "api-out", "thumbnail-cache-mb", "copy-root"},
                          {"create-queue"});
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
@@ -259,6 +268,11 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (const auto v = a.get("http-cors")) c.http_cors = *v;
   if (const auto v = a.get("api-out")) c.api_out_dir = made_absolute(*v);
   c.thumbnail_cache_mb = static_cast<size_t>(a.get_int("thumbnail-cache-mb", static_cast<int>(c.thumbnail_cache_mb)));
+  if (a.has("copy-root")) c.copy_roots.clear();
+  for (const auto& d : a.get_all("copy-root")) c.copy_roots.push_back(made_absolute(d));
+  if (c.copy_roots.empty()) {
+    if (const char* home = std::getenv("HOME"); home && *home) c.copy_roots.push_back(home);
+  }
   if (c.model_dir.empty()) throw common::UsageError("--model DIR is required (a diffusers-layout model directory)");
   if (c.socket_path.empty()) c.socket_path = paths::default_socket_path();
   if (c.data_dir.empty()) c.data_dir = paths::default_data_dir();

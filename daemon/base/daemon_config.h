@@ -45,6 +45,7 @@ struct DaemonConfig {
   std::string http_cors;                         // an origin allowed to call the API from its pages ("" none)
   std::filesystem::path api_out_dir;             // where the image APIs' renders go; default DATA_DIR/api-renders
   size_t thumbnail_cache_mb = 256;               // WebP thumbnails kept on disk
+  std::vector<std::filesystem::path> copy_roots; // where the gallery may copy chosen PNGs; default: $HOME
 
   bool http_enabled() const { return http != "off"; }
   std::filesystem::path api_renders_dir() const { return api_out_dir.empty() ? data_dir / "api-renders" : api_out_dir; }

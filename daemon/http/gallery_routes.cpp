@@ -45,6 +45,63 @@ void route_retry_jobs(const std::shared_ptr<RouteCall>& call) {
   call->on_lane(call->context.lanes.bulk, [p = call->json_body()](RequestHandler& h) { return h.handle("retry_jobs", p); });
 }
 
+// Copies the chosen jobs' PNGs into `folder` (made if need be), which must lie under one of the
+// configured roots once every link in it is resolved; a file already there is left as it is.
+void route_copy_jobs(const std::shared_ptr<RouteCall>& call) {
+  const json body = call->json_body();
+  if (!body.contains("folder") || !body["folder"].is_string() || body["folder"].get<std::string>().empty()) {
+    throw RequestError(protocol::error_code::kBadRequest, "\"folder\" is required (an absolute path)");
+  }
+  const std::filesystem::path folder = body["folder"].get<std::string>();
+  if (!folder.is_absolute()) throw RequestError(protocol::error_code::kBadRequest, "\"folder\" must be an absolute path");
+  if (!body.contains("jobs") || !body["jobs"].is_array()) throw RequestError(protocol::error_code::kBadRequest, "\"jobs\" must be a list of job ids");
+  const auto& roots = call->context.config.copy_roots;
+  call->on_lane(call->context.lanes.media, [body, folder, roots](RequestHandler& h) {
+    std::error_code ec;
+    const auto resolved = std::filesystem::weakly_canonical(folder, ec);
+    const auto under = [&](const std::filesystem::path& p) {
+      for (const auto& root : roots) {
+        const auto r = std::filesystem::weakly_canonical(root, ec);
+        const auto rel = p.lexically_relative(r);
+        if (!rel.empty() && *rel.begin() != "..") return true;
+      }
+      return false;
+    };
+    if (ec || !under(resolved)) {
+      std::string allowed;
+      for (const auto& r : roots) allowed += (allowed.empty() ? "" : ", ") + r.string();
+      throw RequestError(protocol::error_code::kBadRequest, "folder " + folder.string() + " is not under a folder the gallery may copy into (" +
+                                                                (allowed.empty() ? std::string("none") : allowed) + "; rgbaqd --copy-root DIR)");
+    }
+    std::filesystem::create_directories(resolved, ec);
+    if (ec) throw RequestError(protocol::error_code::kBadRequest, "cannot make " + resolved.string() + ": " + ec.message());
+    // Made now: resolve again, so a link planted meanwhile cannot point the copies elsewhere.
+    if (!under(std::filesystem::canonical(resolved, ec)) || ec) throw RequestError(protocol::error_code::kBadRequest, "folder " + folder.string() + " moved");
+    int64_t copied = 0, already = 0;
+    json skipped = json::array();
+    for (const auto& id : body["jobs"]) {
+      if (!id.is_number_integer()) throw RequestError(protocol::error_code::kBadRequest, "\"jobs\" must be a list of job ids");
+      const json job = h.handle("show_job", {{"job", id}});
+      if (job.value("state", "") != "done") {
+        skipped.push_back({{"job", id}, {"reason", "not done"}});
+        continue;
+      }
+      const std::filesystem::path source = job.value("output", "");
+      const auto target = resolved / source.filename();
+      if (std::filesystem::exists(target, ec)) {
+        ++already;
+        continue;
+      }
+      if (!std::filesystem::copy_file(source, target, std::filesystem::copy_options::skip_existing, ec) || ec) {
+        skipped.push_back({{"job", id}, {"reason", ec ? ec.message() : "not copied"}});
+        continue;
+      }
+      ++copied;
+    }
+    return json({{"copied", copied}, {"already_there", already}, {"skipped", skipped}, {"folder", resolved.string()}});
+  });
+}
+
 void route_job_parameters(const std::shared_ptr<RouteCall>& call) {
   const auto job = call->id(0, "job");
   call->on_lane(call->context.lanes.media, [job](RequestHandler& h) {

@@ -207,6 +207,7 @@ const std::vector<Route>& http_routes() {
       {verb::post, "/api/v1/jobs/{job}/cancel", route_cancel_job},
       {verb::post, "/api/v1/jobs/retry", route_retry_jobs},
       {verb::post, "/api/v1/marks", route_mark_jobs},
+      {verb::post, "/api/v1/jobs/copy", route_copy_jobs},
       {verb::get, "/api/v1/jobs/{job}/parameters", route_job_parameters},
       {verb::get, "/api/v1/jobs/{job}/image", route_job_image},
       {verb::get, "/api/v1/jobs/{job}/thumbnail", route_job_thumbnail},

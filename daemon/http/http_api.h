@@ -58,5 +58,6 @@ void route_gallery_file(const std::shared_ptr<RouteCall>& call);
 void route_mark_jobs(const std::shared_ptr<RouteCall>& call);
 void route_retry_jobs(const std::shared_ptr<RouteCall>& call);
 void route_job_parameters(const std::shared_ptr<RouteCall>& call);
+void route_copy_jobs(const std::shared_ptr<RouteCall>& call);
 
 }  // namespace rgbaq::daemon::http

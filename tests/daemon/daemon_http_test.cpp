@@ -364,7 +364,8 @@ TEST(DaemonHttp, TheOpenApiDocumentIsWhatTheServerAnswers) {
 }
 
 TEST(DaemonHttp, ASubmittedFileIsValidatedWholeWithLineAndField) {
-  HttpDaemon h;
+  TempDir root;
+  HttpDaemon h({"--copy-root", root.path().string()});
   const auto r = http_request(h.port, "POST", "/api/v1/runs?out_dir=" + (h.dir.path() / "out").string(),
                               {h.bearer(), {"Content-Type", "text/csv"}}, "prompt,seed\na fox,1\na cat,banana\n");
   EXPECT_EQ(r.status, 400);
@@ -394,6 +395,18 @@ TEST(DaemonHttp, ASubmittedFileIsValidatedWholeWithLineAndField) {
   EXPECT_EQ(thumb.body.substr(0, 4), "RIFF");
   EXPECT_EQ(thumb.body.substr(8, 4), "WEBP");
   EXPECT_EQ(h.get("/api/v1/jobs/" + std::to_string(job) + "/thumbnail?size=5000").status, 400);
+  // The gallery's copy: into a folder under a --copy-root only, also when a link points elsewhere.
+  const auto copied = h.post_json("/api/v1/jobs/copy", {{"jobs", {job}}, {"folder", (root.path() / "picks").string()}});
+  ASSERT_EQ(copied.status, 200) << copied.body;
+  EXPECT_EQ(copied.json_body()["copied"], 1);
+  std::ifstream picked(root.path() / "picks" / fs::path(h.get("/api/v1/jobs/" + std::to_string(job)).json_body()["output"].get<std::string>()).filename(),
+                       std::ios::binary);
+  EXPECT_TRUE(std::string((std::istreambuf_iterator<char>(picked)), {}) == bytes);
+  EXPECT_EQ(h.post_json("/api/v1/jobs/copy", {{"jobs", {job}}, {"folder", (root.path() / "picks").string()}}).json_body()["already_there"], 1);
+  EXPECT_EQ(h.post_json("/api/v1/jobs/copy", {{"jobs", {job}}, {"folder", (h.dir.path() / "elsewhere").string()}}).status, 400);
+  fs::create_directory_symlink(h.dir.path(), root.path() / "link");
+  EXPECT_EQ(h.post_json("/api/v1/jobs/copy", {{"jobs", {job}}, {"folder", (root.path() / "link" / "x").string()}}).status, 400);
+  EXPECT_FALSE(fs::exists(h.dir.path() / "x"));
 }
 
 }  // namespace
