@@ -167,11 +167,27 @@ export class RunView {
     return box;
   }
 
-  drawCell(job, row, col) {
+  cellClasses(job, row, col) {
     const classes = ['cell', job.state];
     if (job.mark) classes.push(job.mark);
     if (this.selected.has(job.id)) classes.push('selected');
     if (this.cursor.row === row && this.cursor.col === col) classes.push('cursor');
+    return classes.join(' ');
+  }
+
+  // Marks, the selection and the cursor change only classes: the cells (and their images) stay.
+  restyle() {
+    for (const [i, node] of this.rendered) {
+      node.querySelectorAll('.cell').forEach((cell, col) => {
+        const job = this.rows[i].jobs[col];
+        const cls = this.cellClasses(job, i, col);
+        if (cell.className !== cls) cell.className = cls;
+      });
+    }
+    this.viewer.refresh();
+  }
+
+  drawCell(job, row, col) {
     const backdrop = el('div', { class: 'backdrop' });
     if (job.state === 'done') {
       backdrop.append(el('img', { src: `/api/v1/jobs/${job.id}/thumbnail?size=256&v=${job.finished_at}`, loading: 'lazy', alt: `seed ${job.seed}` }));
@@ -181,7 +197,7 @@ export class RunView {
     } else {
       backdrop.append(el('div', { class: 'state' }, job.state === 'running' ? `rendering ${job.step || 0}/${job.steps || '?'}` : job.state));
     }
-    return el('div', { class: classes.join(' '), 'data-job': job.id, title: `${job.prompt}\nseed ${job.seed}`,
+    return el('div', { class: this.cellClasses(job, row, col), 'data-job': job.id, title: `${job.prompt}\nseed ${job.seed}`,
                        onclick: (e) => this.click(job, row, col, e), ondblclick: () => this.viewer.open() },
               backdrop, el('div', { class: 'caption' }, `seed ${job.seed}`));
   }
@@ -222,7 +238,7 @@ export class RunView {
     this.cursor = { row, col };
     this.clampCursor();
     this.reveal();
-    this.redraw();
+    this.restyle();
   }
 
   reveal() {
@@ -253,7 +269,7 @@ export class RunView {
   selectionChanged() {
     this.selectionBar.classList.toggle('on', this.selected.size > 0);
     this.selectionCount.textContent = `${this.selected.size} selected`;
-    this.redraw();
+    this.restyle();
   }
 
   clearSelection() {
@@ -272,14 +288,14 @@ export class RunView {
     if (!ids.length) return;
     const previous = ids.map((id) => [id, this.byId.get(id).mark || null]);
     for (const id of ids) this.byId.get(id).mark = mark;  // at once: the request follows
-    this.redraw(new Set(ids));
+    this.restyle();
     try {
       await post('/api/v1/marks', { jobs: ids, mark });
       if (remember) this.undo.push(previous);
       toast(`${ids.length} ${mark ? (mark === 'star' ? 'starred' : 'rejected') : 'cleared'}${remember ? ' (z: undo)' : ''}`);
     } catch (e) {
       for (const [id, m] of previous) this.byId.get(id).mark = m;
-      this.redraw(new Set(ids));
+      this.restyle();
       toast(`not marked: ${e.message}`);
     }
     if (this.v.mark) this.layout();

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 
 #include "tests/daemon/http_client.h"
 
@@ -71,6 +72,37 @@ TEST(Gallery, APersonReviewsARunInTheBrowser) {
   for (const char* shot : {"runs.png", "run.png", "compare.png", "slider.png", "phone.png", "big-run.png"}) {
     EXPECT_TRUE(fs::exists(shots / shot)) << shot;
   }
+}
+
+// The goal the gallery is built for: a person reviews a 1,000-image run and stars 50 in under ten
+// minutes with the keyboard alone. The test presses those keys and checks the marks in the queue.
+TEST(Gallery, AThousandImagesAreReviewedByKeyboardInUnderTenMinutes) {
+  ASSERT_TRUE(fs::exists(kOracle / "node_modules/playwright-core")) << "playwright-core is not installed: run scripts/setup";
+  HttpDaemon h({"--threads", "2"});
+  std::string file = "prompt,seed\n";
+  for (int p = 0; p < 40; ++p) file += "asset number " + std::to_string(p) + ",1-25\n";
+  write_file(h.dir.path() / "review.csv", file);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto submit = rgbaq(h.d, {"submit", (h.dir.path() / "review.csv").string(), "--size", "128", "--out", (h.dir.path() / "out").string(), "--wait"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  std::printf("rendered 1,000 images in %.0f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const auto r = run_process({"/usr/bin/env", "node", (kOracle / "review_check.mjs").string(), "http://127.0.0.1:" + std::to_string(h.port),
+                              h.token, "1", "20"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json seen = json::parse(r.out);
+  std::printf("review: %d images, %d keystrokes (%.3f per image), %.1f s\n", seen["images"].get<int>(), seen["keystrokes"].get<int>(),
+              seen["keystrokes_per_image"].get<double>(), seen["seconds"].get<double>());
+  EXPECT_EQ(seen["errors"], json::array());
+  EXPECT_EQ(seen["images"], 1000);
+  EXPECT_LT(seen["seconds"].get<double>(), 600);
+  EXPECT_LE(seen["keystrokes_per_image"].get<double>(), 1.06);
+  const auto starred = rgbaq(h.d, {"ls", "jobs", "--marked", "star", "--all", "--json"});
+  ASSERT_EQ(starred.exit_code, 0) << starred.err;
+  std::set<int64_t> in_queue, pressed;
+  for (const auto& j : json::parse(starred.out)["jobs"]) in_queue.insert(j["id"].get<int64_t>());
+  for (const auto& id : seen["starred"]) pressed.insert(id.get<int64_t>());
+  EXPECT_EQ(pressed.size(), 50u);
+  EXPECT_EQ(in_queue, pressed);
 }
 
 }  // namespace
