@@ -23,6 +23,7 @@
 #include "daemon/data_dir_lock.h"
 #include "daemon/base/daemon_state.h"
 #include "daemon/base/event_hub.h"
+#include "daemon/base/private_files.h"
 #include "daemon/base/service_notify.h"
 #include "daemon/socket/listen_socket.h"
 #include "daemon/worker/remote_progress.h"
@@ -31,6 +32,7 @@
 #include "daemon/socket/socket_server.h"
 #include "daemon/worker/worker_heartbeat.h"
 #include "engine/backend_registry.h"
+#include "engine/model_directory.h"
 #include "engine/model_identity.h"
 #include "storage/open_queue_store.h"
 
@@ -82,6 +84,8 @@ int run_serve_command(const std::vector<std::string>& args) {
     std::cerr << "rgbaqd: " << e.what() << "\n(see rgbaqd --help)\n";
     return 2;
   }
+  // Before any thread or file: the data directory's files are private; outputs keep the user's umask.
+  make_created_files_private();
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the daemon
 #ifdef __GLIBC__
   // A fixed threshold (glibc raises it after each large free otherwise): a client's big request line
@@ -97,6 +101,7 @@ int run_serve_command(const std::vector<std::string>& args) {
   storage::WorkerInfo me;
   try {
     setup_logging(config);
+    make_data_dir_private(config.data_dir);  // one from before, 0755 with 0644 files, is tightened (logged)
     spdlog::info("rgbaqd {} starting: model {}, engine {}, data {}", storage::kRgbaqVersion, config.model_dir.string(),
                  config.engine, config.data_dir.string());
     if (const auto fd = activated_listen_socket()) {
@@ -111,6 +116,11 @@ int run_serve_command(const std::vector<std::string>& args) {
     try {
       session = engine::Session::open(config.model_dir, config.engine_options());
     } catch (const engine::BackendUnavailable& e) {  // --engine cuda on a machine without a device: usage
+      spdlog::error("cannot start: {}", e.what());
+      std::cerr << "rgbaqd: " << e.what() << "\n";
+      if (bound_here) unlink(config.socket_path.c_str());
+      return 2;
+    } catch (const engine::InvalidModel& e) {  // a model directory it cannot use: bad input
       spdlog::error("cannot start: {}", e.what());
       std::cerr << "rgbaqd: " << e.what() << "\n";
       if (bound_here) unlink(config.socket_path.c_str());
