@@ -50,8 +50,10 @@ void create_output_dirs(const std::filesystem::path& dir) {
   if (dir.empty() || std::filesystem::is_directory(dir)) return;
   create_output_dirs(dir.parent_path());
   if (::mkdir(dir.c_str(), output_dir_mode()) != 0) {
-    if (errno == EEXIST && std::filesystem::is_directory(dir)) return;
-    throw std::filesystem::filesystem_error("cannot make the folder", dir, std::error_code(errno, std::generic_category()));
+    int error = errno;
+    if (error == EEXIST && std::filesystem::is_directory(dir)) return;  // made meanwhile
+    if (error == EEXIST) error = ENOTDIR;                                   // a file is in the way
+    throw std::filesystem::filesystem_error("cannot make the folder", dir, std::error_code(error, std::generic_category()));
   }
   ::chmod(dir.c_str(), output_dir_mode());  // mkdir's mode passed through the private umask
 }
