@@ -22,10 +22,11 @@ namespace {
 using nlohmann::json;
 
 // A real header is a flat object of tensor entries, nesting 3 deep (file, entry, shape) with ~8 values an
-// entry: the real model's largest (its text encoder's, ~750 tensors) is ~100 KiB and ~6,000 values
-// (tests/engine/safetensors_limits_test.cpp works it out from the weight schema). The bounds leave ~100
-// times that for LoRA metadata (kohya's tag counts, thumbnails) and keep a hostile header's parse near
-// 50 MiB: refused before the parser sees it, as protocol frames are.
+// entry: the real model's largest, its text encoder's, is 52,658 bytes for the tensors rgbaq reads
+// (tests/engine/safetensors_limits_test.cpp works it out from the weight schema), about twice that
+// with the vision tower the published file also holds. The bounds leave ~100 times that for LoRA
+// metadata (kohya's tag counts, thumbnails) and keep the costliest header within them at ~40 MiB of
+// parse (measured): refused before the parser sees it, as protocol frames are.
 constexpr common::JsonLimits kHeaderLimits{16u << 20, 8, 1u << 18};
 
 struct Mapping {
