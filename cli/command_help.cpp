@@ -22,7 +22,7 @@ const char* const kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]    
   prioritize RUN N        higher goes first
   export RUN [--format csv|jsonl] [-o FILE]
                           the run's jobs, outputs and metadata
-  sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--font FILE.ttf]
+  sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]] [--font FILE.ttf]
                           a labelled contact sheet PNG: seeds across, prompts down (AXIS: prompt,
                           seed, size, lora or lora:NAME; default font DejaVu Sans from fonts-dejavu-core)
   service install|uninstall|status [--model DIR] [--print]
@@ -137,14 +137,19 @@ state, prompt, seed, width, height, name, output, error, attempts, seconds).
   --format F  jsonl or csv (default jsonl)
   -o FILE     write to FILE (default: standard output)
 )"},
-      {"sheet", R"(usage: rgbaq sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--font FILE.ttf]
+      {"sheet", R"(usage: rgbaq sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]]
+                  [--font FILE.ttf]
 
 A labelled contact sheet PNG of the run: the run, its sizes and its LoRAs in a header, seeds across
 and prompts down (by default), each cell's image or why it has none (failed, missing, canceled, not
 rendered yet). An attribute on neither axis that varies (say, two sizes) joins each row's label.
 
-  -o FILE       where to write it (default: OUT/sheet_runRUN.png in the run's output directory)
+  -o FILE       where to write it (default: OUT/sheet_runRUN.png in the run's output directory;
+                a page of several: OUT/sheet_runRUN_pN.png)
   --thumb PX    the cell size, 16..1024 (default 128)
+  --per-page ROWS, --page N
+                a page of the sheet: ROWS rows of it, page N (default 1). A sheet is at most 64 Mi
+                pixels and 65,535 px a side; a bigger one is refused, saying how many rows a page holds
   --x AXIS      the columns' axis (default seed)
   --y AXIS      the rows' axis (default prompt)
                 AXIS: prompt, seed, size, or for a run whose jobs have LoRAs:

@@ -294,8 +294,20 @@ Sheet render_sheet(const SheetLayout& l, int thumb, const std::filesystem::path&
   g.column_label_baseline = kMargin + header_height + label_font.ascent();
   g.grid_x = kMargin + g.row_label_width + kGutter;
   g.grid_y = kMargin + header_height + label_font.line_height() + 4;
-  g.width = g.cell_x(int(l.columns.size())) - kGutter + kMargin;
-  g.height = g.cell_y(int(l.rows.size())) - kGutter + kMargin;
+  const int64_t width = g.grid_x + int64_t(l.columns.size()) * (thumb + kGutter) - kGutter + kMargin;
+  const int64_t height = g.grid_y + int64_t(l.rows.size()) * (thumb + kGutter) - kGutter + kMargin;
+  if (width * height > int64_t(kMaxSheetPixels) || width > kMaxSheetSide || height > kMaxSheetSide) {
+    const int64_t fit_height = std::min<int64_t>(kMaxSheetSide, int64_t(kMaxSheetPixels) / width);
+    const int64_t rows = width > kMaxSheetSide ? 0 : std::max<int64_t>(0, (fit_height - g.grid_y - kMargin + kGutter) / (thumb + kGutter));
+    throw SheetTooLarge(std::to_string(l.rows.size()) + (l.rows.size() == 1 ? " row x " : " rows x ") +
+                            std::to_string(l.columns.size()) + " columns at " + std::to_string(thumb) + " px would be a " +
+                            std::to_string(width) + "x" + std::to_string(height) + " px sheet (" +
+                            std::to_string(width * height * 4 >> 20) + " MiB), over the " + std::to_string(kMaxSheetPixels >> 20) +
+                            " Mi pixels and " + std::to_string(kMaxSheetSide) + " px a side a sheet may have",
+                        int(std::min<int64_t>(rows, l.rows.size())));
+  }
+  g.width = int(width);
+  g.height = int(height);
   Sheet sheet{std::vector<uint8_t>(size_t(g.width) * g.height * 4), g};
   Canvas canvas{sheet.rgba, g.width, g.height};
   const uint8_t background[3] = {kSheetBackground, kSheetBackground, kSheetBackground};
@@ -347,11 +359,34 @@ Sheet render_sheet(const SheetLayout& l, int thumb, const std::filesystem::path&
   return sheet;
 }
 
+int sheet_pages(const SheetLayout& l, int per_page) {
+  return std::max(1, int((l.rows.size() + size_t(per_page) - 1) / size_t(per_page)));
+}
+
+SheetLayout sheet_page(const SheetLayout& l, int page, int per_page) {
+  const int pages = sheet_pages(l, per_page);
+  if (page < 1 || page > pages) {
+    throw std::invalid_argument("page " + std::to_string(page) + " is not one of the " + std::to_string(pages) + " pages of " +
+                                std::to_string(per_page) + (per_page == 1 ? " row" : " rows"));
+  }
+  const int first = (page - 1) * per_page, end = std::min(int(l.rows.size()), first + per_page);
+  SheetLayout out = l;
+  out.rows.assign(l.rows.begin() + first, l.rows.begin() + end);
+  out.row_details.assign(l.row_details.begin() + first, l.row_details.begin() + end);
+  out.cells.clear();
+  for (const SheetCell& c : l.cells) {
+    if (c.row >= first && c.row < end) out.cells.push_back({c.row - first, c.column, c.image_path, c.mark});
+  }
+  if (pages > 1) out.title += "  ·  page " + std::to_string(page) + " of " + std::to_string(pages);
+  return out;
+}
+
 int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   std::vector<std::string> words;
   for (const auto& w : args) words.push_back(w == "-o" ? "--output" : w);
-  const Arguments a(words, {"output", "thumb", "x", "y", "font"}, {});
-  const std::string usage = "usage: rgbaq sheet RUN [-o FILE.png] [--thumb PX] [--x AXIS] [--y AXIS] [--font FILE.ttf]";
+  const Arguments a(words, {"output", "thumb", "x", "y", "font", "page", "per-page"}, {});
+  const std::string usage =
+      "usage: rgbaq sheet RUN [-o FILE.png] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]] [--font FILE.ttf]";
   if (a.positionals().size() != 1) throw UsageError(usage);
   const auto run = parse_u64(a.positionals()[0]);
   if (!run || *run == 0) throw UsageError("run \"" + a.positionals()[0] + "\" is not a positive integer");
@@ -387,12 +422,31 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   }
   std::string title = "run " + a.positionals()[0];
   if (const std::string name = r["run"].value("name", ""); !name.empty()) title += " (" + name + ")";
-  const SheetLayout layout = layout_sheet(title, jobs, x, y);
-  const Sheet sheet = render_sheet(layout, thumb, font);
-  const std::string out =
-      a.get("output").value_or((std::filesystem::path(r["run"].value("out_dir", ".")) / ("sheet_run" + a.positionals()[0] + ".png")).string());
+  const SheetLayout whole = layout_sheet(title, jobs, x, y);
+  const int per_page = a.has("per-page") ? a.get_int("per-page", 0) : std::max<int>(1, int(whole.rows.size()));
+  if (per_page < 1) throw UsageError("--per-page must be a positive number of rows");
+  if (a.has("page") && !a.has("per-page")) throw UsageError("--page needs --per-page ROWS (how many rows a page holds)");
+  const int page = a.get_int("page", 1), pages = sheet_pages(whole, per_page);
+  if (page < 1 || page > pages) {
+    throw UsageError("--page " + std::to_string(page) + ": run " + a.positionals()[0] + " has " + std::to_string(pages) +
+                     (pages == 1 ? " page" : " pages") + " of " + std::to_string(per_page) + " rows");
+  }
+  const SheetLayout layout = sheet_page(whole, page, per_page);
+  Sheet sheet;
+  try {
+    sheet = render_sheet(layout, thumb, font);
+  } catch (const SheetTooLarge& e) {
+    if (e.rows_per_page == 0) {
+      throw UsageError(std::string(e.what()) + "; one row alone is too wide: lower --thumb or swap --x and --y");
+    }
+    throw UsageError(std::string(e.what()) + "; page it: --per-page " + std::to_string(e.rows_per_page) + " --page 1.." +
+                     std::to_string(sheet_pages(whole, e.rows_per_page)) + " (or lower --thumb)");
+  }
+  const std::string page_suffix = pages > 1 ? "_p" + std::to_string(page) : "";
+  const std::string out = a.get("output").value_or(
+      (std::filesystem::path(r["run"].value("out_dir", ".")) / ("sheet_run" + a.positionals()[0] + page_suffix + ".png")).string());
   nlohmann::json legend = {{"run", *run}, {"rows", layout.rows}, {"row_details", layout.row_details}, {"columns", layout.columns},
-                           {"loras", layout.loras}, {"thumb", thumb}};
+                           {"loras", layout.loras}, {"thumb", thumb}, {"page", page}, {"pages", pages}};
   if (const auto dir = std::filesystem::path(out).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
   storage::write_png_atomic(out, sheet.rgba.data(), sheet.geometry.width, sheet.geometry.height, {{"rgbaq-sheet", legend.dump()}});
   ctx.out << out << " (" << layout.rows.size() << (layout.rows.size() == 1 ? " row x " : " rows x ") << layout.columns.size()

@@ -13,6 +13,7 @@
 // varies. Sweep one LoRA's weight with either; when a run varies several, `lora:NAME` picks the one.
 #include <cstdint>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,8 +90,27 @@ inline constexpr uint8_t kSheetText[3] = {235, 235, 235};
 inline constexpr uint8_t kSheetFailedFill[3] = {110, 28, 28};   // failed, missing, unreadable
 inline constexpr uint8_t kSheetPendingFill[3] = {72, 72, 72};   // canceled, not rendered yet, no job
 
+// A sheet's canvas is bounded: 64 Mi pixels (256 MiB of RGBA), no side over 65,535 px (what image
+// viewers and libpng take). A run of 20,000 jobs at the default thumb would be 1.5 GiB: it is paged.
+inline constexpr uint64_t kMaxSheetPixels = uint64_t{64} << 20;
+inline constexpr int kMaxSheetSide = 65535;
+
+// A sheet over the bounds, before anything is drawn: what() gives its size; rows_per_page is how many
+// rows a page of this width holds (0 when one row alone is too wide).
+class SheetTooLarge : public std::runtime_error {
+ public:
+  SheetTooLarge(const std::string& what, int rows_per_page) : std::runtime_error(what), rows_per_page(rows_per_page) {}
+  int rows_per_page;
+};
+
+// Rows [(page - 1) * per_page, page * per_page) of `layout` with their cells, as a layout of its own.
+// Throws std::invalid_argument when the page is past the last (naming how many there are).
+SheetLayout sheet_page(const SheetLayout& layout, int page, int per_page);
+int sheet_pages(const SheetLayout& layout, int per_page);
+
 // Draws the sheet: `thumb` x `thumb` px cells, labels in `font` (a TrueType file). Throws
-// std::runtime_error when the font is missing or unreadable.
+// std::runtime_error when the font is missing or unreadable, SheetTooLarge (allocating nothing) when
+// the canvas would be over kMaxSheetPixels or kMaxSheetSide.
 Sheet render_sheet(const SheetLayout& layout, int thumb, const std::filesystem::path& font);
 
 }  // namespace rgbaq::cli

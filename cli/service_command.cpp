@@ -22,6 +22,7 @@ constexpr bool kLaunchd = true;
 #else
 constexpr bool kLaunchd = false;
 #endif
+constexpr const char* kSystemdRuntimeSocket = "%t/rgbaq/rgbaqd.sock";
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size()) text.replace(at, from.size(), to);
@@ -30,6 +31,35 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 
 std::string xml_escape(const std::string& s) {
   return replace_all(replace_all(replace_all(s, "&", "&amp;"), "<", "&lt;"), ">", "&gt;");
+}
+
+// A value inside a double-quoted argument of a systemd unit's Exec line (systemd.service(5), "Command
+// lines"): backslashes and quotes escaped C-style, `%` doubled (a specifier otherwise: %h is the home
+// directory) and `$` doubled (an environment variable otherwise), a newline or other control character
+// as a C escape, so no value can end the line and add a setting (ExecStartPre=...).
+std::string systemd_quoted(const std::string& s) {
+  std::string out;
+  for (const unsigned char c : s) {
+    if (c == '\\' || c == '"') out += std::string("\\") + static_cast<char>(c);
+    else if (c == '%') out += "%%";
+    else if (c == '$') out += "$$";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+    } else out += static_cast<char>(c);
+  }
+  return out;
+}
+
+// A path as ListenStream= takes it (the rest of the line, specifiers expanded, no escapes): `%`
+// doubled; a control character cannot be written there at all.
+std::string systemd_listen_path(const std::string& s) {
+  for (const unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) throw UsageError("the socket path \"" + s + "\" holds a control character; systemd cannot listen there");
+  }
+  return replace_all(s, "%", "%%");
 }
 
 // The rgbaqd next to this rgbaq (an install), or in the build tree beside it, or on PATH: an absolute
@@ -83,16 +113,24 @@ std::filesystem::path unit_dir() {
 
 std::map<std::string, std::string> service_files(bool launchd, const std::string& rgbaqd, const std::string& model,
                                                  const std::string& data_dir, const std::string& socket, const std::string& log) {
-  auto fill = [&](std::string text, bool xml) {
-    auto v = [&](const std::string& s) { return xml ? xml_escape(s) : s; };
-    text = replace_all(text, "@RGBAQD@", v(rgbaqd));
-    text = replace_all(text, "@MODEL@", v(model));
-    text = replace_all(text, "@DATA_DIR@", v(data_dir));
-    text = replace_all(text, "@SOCKET@", v(socket));
-    return replace_all(text, "@LOG@", v(log));
-  };
-  if (launchd) return {{"com.rgbaq.rgbaqd.plist", fill(launchd::k_com_rgbaq_rgbaqd_plist, true)}};
-  return {{"rgbaqd.socket", fill(launchd::k_rgbaqd_socket, false)}, {"rgbaqd.service", fill(launchd::k_rgbaqd_service, false)}};
+  if (launchd) {
+    std::string text = launchd::k_com_rgbaq_rgbaqd_plist;
+    for (const auto& [at, value] : {std::pair{"@RGBAQD@", rgbaqd}, {"@MODEL@", model}, {"@DATA_DIR@", data_dir},
+                                    {"@SOCKET@", socket}, {"@LOG@", log}}) {
+      text = replace_all(text, at, xml_escape(value));
+    }
+    return {{"com.rgbaq.rgbaqd.plist", text}};
+  }
+  // Our own specifier for the socket stays one: systemd's runtime directory.
+  const bool runtime_socket = socket.empty();
+  const std::string exec_socket = runtime_socket ? kSystemdRuntimeSocket : systemd_quoted(socket);
+  std::string service = launchd::k_rgbaqd_service;
+  for (const auto& [at, value] : {std::pair{"@RGBAQD@", systemd_quoted(rgbaqd)}, {"@MODEL@", systemd_quoted(model)},
+                                  {"@DATA_DIR@", systemd_quoted(data_dir)}, {"@SOCKET@", exec_socket}}) {
+    service = replace_all(service, at, value);
+  }
+  const std::string listen = runtime_socket ? kSystemdRuntimeSocket : systemd_listen_path(socket);
+  return {{"rgbaqd.socket", replace_all(launchd::k_rgbaqd_socket, "@SOCKET@", listen)}, {"rgbaqd.service", service}};
 }
 
 int service_command(const std::vector<std::string>& args, CliContext& ctx) {
@@ -130,7 +168,7 @@ int service_command(const std::vector<std::string>& args, CliContext& ctx) {
   const auto data_dir = std::filesystem::absolute(a.get("data-dir").value_or(paths::default_data_dir().string())).lexically_normal();
   const std::string rgbaqd = a.has("rgbaqd") ? std::filesystem::absolute(*a.get("rgbaqd")).lexically_normal().string() : find_rgbaqd();
   if (access(rgbaqd.c_str(), X_OK) != 0) throw UsageError("--rgbaqd " + rgbaqd + " is not an executable file");
-  const std::string socket = kLaunchd || std::getenv("RGBAQ_SOCKET") ? paths::default_socket_path().string() : "%t/rgbaq/rgbaqd.sock";
+  const std::string socket = kLaunchd || std::getenv("RGBAQ_SOCKET") ? paths::default_socket_path().string() : "";
   const auto files = service_files(kLaunchd, rgbaqd, model_dir.string(), data_dir.string(),
                                    socket, (data_dir / "logs" / "rgbaqd.out").string());
   if (a.has("print")) {

@@ -26,6 +26,7 @@
 #include "daemon/http/http_api.h"
 #include "daemon/http/http_server.h"
 #include "daemon/http/thumbnails.h"
+#include "daemon/base/private_files.h"
 #include "daemon/base/service_notify.h"
 #include "daemon/socket/listen_socket.h"
 #include "daemon/worker/remote_progress.h"
@@ -34,6 +35,7 @@
 #include "daemon/socket/socket_server.h"
 #include "daemon/worker/worker_heartbeat.h"
 #include "engine/backend_registry.h"
+#include "engine/model_directory.h"
 #include "engine/model_identity.h"
 #include "storage/open_queue_store.h"
 
@@ -85,6 +87,8 @@ int run_serve_command(const std::vector<std::string>& args) {
     std::cerr << "rgbaqd: " << e.what() << "\n(see rgbaqd --help)\n";
     return 2;
   }
+  // Before any thread or file: the data directory's files are private; outputs keep the user's umask.
+  make_created_files_private();
   std::optional<boost::asio::ip::tcp::endpoint> http_endpoint;
   if (config.http_enabled()) {
     try {
@@ -109,6 +113,7 @@ int run_serve_command(const std::vector<std::string>& args) {
   storage::WorkerInfo me;
   try {
     setup_logging(config);
+    make_data_dir_private(config.data_dir);  // one from before, 0755 with 0644 files, is tightened (logged)
     spdlog::info("rgbaqd {} starting: model {}, engine {}, data {}", storage::kRgbaqVersion, config.model_dir.string(),
                  config.engine, config.data_dir.string());
     if (const auto fd = activated_listen_socket()) {
@@ -123,6 +128,11 @@ int run_serve_command(const std::vector<std::string>& args) {
     try {
       session = engine::Session::open(config.model_dir, config.engine_options());
     } catch (const engine::BackendUnavailable& e) {  // --engine cuda on a machine without a device: usage
+      spdlog::error("cannot start: {}", e.what());
+      std::cerr << "rgbaqd: " << e.what() << "\n";
+      if (bound_here) unlink(config.socket_path.c_str());
+      return 2;
+    } catch (const engine::InvalidModel& e) {  // a model directory it cannot use: bad input
       spdlog::error("cannot start: {}", e.what());
       std::cerr << "rgbaqd: " << e.what() << "\n";
       if (bound_here) unlink(config.socket_path.c_str());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -85,7 +86,9 @@ std::vector<std::string> dit_linear_modules(const DitConfig& config) {
 
 std::shared_ptr<const LoraAdapter> load_lora(const std::filesystem::path& path, const std::string& name,
                                              const DitConfig& config) {
-  const SafetensorsFile file = SafetensorsFile::open(path);  // throws naming the file when truncated or malformed
+  // Read, not mapped: a LoRA is the user's file and may be rewritten while it loads. Throws naming the
+  // file when it is truncated, malformed or changes meanwhile.
+  const SafetensorsFile file = SafetensorsFile::read(path, kMaxLoraFileBytes);
   std::map<std::string, Shape> linears;                     // module -> [out, in]
   std::map<std::string, std::string> by_underscores;         // kohya's spelling -> module
   for (const WeightSpec& spec : dit_schema(config).tensors) {
@@ -177,6 +180,18 @@ std::shared_ptr<const LoraAdapter> load_lora(const std::filesystem::path& path, 
     adapter->modules.push_back(std::move(m));
   }
   return adapter;
+}
+
+std::string lora_file_sha256(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint8_t len[8] = {0};
+  if (!in.read(reinterpret_cast<char*>(len), 8)) fail(path, "", "too short for a safetensors header");
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len[i];
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || header_len > size - 8) fail(path, "", "header length " + std::to_string(header_len) + " runs past the end of the file");
+  return common::sha256_file_hex(path, 8 + header_len);
 }
 
 std::vector<std::vector<LoraTerm>> bind_loras(const LoraSet& set, const DitConfig& config) {

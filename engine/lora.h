@@ -37,12 +37,19 @@ struct LoraAdapter {
   std::string short_hash() const { return sha256.substr(0, 12); }  // A1111's "Lora hashes" form
 };
 
+// A LoRA file is read into memory whole: a rank-128 adapter of the real DiT is ~0.7 GB in BF16.
+inline constexpr uint64_t kMaxLoraFileBytes = uint64_t{2} << 30;
+
 // Reads the LoRA at `path` for a DiT of `config`. Throws std::runtime_error naming the file and the key
-// at fault: unreadable or truncated, a key that maps to no Linear of this DiT, a text-encoder key (only
-// DiT LoRAs are supported), A without B, a rank mismatch between A and B, a shape that does not fit
-// the Linear, a non-finite value.
+// at fault: unreadable, over kMaxLoraFileBytes, truncated or rewritten while it is read, a key that
+// maps to no Linear of this DiT, a text-encoder key (only DiT LoRAs are supported), A without B, a
+// rank mismatch between A and B, a shape that does not fit the Linear, a non-finite value.
 std::shared_ptr<const LoraAdapter> load_lora(const std::filesystem::path& path, const std::string& name,
                                              const DitConfig& config);
+
+// LoraAdapter::sha256 of the file at `path` as it is now, without loading it (a streamed hash of the
+// bytes after its header). Throws std::runtime_error naming the file when it is unreadable or too short.
+std::string lora_file_sha256(const std::filesystem::path& path);
 
 // The DiT's Linears in a fixed order both backends index: the global ones, then each block's.
 enum DitGlobalLinear { kImgIn, kTxtIn, kTxtOut, kTime1, kTime2, kModulation, kNormOut, kProjOut, kDitGlobalLinears };

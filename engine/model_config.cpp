@@ -1,14 +1,20 @@
 #include "engine/model_config.h"
 
-#include <fstream>
+#include <algorithm>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "common/json_limits.h"
 
 namespace rgbaq::engine {
 namespace {
 
 using nlohmann::json;
+
+// Upper bounds far above any Qwen-Image-2.1 (36 encoder layers, 32 DiT blocks, 4096 wide, 32 heads of
+// 128, a vocabulary of 151,936) and below what would exhaust memory before the weights are checked.
+constexpr int kMaxLayers = 1024, kMaxHeads = 1024, kMaxHeadDim = 1024, kMaxWidth = 1 << 16, kMaxVocab = 1 << 22;
 
 class Fields {
  public:
@@ -25,13 +31,21 @@ class Fields {
     const auto it = doc_.find(key);
     return it == doc_.end() || it->is_null() ? fallback : convert<T>(*it, key);
   }
-  int positive(const char* key) const {
-    const int v = required<int>(key);
-    if (v <= 0) throw std::runtime_error(path_.string() + ": field \"" + key + "\" must be positive, not " + std::to_string(v));
-    return v;
+  // In 1..max: a number that sizes per-layer or per-channel work is bounded before anything is built
+  // from it (2e9 layers would take all memory listing their tensors).
+  int positive(const char* key, int max) const { return within(key, required<int64_t>(key), max); }
+  int optional_positive(const char* key, int fallback, int max) const {
+    return within(key, optional<int64_t>(key, fallback), max);
   }
 
  private:
+  int within(const char* key, int64_t v, int max) const {
+    if (v <= 0 || v > max) {
+      throw std::runtime_error(path_.string() + ": field \"" + key + "\" is " + std::to_string(v) + "; it must be in 1.." +
+                               std::to_string(max));
+    }
+    return static_cast<int>(v);
+  }
   template <typename T>
   T convert(const json& v, const char* key) const {
     try {
@@ -47,10 +61,9 @@ class Fields {
 }  // namespace
 
 json read_json_object(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open");
+  const std::string text = common::read_json_file(path, common::kModelConfigJsonLimits);
   try {
-    json doc = json::parse(in);
+    json doc = json::parse(text);
     if (!doc.is_object()) throw std::runtime_error(path.string() + ": not a JSON object");
     return doc;
   } catch (const json::exception& e) {
@@ -63,13 +76,13 @@ TextEncoderConfig load_text_encoder_config(const std::filesystem::path& path) {
   const json& text = doc.contains("text_config") && doc["text_config"].is_object() ? doc["text_config"] : doc;
   const Fields f(text, path);
   TextEncoderConfig c;
-  c.hidden = f.positive("hidden_size");
-  c.layers = f.positive("num_hidden_layers");
-  c.heads = f.positive("num_attention_heads");
-  c.kv_heads = f.optional<int>("num_key_value_heads", c.heads);
-  c.head_dim = f.optional<int>("head_dim", c.hidden / c.heads);
-  c.intermediate = f.positive("intermediate_size");
-  c.vocab = f.positive("vocab_size");
+  c.hidden = f.positive("hidden_size", kMaxWidth);
+  c.layers = f.positive("num_hidden_layers", kMaxLayers);
+  c.heads = f.positive("num_attention_heads", kMaxHeads);
+  c.kv_heads = f.optional_positive("num_key_value_heads", c.heads, kMaxHeads);
+  c.head_dim = f.optional_positive("head_dim", std::max(1, c.hidden / c.heads), kMaxHeadDim);
+  c.intermediate = f.positive("intermediate_size", kMaxWidth * 8);
+  c.vocab = f.positive("vocab_size", kMaxVocab);
   c.rms_eps = f.optional<double>("rms_norm_eps", 1e-6);
   c.rope_theta = f.optional<double>("rope_theta", 5e6);
   if (c.kv_heads <= 0 || c.heads % c.kv_heads != 0) {
@@ -93,11 +106,11 @@ DitConfig load_dit_config(const std::filesystem::path& path) {
   if (c.in_channels != 64 || c.out_channels != 64) {
     throw std::runtime_error(path.string() + ": in_channels and out_channels must be 64, the contract's latent width");
   }
-  c.layers = f.positive("num_layers");
-  c.heads = f.positive("num_attention_heads");
-  c.head_dim = f.positive("attention_head_dim");
-  c.context_dim = f.positive("context_in_dim");
-  c.mlp_ratio = f.optional<int>("mlp_ratio", 3);
+  c.layers = f.positive("num_layers", kMaxLayers);
+  c.heads = f.positive("num_attention_heads", kMaxHeads);
+  c.head_dim = f.positive("attention_head_dim", kMaxHeadDim);
+  c.context_dim = f.positive("context_in_dim", kMaxWidth);
+  c.mlp_ratio = f.optional_positive("mlp_ratio", 3, 16);
   c.eps = f.optional<double>("eps", 1e-6);
   const auto axes = f.optional<std::vector<int>>("axes_dims_rope", {16, 56, 56});
   if (axes != std::vector<int>{16, 56, 56} || c.head_dim != 128) {
@@ -114,12 +127,15 @@ VaeConfig load_vae_config(const std::filesystem::path& path) {
   const json doc = read_json_object(path);
   const Fields f(doc, path);
   VaeConfig c;
-  c.z_dim = f.positive("z_dim");
-  c.base_dim = f.optional<int>("base_dim", 96);
-  c.decoder_base_dim = f.optional<int>("decoder_base_dim", c.base_dim);
-  c.num_res_blocks = f.optional<int>("num_res_blocks", 2);
-  c.out_channels = f.optional<int>("out_channels", 4);
+  c.z_dim = f.positive("z_dim", 64);
+  c.base_dim = f.optional_positive("base_dim", 96, kMaxWidth / 8);
+  c.decoder_base_dim = f.optional_positive("decoder_base_dim", c.base_dim, kMaxWidth / 8);
+  c.num_res_blocks = f.optional_positive("num_res_blocks", 2, 16);
+  c.out_channels = f.optional_positive("out_channels", 4, 4);
   c.dim_mult = f.required<std::vector<int>>("dim_mult");
+  for (const int m : c.dim_mult) {
+    if (m <= 0 || m > 64) throw std::runtime_error(path.string() + ": field \"dim_mult\" holds " + std::to_string(m) + "; each must be in 1..64");
+  }
   c.temporal_downsample = f.required<std::vector<bool>>("temperal_downsample");
   c.is_residual = f.optional<bool>("is_residual", false);
   c.latents_mean = f.required<std::vector<float>>("latents_mean");

@@ -33,7 +33,8 @@ struct VaeConfig {
   std::vector<float> latents_mean, latents_std;
 };
 
-// A JSON file holding an object; throws naming the file when it cannot be opened or parsed.
+// A JSON file holding an object; throws naming the file when it cannot be opened or parsed, or is over
+// common::kModelConfigJsonLimits (checked before parsing).
 nlohmann::json read_json_object(const std::filesystem::path& path);
 
 TextEncoderConfig load_text_encoder_config(const std::filesystem::path& config_json);

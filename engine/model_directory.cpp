@@ -1,6 +1,6 @@
 #include "engine/model_directory.h"
 
-#include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -59,6 +59,25 @@ void log_report(const ComponentReport& r) {
                 r.ignored, r.tensors, examples);
 }
 
+// The config's layer count against the numbered blocks (`prefix`0., `prefix`1., ...) the weights hold:
+// throws naming the field when they differ, before the schema lists a tensor per claimed layer.
+void check_block_count(const WeightStore& weights, const std::string& prefix, int claimed,
+                       const std::filesystem::path& config, const char* field) {
+  std::set<long> blocks;
+  for (const std::string& name : weights.names()) {
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const size_t digits = name.find_first_not_of("0123456789", prefix.size());
+    if (digits == prefix.size() || digits == std::string::npos || name[digits] != '.' || digits - prefix.size() > 6) continue;
+    blocks.insert(std::stol(name.substr(prefix.size(), digits - prefix.size())));
+  }
+  // None at all: not this component's weights; the schema check names the first tensor missing.
+  if (blocks.empty() || static_cast<long>(blocks.size()) == claimed) return;
+  const std::string held = std::to_string(blocks.size()) + " (" + prefix + std::to_string(*blocks.begin()) + " to " + prefix +
+                           std::to_string(*blocks.rbegin()) + ")";
+  throw std::runtime_error(config.string() + ": field \"" + field + "\" is " + std::to_string(claimed) + ", but " +
+                           weights.directory().string() + " holds " + held + " of its blocks");
+}
+
 }  // namespace
 
 const ModelComponent& ModelDirectory::component(const std::string& role) const {
@@ -68,6 +87,18 @@ const ModelComponent& ModelDirectory::component(const std::string& role) const {
 }
 
 ModelDirectory ModelDirectory::open(const std::filesystem::path& root) {
+  try {
+    return open_checked(root);
+  } catch (const InvalidModel&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw InvalidModel(e.what());
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw InvalidModel(e.what());
+  }
+}
+
+ModelDirectory ModelDirectory::open_checked(const std::filesystem::path& root) {
   if (!std::filesystem::is_directory(root)) throw std::runtime_error(root.string() + ": no such model directory");
   const auto index_path = root / "model_index.json";
   const json index = read_index(index_path);
@@ -137,8 +168,12 @@ ModelDirectory ModelDirectory::open(const std::filesystem::path& root) {
 
   const WeightStore text = WeightStore::open(dir.text_encoder_dir());
   dir.text_prefix_ = engine::text_encoder_prefix(text);
+  check_block_count(text, dir.text_prefix_ + "layers.", dir.text_config_.layers, dir.text_encoder_dir() / "config.json",
+                    "num_hidden_layers");
   dir.reports_.push_back(check_component(text, text_encoder_schema(dir.text_config_, dir.text_prefix_)));
-  dir.reports_.push_back(check_component(WeightStore::open(dir.transformer_dir()), dit_schema(dir.dit_config_)));
+  const WeightStore dit = WeightStore::open(dir.transformer_dir());
+  check_block_count(dit, "transformer_blocks.", dir.dit_config_.layers, dir.transformer_dir() / "config.json", "num_layers");
+  dir.reports_.push_back(check_component(dit, dit_schema(dir.dit_config_)));
   dir.reports_.push_back(check_component(WeightStore::open(dir.vae_dir()), vae_schema(dir.vae_config_)));
   for (const auto& r : dir.reports_) log_report(r);
   return dir;

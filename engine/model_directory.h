@@ -7,6 +7,7 @@
 // vision tower, the VAE encoder), which are counted and ignored. A different model (Qwen-Image v1,
 // another pipeline class, a missing component) is refused naming what was found.
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,17 @@ struct ModelComponent {
   std::string library, class_name;  // as model_index.json names them
 };
 
+// A model directory rgbaq cannot use (bad input, exit 2): what() names the file, field or tensor.
+class InvalidModel : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class ModelDirectory {
  public:
-  // Throws std::runtime_error naming the file, field or tensor at fault and what was found instead.
+  // Throws InvalidModel naming the file, field or tensor at fault and what was found instead. Every
+  // config number is bounded, and the layer counts are held against the blocks the weights hold,
+  // before anything is built per layer.
   static ModelDirectory open(const std::filesystem::path& root);
 
   const std::filesystem::path& root() const { return root_; }
@@ -49,6 +58,8 @@ class ModelDirectory {
   const std::vector<ComponentReport>& reports() const { return reports_; }
 
  private:
+  static ModelDirectory open_checked(const std::filesystem::path& root);
+
   std::filesystem::path root_;
   std::string pipeline_class_;
   std::vector<ModelComponent> components_;

@@ -1,8 +1,9 @@
 #pragma once
 // The safetensors format: an 8-byte little-endian header length, a JSON header naming each tensor's
-// dtype, shape and byte range, then the data. Files are memory-mapped; every offset is checked before
-// a byte is read, so a truncated or corrupt file is an error naming the file and the tensor, never an
-// out-of-bounds read.
+// dtype, shape and byte range, then the data. Model files are memory-mapped (open); user files that may
+// change under the daemon, LoRAs, are read into memory (read). Every offset is checked before a byte is
+// read, so a truncated or corrupt file is an error naming the file and the tensor, never an
+// out-of-bounds read. The header is bounded (16 MiB, 8 levels, 262,144 values) before it is parsed.
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -20,6 +21,10 @@ class SafetensorsFile {
   // header is malformed: length past the end, bad JSON, unknown dtype, a byte range that does not match
   // the shape, lies outside the data section, or overlaps another tensor.
   static SafetensorsFile open(const std::filesystem::path& path);
+  // As open, from a private copy read with pread: a file truncated or rewritten while it is read (as
+  // `curl -o` rewrites in place) is an error, never a SIGBUS, and the tensors and data_section() are
+  // the bytes of one read. A file over `max_bytes` is refused before it is read.
+  static SafetensorsFile read(const std::filesystem::path& path, uint64_t max_bytes);
 
   const std::filesystem::path& path() const { return path_; }
   bool contains(const std::string& name) const { return entries_.count(name) > 0; }
@@ -31,13 +36,16 @@ class SafetensorsFile {
   size_t data_section_size() const { return data_size_; }
 
  private:
+  static SafetensorsFile parse(const std::filesystem::path& path, const uint8_t* bytes, uint64_t size,
+                               std::shared_ptr<const void> keep_alive);
+
   struct Entry {
     DType dtype;
     Shape shape;
     size_t begin, end;  // within the data section
   };
   std::filesystem::path path_;
-  std::shared_ptr<const void> mapping_;  // unmaps when the last tensor view goes
+  std::shared_ptr<const void> mapping_;  // the mapping or the copy: goes when the last tensor view does
   const uint8_t* data_ = nullptr;        // start of the data section
   size_t data_size_ = 0;
   std::map<std::string, Entry> entries_;

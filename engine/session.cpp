@@ -1,6 +1,10 @@
 #include "engine/session.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <span>
+#include <sstream>
 
 #include "engine/backend_registry.h"
 #include "engine/model_directory.h"
@@ -12,6 +16,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Throws RenderNotFinite when `values` hold NaN or infinity: `what` names them and when.
+void require_finite(std::span<const float> values, const std::string& what, const LoraSet& loras) {
+  if (std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); })) return;
+  std::string message = "the render is not finite: " + what + " hold NaN or infinity";
+  if (loras.empty()) throw RenderNotFinite(message + " with no LoRA applied (the model's weights may be broken)");
+  std::ostringstream names;
+  for (const LoraUse& use : loras) {
+    names << (&use == &loras.front() ? "" : ", ") << "LoRA \"" << use.adapter->name << "\" at weight " << use.weight << " ("
+          << use.adapter->path.string() << ")";
+  }
+  throw RenderNotFinite(message + " with " + names.str() + " applied: its values overflow the model");
+}
 
 }  // namespace
 
@@ -71,11 +88,14 @@ RenderResult Session::render_embedded(const Tensor& embeds, const RenderRequest&
     const Tensor& vel = graphs_->step(x, schedule.dit_timestep(i));
     host::euler_step({x.mutable_f32(), static_cast<size_t>(x.numel())}, vel.f32_span(), schedule.sigmas[i],
                      schedule.sigmas[i + 1]);
+    require_finite(x.f32_span(), "the latents after step " + std::to_string(i + 1) + " of " + std::to_string(schedule.steps()),
+                   result.loras);
     result.timings.step_s.push_back(seconds_since(t0));
     if (on_step && !on_step(i + 1, schedule.steps())) throw RenderCanceled();
   }
   const auto t0 = Clock::now();
   const Tensor image = graphs_->decode(x, request.size);
+  require_finite(image.f32_span(), "the decoded image's values", result.loras);
   result.rgba.resize(static_cast<size_t>(request.size.width) * request.size.height * 4);
   host::image_to_rgba8(image.f32_span(), request.size.width, request.size.height, result.rgba);
   result.timings.decode_s = seconds_since(t0);

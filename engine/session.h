@@ -52,6 +52,14 @@ class RenderCanceled : public std::runtime_error {
   RenderCanceled() : std::runtime_error("render canceled") {}
 };
 
+// A render whose latents or image hold NaN or infinity (a LoRA with huge values, broken weights): what()
+// says which and after which step, and names the LoRAs applied. Rendering the job again gives the same
+// numbers, so it is the job's failure for good.
+class RenderNotFinite : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // The prompt's embeddings as the DiT takes them: hidden[drop_idx:], [L, D].
 struct PromptEmbedding {
   std::vector<int32_t> ids;  // all Lfull template ids
@@ -69,7 +77,7 @@ class Session {
 
   // Throws std::invalid_argument for a prompt that does not fit or a bad size, std::runtime_error naming
   // the file and key for a LoRA that cannot be read or does not fit, RenderCanceled when the callback
-  // says stop.
+  // says stop, RenderNotFinite when the latents (checked after each step) or the image are not finite.
   RenderResult render(const RenderRequest& request, const StepCallback& on_step = {});
 
   // The pieces, for callers that cache embeddings.

@@ -1,13 +1,13 @@
 #include "engine/weight_store.h"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/int8_blocks.h"
+#include "engine/model_config.h"
 
 namespace rgbaq::engine {
 
@@ -26,13 +26,7 @@ WeightStore WeightStore::open(const std::filesystem::path& dir) {
 
   if (indexes.size() == 1) {
     const auto& index_path = indexes[0];
-    nlohmann::json index;
-    try {
-      std::ifstream in(index_path);
-      index = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(index_path.string() + ": not valid JSON: " + e.what());
-    }
+    const nlohmann::json index = read_json_object(index_path);
     if (!index.contains("weight_map") || !index["weight_map"].is_object()) {
       throw std::runtime_error(index_path.string() + ": no weight_map object");
     }

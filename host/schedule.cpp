@@ -1,10 +1,11 @@
 #include "host/schedule.h"
 
 #include <cmath>
-#include <fstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "common/json_limits.h"
 
 // Every array below is fp32 as in diffusers; Python-float scalars meet fp32 arrays as NumPy 2 (NEP 50)
 // has them do: the scalar is rounded to fp32 first. Built with -ffp-contract=off.
@@ -15,10 +16,9 @@ namespace {
 using nlohmann::json;
 
 json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open");
+  const std::string text = common::read_json_file(path, common::kModelConfigJsonLimits);
   try {
-    return json::parse(in);
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw std::runtime_error(path.string() + ": not valid JSON: " + e.what());
   }

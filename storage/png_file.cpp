@@ -102,8 +102,17 @@ void collect_texts(png_structp png, png_infop info, PngImage& image) {
   }
 }
 
-// `pixels` false: the header and the text chunks before the image data only.
-std::string decode(FILE* f, PngImage& image, bool pixels) {
+// Which images have their pixels decoded; the others give the header and the text chunks before the
+// image data only.
+struct PixelRule {
+  bool any = true;            // false: none
+  int width = 0, height = 0;  // when > 0: only an image of this size
+  bool decodes(const PngImage& image) const {
+    return any && (width <= 0 || (image.width == width && image.height == height));
+  }
+};
+
+std::string decode(FILE* f, PngImage& image, const PixelRule& rule) {
   ErrorSink sink;
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &sink, on_png_error, on_png_warning);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
@@ -114,7 +123,7 @@ std::string decode(FILE* f, PngImage& image, bool pixels) {
   std::string error;
   if (!read_header(png, info, f, &image.width, &image.height, &image.channels, &sink)) {
     error = sink.message;
-  } else if (!pixels) {
+  } else if (!rule.decodes(image)) {
     collect_texts(png, info, image);
   } else if (static_cast<uint64_t>(image.width) * image.height > (1ull << 28)) {
     error = "image of " + std::to_string(image.width) + "x" + std::to_string(image.height) + " is too large";
@@ -179,7 +188,7 @@ int create_temporary(int dfd, const std::string& name, std::string& tmp_name) {
 }  // namespace
 
 void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, int width, int height,
-                      const std::vector<PngText>& texts) {
+                      const std::vector<PngText>& texts, std::optional<mode_t> mode) {
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   const std::string name = path.filename().string();
   // Everything below is relative to this one directory descriptor: the temporary, the rename and the
@@ -193,9 +202,10 @@ void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, in
     ::close(dfd);
     fail_write(path, "cannot create a temporary file: ", why);
   }
-  FILE* f = fdopen(fd, "wb");
-  int os_error = f ? 0 : errno;  // behind `error`; 0 for libpng's own
-  std::string error = f ? std::string() : std::string(std::strerror(errno));
+  int os_error = mode && fchmod(fd, *mode) != 0 ? errno : 0;  // behind `error`; 0 for libpng's own
+  FILE* f = os_error ? nullptr : fdopen(fd, "wb");
+  if (!f && !os_error) os_error = errno;
+  std::string error = f ? std::string() : std::string(std::strerror(os_error));
   if (!f) ::close(fd);
   if (error.empty()) error = encode(f, rgba, width, height, texts);
   if (error.empty() && std::fflush(f) != 0) error = std::strerror(os_error = errno);
@@ -213,7 +223,7 @@ void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, in
   ::close(dfd);
 }
 
-static PngImage read_png_file(const std::filesystem::path& path, bool pixels) {
+static PngImage read_png_file(const std::filesystem::path& path, const PixelRule& rule) {
   FILE* f = open_regular_for_reading(path);
   unsigned char signature[8] = {0};
   const size_t got = std::fread(signature, 1, 8, f);
@@ -223,14 +233,18 @@ static PngImage read_png_file(const std::filesystem::path& path, bool pixels) {
   }
   std::rewind(f);
   PngImage image;
-  const std::string error = decode(f, image, pixels);
+  const std::string error = decode(f, image, rule);
   std::fclose(f);
   if (!error.empty()) fail(path, "corrupt PNG: " + error);
   return image;
 }
 
-PngImage read_png(const std::filesystem::path& path) { return read_png_file(path, true); }
+PngImage read_png(const std::filesystem::path& path) { return read_png_file(path, {}); }
 
-PngImage read_png_info(const std::filesystem::path& path) { return read_png_file(path, false); }
+PngImage read_png_info(const std::filesystem::path& path) { return read_png_file(path, {.any = false}); }
+
+PngImage read_png_if_size(const std::filesystem::path& path, int width, int height) {
+  return read_png_file(path, {.width = width, .height = height});
+}
 
 }  // namespace rgbaq::storage

@@ -2,9 +2,12 @@
 // RGBA PNG files through libpng: written atomically (a temporary file in the same directory, fsynced,
 // renamed, the directory fsynced) with text chunks, and read back (tests, contact sheets, the
 // daemon's check for an already finished output).
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -30,9 +33,10 @@ struct PngText {
 
 // The temporary is created O_EXCL | O_NOFOLLOW under an unpredictable name, relative to one descriptor
 // of the directory, and renamed over whatever entry is at `path` (a symlink there is replaced, not
-// followed). Throws PngWriteError naming the path and the OS or libpng error (disk full, permissions).
+// followed). The file gets `mode` when given (whatever the umask), else 0644 less the umask. Throws
+// PngWriteError naming the path and the OS or libpng error (disk full, permissions).
 void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, int width, int height,
-                      const std::vector<PngText>& texts);
+                      const std::vector<PngText>& texts, std::optional<mode_t> mode = std::nullopt);
 
 struct PngImage {
   int width = 0, height = 0;
@@ -49,5 +53,10 @@ PngImage read_png(const std::filesystem::path& path);
 // As read_png, without decoding the pixels (rgba stays empty): the size and the text chunks that come
 // before the image data (where write_png_atomic puts its own), for a cheap look at a finished output.
 PngImage read_png_info(const std::filesystem::path& path);
+
+// As read_png when the image is `width` x `height`; an image of another size comes back as
+// read_png_info gives it (rgba empty), its size read from the header before a pixel is decoded, so a
+// planted 16384x16384 PNG costs no more than its header.
+PngImage read_png_if_size(const std::filesystem::path& path, int width, int height);
 
 }  // namespace rgbaq::storage

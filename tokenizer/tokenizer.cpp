@@ -1,11 +1,10 @@
 #include "tokenizer/tokenizer.h"
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
 #include "tokenizer/qwen2_split.h"
 #include "tokenizer/tokenizer_json.h"
 #include "tokenizer/unicode_text.h"
@@ -14,6 +13,10 @@ namespace rgbaq::tokenizer {
 namespace {
 
 using nlohmann::json;
+
+// The real Qwen3 tokenizer.json is 11.4 MB of about 606,000 values (vocab and merges, which the reader
+// collects without a DOM) nesting 5 deep: about three times that, and no deeper than a protocol frame.
+constexpr common::JsonLimits kTokenizerJsonLimits{32u << 20, 64, 2u << 20};
 
 [[noreturn]] void unsupported(const std::string& source, const std::string& what) {
   throw std::runtime_error(source + ": unsupported tokenizer feature: " + what);
@@ -98,14 +101,11 @@ Tokenizer::Tokenizer(std::string source, std::unique_ptr<BpeModel> model, AddedT
     : source_(std::move(source)), model_(std::move(model)), added_(std::move(added)) {}
 
 Tokenizer Tokenizer::from_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open tokenizer file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return from_json(buffer.str(), path.string());
+  return from_json(common::read_json_file(path, kTokenizerJsonLimits), path.string());
 }
 
 Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& source) {
+  common::check_json_limits(json_text, kTokenizerJsonLimits, source);
   TokenizerJson parsed = read_tokenizer_json(json_text, source);
   const json& doc = parsed.rest;
   try {

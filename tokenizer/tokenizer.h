@@ -18,7 +18,8 @@ namespace rgbaq::tokenizer {
 
 class Tokenizer {
  public:
-  // Throws std::runtime_error naming the file and the unsupported or malformed part.
+  // Throws std::runtime_error naming the file and the unsupported or malformed part, or the limit it
+  // is over (32 MiB, 64 levels of nesting, 2 Mi values: checked before parsing).
   static Tokenizer from_file(const std::filesystem::path& path);
   static Tokenizer from_json(std::string_view json_text, const std::string& source_name);
 

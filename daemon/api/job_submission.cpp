@@ -91,7 +91,8 @@ void check_output_dir(const std::filesystem::path& out_dir) {
 
 // What the file at a job's output path holds, as the worker will judge it when it claims the job.
 enum class ExistingOutput { kNone, kSameImage, kOtherImage };
-ExistingOutput existing_output(const storage::NewJob& job, const std::string& model_identity) {
+ExistingOutput existing_output(const storage::NewJob& job, const std::string& model_identity,
+                               const std::vector<std::filesystem::path>& lora_dirs, LoraFileHashes& hashes) {
   struct stat st {};
   if (::stat(job.output_path.c_str(), &st) != 0) return ExistingOutput::kNone;
   storage::PngImage png;
@@ -100,8 +101,13 @@ ExistingOutput existing_output(const storage::NewJob& job, const std::string& mo
   } catch (const std::exception&) {
     return ExistingOutput::kNone;  // not a finished PNG: the worker renders and replaces it
   }
-  const bool same = holds_image(png, {job.prompt, job.seed, job.width, job.height, model_identity, job.lora});
-  return same ? ExistingOutput::kSameImage : ExistingOutput::kOtherImage;
+  const LoraHashesNow lora_sha256 = [&] { return hashes.of(lora_requests(lora_dirs, job.lora)); };
+  try {
+    const bool same = holds_image(png, {job.prompt, job.seed, job.width, job.height, model_identity, job.lora, lora_sha256});
+    return same ? ExistingOutput::kSameImage : ExistingOutput::kOtherImage;
+  } catch (const std::exception&) {
+    return ExistingOutput::kNone;  // a LoRA file unreadable now: the worker judges it when it claims the job
+  }
 }
 
 std::string plural(uint64_t n, const std::string& one, const std::string& many) {
@@ -205,6 +211,7 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
   uint64_t reusable = 0;
   std::vector<jobs::FileError> taken_by_files;  // outputs where a PNG of another image already is
   std::chrono::steady_clock::duration longest{};
+  LoraFileHashes lora_hashes;  // each LoRA file hashed once for the submit's many outputs
   try {
     std::vector<storage::NewJob> batch;
     batch.reserve(limits.batch_jobs);
@@ -222,7 +229,7 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
     };
     jobs::for_each_job(file, [&](const jobs::JobSpec& spec) {
       batch.push_back(to_queue_row(spec, out_dir));
-      const ExistingOutput existing = existing_output(batch.back(), model_identity);
+      const ExistingOutput existing = existing_output(batch.back(), model_identity, limits.lora_dirs, lora_hashes);
       reusable += existing == ExistingOutput::kSameImage;
       if (existing == ExistingOutput::kOtherImage && taken_by_files.size() < 20) {
         taken_by_files.push_back({spec.line, 0, "", "output " + batch.back().output_path + " is already there and holds another "

@@ -39,4 +39,20 @@ std::vector<engine::LoraRequest> lora_requests(const std::vector<std::filesystem
   return out;
 }
 
+std::vector<std::string> LoraFileHashes::of(const std::vector<engine::LoraRequest>& requests) {
+  std::vector<std::string> out;
+  for (const auto& r : requests) {
+    Known now;
+    now.size = std::filesystem::file_size(r.path);
+    now.mtime = std::filesystem::last_write_time(r.path);
+    Known& known = known_[r.path];
+    if (known.sha256.empty() || known.size != now.size || known.mtime != now.mtime) {
+      now.sha256 = engine::lora_file_sha256(r.path);
+      known = std::move(now);
+    }
+    out.push_back(known.sha256);
+  }
+  return out;
+}
+
 }  // namespace rgbaq::daemon

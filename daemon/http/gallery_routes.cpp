@@ -1,5 +1,6 @@
 // What the gallery (web/) needs beyond the queue routes: its own files, marks on many jobs at once,
 // a retry of chosen jobs, and an image's A1111 parameters text for "copy parameters".
+#include "daemon/base/private_files.h"
 #include "daemon/http/http_api.h"
 #include "daemon/protocol.h"
 #include "storage/png_file.h"
@@ -73,8 +74,11 @@ void route_copy_jobs(const std::shared_ptr<RouteCall>& call) {
       throw RequestError(protocol::error_code::kBadRequest, "folder " + folder.string() + " is not under a folder the gallery may copy into (" +
                                                                 (allowed.empty() ? std::string("none") : allowed) + "; rgbaqd --copy-root DIR)");
     }
-    std::filesystem::create_directories(resolved, ec);
-    if (ec) throw RequestError(protocol::error_code::kBadRequest, "cannot make " + resolved.string() + ": " + ec.message());
+    try {
+      create_output_dirs(resolved);  // the user's folders: the user's umask, not the daemon's private one
+    } catch (const std::exception& e) {
+      throw RequestError(protocol::error_code::kBadRequest, std::string("cannot make the folder: ") + e.what());
+    }
     // Made now: resolve again, so a link planted meanwhile cannot point the copies elsewhere.
     if (!under(std::filesystem::canonical(resolved, ec)) || ec) throw RequestError(protocol::error_code::kBadRequest, "folder " + folder.string() + " moved");
     int64_t copied = 0, already = 0;
@@ -96,6 +100,7 @@ void route_copy_jobs(const std::shared_ptr<RouteCall>& call) {
         skipped.push_back({{"job", id}, {"reason", ec ? ec.message() : "not copied"}});
         continue;
       }
+      std::filesystem::permissions(target, static_cast<std::filesystem::perms>(output_file_mode()), ec);
       ++copied;
     }
     return json({{"copied", copied}, {"already_there", already}, {"skipped", skipped}, {"folder", resolved.string()}});

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/base/private_files.h"
 #include "storage/open_queue_store.h"
 #include "storage/png_file.h"
 
@@ -137,8 +138,9 @@ void OutputWriter::write(FinishedRender& r) {
                    kind);
   };
   try {
-    std::filesystem::create_directories(folder);
-    storage::write_png_atomic(job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata));
+    create_output_dirs(folder);  // the user's folders and files: the user's umask, not the data directory's
+    storage::write_png_atomic(job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata),
+                              output_file_mode());
   } catch (const std::filesystem::filesystem_error& e) {
     cannot_write(job.output_path + ": cannot make its folder " + folder.string() + ": " + e.code().message(), e.code());
     return;

@@ -98,16 +98,20 @@ bool RenderWorker::reuse_finished_output(const storage::Job& job) {
   if (!std::filesystem::exists(job.output_path)) return false;
   storage::PngImage png;
   try {
-    png = storage::read_png(job.output_path);
+    png = storage::read_png_if_size(job.output_path, job.width, job.height);  // another size: never decoded
   } catch (const std::exception&) {
     return false;  // not a finished PNG: render and replace it
   }
   const auto it = png.texts.find("rgbaq");
-  // Ours (this job before a crash) only with the job's LoRA set; or the same image from another job (a
-  // resubmission): same prompt, seed, size, LoRAs and model.
-  const bool ours = storage::job_id_of(png) == job.id && lora_set_of(png) == job.lora;
-  const bool same = holds_image(png, {job.prompt, job.seed, job.width, job.height, model_identity_, job.lora});
+  const LoraHashesNow lora_sha256 = [&] { return lora_hashes_.of(lora_requests(config_.lora_dirs, job.lora)); };
+  // Ours (this job before a crash) only with the job's LoRA set and files; or the same image from another
+  // job (a resubmission): same prompt, seed, size, LoRAs and model. Either at the job's size.
+  const bool job_size = png.width == job.width && png.height == job.height;
+  const bool this_job = storage::job_id_of(png) == job.id;
+  const bool ours = job_size && this_job && records_lora_set(png, job.lora, lora_sha256);
+  const bool same = holds_image(png, {job.prompt, job.seed, job.width, job.height, model_identity_, job.lora, lora_sha256});
   if (!ours && !same) {
+    if (this_job) return false;  // this job's own image, of a LoRA file updated since: render it again
     throw std::runtime_error("output " + job.output_path + " exists and holds another image; move it or submit with another --out");
   }
   if (!store_->complete(job.id, job.worker_id, job.output_path, it->second)) {
@@ -216,6 +220,13 @@ void RenderWorker::handle(const storage::Job& job) {
       publish_if_run_finished(*store_, events_, job.run_id);
     } else {
       spdlog::warn("job {}: lease lost; its cancel is not recorded: {}", job.id, lost_lease(*store_, job));
+    }
+  } catch (const engine::RenderNotFinite& e) {
+    try {
+      report_failure(*store_, state_, events_, job, std::string(e.what()) + " (not retried: the same job overflows again)",
+                     storage::Failure::kPermanent);
+    } catch (const std::exception& store_error) {
+      spdlog::error("job {} failed ({}), and recording that failed too: {}", job.id, e.what(), store_error.what());
     }
   } catch (const std::exception& e) {
     try {

@@ -10,6 +10,7 @@
 #include "daemon/base/daemon_config.h"
 #include "daemon/base/daemon_state.h"
 #include "daemon/base/event_hub.h"
+#include "daemon/base/lora_folders.h"
 #include "daemon/worker/output_writer.h"
 #include "daemon/worker/worker_heartbeat.h"
 #include "engine/encoder_cache.h"
@@ -44,6 +45,7 @@ class RenderWorker {
   engine::EncoderCache cache_;
   std::deque<uint64_t> cached_prompts_;  // prompt keys of recent encodes, for claim preference
   std::deque<std::string> recent_loras_;  // LoRA lists of recent jobs, newest first
+  LoraFileHashes lora_hashes_;            // the LoRA files' hashes, for judging finished outputs
   WorkerHeartbeat& heartbeat_;
 };
 

@@ -3,6 +3,8 @@
 // use, and a quantized copy that check reads back as int8.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/run_process.h"
@@ -15,6 +17,7 @@ using nlohmann::json;
 
 const std::string kRgbaq = RGBAQ_CLI_PATH;
 const std::string kMakeTinyModel = RGBAQ_MAKE_TINY_MODEL_PATH;
+const std::string kRgbaqd = RGBAQD_PATH;
 
 json component(const json& report, const std::string& role) {
   for (const auto& c : report["components"])
@@ -71,6 +74,60 @@ TEST(ModelCommand, AnUnusableDirectoryExitsTwoNamingFileAndTensor) {
   EXPECT_EQ(json::parse(r.out)["usable"], false);
   EXPECT_EQ(run_process({kRgbaq, "model", "check", (tmp.path() / "nothing").string()}).exit_code, 2);
   EXPECT_EQ(run_process({kRgbaq, "model", "frobnicate"}).exit_code, 2);
+}
+
+// A config claiming 2e9 layers took `rgbaq model check` and rgbaqd to 1.45 GiB and bad_alloc (issue 26,
+// item 5): each count is held to the blocks the weights hold and each number to a bound before
+// anything is built per layer; exit 2 naming the file and the field, in little memory (measured).
+TEST(ModelCommand, ConfigNumbersAreHeldToTheBlocksPresentAndToBoundsBeforeAnythingIsBuilt) {
+  TempDir tmp;
+  const auto model = tmp.path() / "m";
+  ASSERT_EQ(run_process({kMakeTinyModel, model.string()}).exit_code, 0);
+  const auto edit = [&](const std::string& component, const std::string& field, const json& value) {
+    const auto path = model / component / "config.json";
+    std::ifstream in(path);
+    json config = json::parse(in);
+    in.close();
+    const json old = config.contains("text_config") ? config["text_config"][field] : config[field];
+    (config.contains("text_config") ? config["text_config"][field] : config[field]) = value;
+    std::ofstream(path, std::ios::trunc) << config.dump();
+    return old;
+  };
+  struct Case {
+    const char* component;
+    const char* field;
+    json value;
+    std::string message;
+  };
+  const auto dit_config = (model / "transformer" / "config.json").string();
+  const auto text_config = (model / "text_encoder" / "config.json").string();
+  const std::vector<Case> cases = {
+      {"transformer", "num_layers", 2000000000, dit_config + ": field \"num_layers\" is 2000000000; it must be in 1..1024"},
+      {"transformer", "num_layers", 3,
+       dit_config + ": field \"num_layers\" is 3, but " + (model / "transformer").string() +
+           " holds 2 (transformer_blocks.0 to transformer_blocks.1) of its blocks"},
+      {"text_encoder", "num_hidden_layers", 2000000000,
+       text_config + ": field \"num_hidden_layers\" is 2000000000; it must be in 1..1024"},
+      {"text_encoder", "num_hidden_layers", 1000, text_config + ": field \"num_hidden_layers\" is 1000, but "},
+      {"text_encoder", "vocab_size", 2000000000, text_config + ": field \"vocab_size\" is 2000000000; it must be in 1..4194304"},
+      {"vae", "num_res_blocks", 2000000000,
+       (model / "vae" / "config.json").string() + ": field \"num_res_blocks\" is 2000000000; it must be in 1..16"},
+  };
+  for (const Case& c : cases) {
+    const json old = edit(c.component, c.field, c.value);
+    const auto r = run_process({kRgbaq, "model", "check", model.string()});
+    EXPECT_EQ(r.exit_code, 2) << c.field << ": " << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_LT(r.max_rss_bytes, 256u << 20) << c.field << " = " << c.value.dump();
+    // rgbaqd refuses the same directory at start, exit 2 (bad input), naming the field.
+    const auto d = run_process({kRgbaqd, "--model", model.string(), "--socket", (tmp.path() / "run" / "s.sock").string(),
+                                "--data-dir", (tmp.path() / "data").string()});
+    EXPECT_EQ(d.exit_code, 2) << d.err;
+    EXPECT_NE(d.err.find(c.message), std::string::npos) << d.err;
+    EXPECT_LT(d.max_rss_bytes, 256u << 20) << c.field << " = " << c.value.dump();
+    edit(c.component, c.field, old);
+  }
+  EXPECT_EQ(run_process({kRgbaq, "model", "check", model.string()}).exit_code, 0) << "every field restored";
 }
 
 }  // namespace

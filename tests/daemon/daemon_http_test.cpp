@@ -46,6 +46,12 @@ std::string read_some(int fd, int timeout_ms) {
   }
 }
 
+mode_t current_umask() {
+  const mode_t m = umask(0);
+  umask(m);
+  return m;
+}
+
 long rss_kib(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(in, line);) {
@@ -402,6 +408,9 @@ TEST(DaemonHttp, ASubmittedFileIsValidatedWholeWithLineAndField) {
   std::ifstream picked(root.path() / "picks" / fs::path(h.get("/api/v1/jobs/" + std::to_string(job)).json_body()["output"].get<std::string>()).filename(),
                        std::ios::binary);
   EXPECT_TRUE(std::string((std::istreambuf_iterator<char>(picked)), {}) == bytes);
+  struct stat picked_stat {};
+  ASSERT_EQ(stat((root.path() / "picks").c_str(), &picked_stat), 0);
+  EXPECT_EQ(picked_stat.st_mode & 0777, 0777u & ~current_umask() & 0777u);  // the user's folder: the user's umask
   EXPECT_EQ(h.post_json("/api/v1/jobs/copy", {{"jobs", {job}}, {"folder", (root.path() / "picks").string()}}).json_body()["already_there"], 1);
   EXPECT_EQ(h.post_json("/api/v1/jobs/copy", {{"jobs", {job}}, {"folder", (h.dir.path() / "elsewhere").string()}}).status, 400);
   fs::create_directory_symlink(h.dir.path(), root.path() / "link");

@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include "engine/lora.h"
 #include "engine/safetensors.h"
 #include "storage/png_file.h"
 #include "storage/sqlite/sqlite_queue_store.h"
@@ -152,6 +153,79 @@ TEST(DaemonLora, RendersRecordsHashesFailsBadFilesAndKeepsServing) {
   storage::SqliteQueueStore second_store(second.data_dir() / "queue.db");
   EXPECT_TRUE(second_store.list_jobs(std::nullopt, std::nullopt).empty()) << "nothing was queued";
   EXPECT_EQ(storage::read_png(out / "plain_1.png").rgba, plain.rgba);  // left as it was
+}
+
+// Finite but huge values (3e38) pass the LoRA's check and overflow the render (issue 26, item 3): the
+// job fails at once, not retried, with a reason naming the cause and the LoRA, and no PNG is written
+// (the old daemon marked it done with an all-zero image).
+TEST(DaemonLora, AnOverflowingLoraFailsItsJobForGoodNamingItAndWritesNoImage) {
+  LoraDaemon l;
+  const int64_t dim = tools::tiny_dit_config().dim();
+  const auto huge = [](engine::Shape s) {
+    return engine::Tensor::from_f32(s, std::vector<float>(static_cast<size_t>(engine::shape_numel(s)), 3e38f));
+  };
+  engine::write_safetensors(l.loras / "huge.safetensors", {{"transformer.img_in.lora_A.weight", huge({2, 64})},
+                                                           {"transformer.img_in.lora_B.weight", huge({dim, 2})}});
+  DaemonProcess d(kRgbaqd, model().dir(), l.dir.path(), {{"--lora-dir", l.loras.string(), "--max-attempts", "3"}});
+  const fs::path out = l.dir.path() / "out";
+  const auto r = rgbaq(d, {"submit", "-", "--size", "128", "--out", out.string(), "--wait"},
+                       "prompt,seed,name,lora\na fox,1,huge,huge:1\n");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_FALSE(fs::exists(out / "huge_1.png")) << "no image for a render that overflowed";
+  storage::SqliteQueueStore store(d.data_dir() / "queue.db");
+  const auto jobs = store.list_jobs(std::nullopt, std::nullopt);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].state, storage::JobState::kFailed);
+  EXPECT_EQ(jobs[0].attempts, 1) << "not retried: " << jobs[0].errors_json;
+  EXPECT_NE(jobs[0].error.find("the render is not finite: the latents after step 1 of "), std::string::npos) << jobs[0].error;
+  EXPECT_NE(jobs[0].error.find("LoRA \"huge\" at weight 1 (" + (l.loras / "huge.safetensors").string() + ")"),
+            std::string::npos) << jobs[0].error;
+
+  const auto png = l.dir.path() / "huge.png";
+  const auto rr = run_process({kRgbaqd, "render", "--model", model().dir().string(), "--prompt", "a fox", "--size", "128",
+                               "--lora", "huge:1", "--lora-dir", l.loras.string(), "-o", png.string()});
+  EXPECT_EQ(rr.exit_code, 1) << rr.out << rr.err;
+  EXPECT_NE(rr.err.find("the render is not finite"), std::string::npos) << rr.err;
+  EXPECT_FALSE(fs::exists(png));
+}
+
+// An updated LoRA is another image (issue 26, item 4): a finished PNG counts as a job's only when the
+// LoRA files' SHA-256 are the ones it records. The old daemon said "reusable 1" and kept the image of
+// the old file.
+TEST(DaemonLora, AnUpdatedLoraFileIsNotTakenForTheImageOfTheOldOne) {
+  LoraDaemon l;
+  const auto mine = l.loras / "mine.safetensors";
+  const auto modules = engine::dit_linear_modules(tools::tiny_dit_config());
+  tools::write_lora(mine, tools::tiny_dit_config(), tools::LoraFormat::kDiffusers, 4, 2.0f, modules, 1);
+  DaemonProcess d(kRgbaqd, model().dir(), l.dir.path(), {{"--lora-dir", l.loras.string()}});
+  const fs::path out = l.dir.path() / "out";
+  const std::string csv = "prompt,seed,name,lora\na fox,1,mine,mine:1\n";
+  const auto first = rgbaq(d, {"submit", "-", "--size", "128", "--out", out.string(), "--wait"}, csv);
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const auto old_png = storage::read_png(out / "mine_1.png");
+  const std::string old_hash = header_free_sha256(mine);
+  EXPECT_EQ(json::parse(old_png.texts.at("rgbaq"))["loras"][0]["sha256"], old_hash);
+
+  // The same file again, the LoRA unchanged: its image is reused.
+  const auto same = rgbaq(d, {"submit", "-", "--size", "128", "--out", out.string(), "--wait"}, csv);
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("its image is already there from an earlier run: reused"), std::string::npos) << same.out;
+
+  // A new version of mine.safetensors (another seed: other values, the same keys and size).
+  tools::write_lora(mine, tools::tiny_dit_config(), tools::LoraFormat::kDiffusers, 4, 2.0f, modules, 2);
+  const std::string new_hash = header_free_sha256(mine);
+  ASSERT_NE(new_hash, old_hash);
+  const auto again = rgbaq(d, {"submit", "-", "--size", "128", "--out", out.string(), "--wait"}, csv);
+  EXPECT_EQ(again.exit_code, 2) << again.out << again.err;
+  EXPECT_NE(again.err.find("mine_1.png is already there and holds another image"), std::string::npos) << again.err;
+  EXPECT_EQ(storage::read_png(out / "mine_1.png").rgba, old_png.rgba) << "left as it was";
+
+  const fs::path out2 = l.dir.path() / "out2";
+  const auto fresh = rgbaq(d, {"submit", "-", "--size", "128", "--out", out2.string(), "--wait"}, csv);
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.out << fresh.err;
+  const auto new_png = storage::read_png(out2 / "mine_1.png");
+  EXPECT_EQ(json::parse(new_png.texts.at("rgbaq"))["loras"][0]["sha256"], new_hash);
+  EXPECT_NE(new_png.rgba, old_png.rgba) << "rendered with the new LoRA";
 }
 
 }  // namespace

@@ -5,6 +5,10 @@
 // render identical bytes, and a LoRA changes the image.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -131,6 +135,48 @@ TEST(LoraFile, MalformedFilesAreErrorsNamingTheFileAndTheKey) {
   std::ofstream(p("empty.safetensors")).put('x');
   EXPECT_NE(load_error(p("empty.safetensors")).find("too short"), std::string::npos) << load_error(p("empty.safetensors"));
   EXPECT_NE(load_error(p("missing.safetensors")).find(p("missing.safetensors").string()), std::string::npos);
+}
+
+// A LoRA rewritten in place while it loads, as `curl -o` rewrites (truncate, then write): the issue's
+// 61 MB LoRA killed the daemon with SIGBUS when it was mapped. Each load must now read the whole file
+// or fail naming it; the loader runs in a child so that a SIGBUS shows here as its exit status.
+TEST(LoraFile, RewrittenInPlaceWhileItLoadsIsAnErrorOrAWholeReadNeverASignal) {
+  TempDir dir;
+  const auto path = dir.path() / "big.safetensors";
+  tools::write_lora(path, tiny(), LoraFormat::kDiffusers, 512, 2.0f, dit_linear_modules(tiny()), 3);
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_GT(bytes.size(), 8u << 20) << "big enough that a load spans many rewrites";
+  const std::string expected_hash = load_lora(path, "big", tiny())->sha256;
+
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int whole = 0, refused = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+    while (std::chrono::steady_clock::now() < until) {
+      try {
+        const auto adapter = load_lora(path, "big", tiny());
+        if (adapter->sha256 != expected_hash) _exit(4);  // a torn read taken for the file
+        ++whole;
+      } catch (const std::runtime_error& e) {
+        if (std::string(e.what()).find(path.string()) == std::string::npos) _exit(5);
+        ++refused;
+      }
+    }
+    std::cout << "loads while rewritten: " << whole << " whole, " << refused << " refused" << std::endl;
+    _exit(refused > 0 ? 0 : 6);  // the rewrites must have been seen at least once
+  }
+  int status = 0;
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);  // O_TRUNC, then the bytes in chunks
+    for (size_t at = 0; at < bytes.size(); at += 1u << 20) {
+      out.write(bytes.data() + at, static_cast<std::streamsize>(std::min<size_t>(1u << 20, bytes.size() - at)));
+      out.flush();
+    }
+  }
+  ASSERT_FALSE(WIFSIGNALED(status)) << "the loader died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "4: a torn read passed as the file; 5: an error without the path; 6: no load saw a rewrite";
 }
 
 TEST(LoraCache, LoadsOnceEvictsLeastRecentlyUsedByBytesAndRereadsAChangedFile) {
