@@ -32,10 +32,18 @@ int64_t positive_id(const std::string& text, const char* what) {
 
 // `rgbaq mark`'s jobs: ids and ranges (3-9), at most protocol::kMaxJobIdsPerRequest in all.
 std::vector<int64_t> job_list(const std::vector<std::string>& words) {
+  constexpr uint64_t kMax = protocol::kMaxJobIdsPerRequest;
   std::vector<int64_t> ids;
+  const auto room_for = [&](uint64_t more) {  // checked before a range is spelled out
+    if (ids.size() + more > kMax) {
+      throw UsageError(std::to_string(ids.size() + more) + " jobs are more than one mark takes (" + std::to_string(kMax) +
+                       "); mark them in parts");
+    }
+  };
   for (const std::string& w : words) {
     const auto dash = w.find('-');
     if (dash == std::string::npos || dash == 0) {
+      room_for(1);
       ids.push_back(positive_id(w, "job"));
       continue;
     }
@@ -43,13 +51,9 @@ std::vector<int64_t> job_list(const std::vector<std::string>& words) {
     if (!first || !last || *first == 0 || *first > *last || *last > uint64_t{INT64_MAX}) {
       throw UsageError("job range \"" + w + "\" is not FIRST-LAST with 1 <= FIRST <= LAST");
     }
-    if (*last - *first >= protocol::kMaxJobIdsPerRequest) throw UsageError("job range \"" + w + "\" has more than " +
-                                                                           std::to_string(protocol::kMaxJobIdsPerRequest) + " jobs");
+    if (*last - *first >= kMax) throw UsageError("job range \"" + w + "\" has more than " + std::to_string(kMax) + " jobs");
+    room_for(*last - *first + 1);
     for (uint64_t id = *first; id <= *last; ++id) ids.push_back(static_cast<int64_t>(id));
-  }
-  if (ids.size() > protocol::kMaxJobIdsPerRequest) {
-    throw UsageError(std::to_string(ids.size()) + " jobs are more than one mark takes (" +
-                     std::to_string(protocol::kMaxJobIdsPerRequest) + "); mark them in parts");
   }
   return ids;
 }
@@ -89,6 +93,12 @@ int simple(CliContext& ctx, const Arguments& a, const std::string& method, const
     ctx.out << said << "\n";
   }
   return 0;
+}
+
+// A job's mark as the daemon sent it ("star", "reject"), or `none`.
+std::string mark_of(const json& job, const std::string& none) {
+  const auto it = job.find("mark");
+  return it != job.end() && it->is_string() ? it->get<std::string>() : none;
 }
 
 std::string csv_field(const std::string& s) {
@@ -200,7 +210,7 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
   for (const auto& j : r["jobs"]) {
     const std::string size = std::to_string(j.value("width", 0)) + "x" + std::to_string(j.value("height", 0));
     const std::string state = j.value("state", "");
-    const std::string mark = j.contains("mark") && j["mark"].is_string() ? j["mark"].get<std::string>() : "-";
+    const std::string mark = mark_of(j, "-");
     ctx.out << std::left << std::setw(8) << j.value("id", 0) << std::setw(6) << j.value("run", 0) << std::setw(10) << state
             << std::setw(8) << mark << std::setw(22) << j.value("seed", uint64_t{0}) << std::setw(11) << size
             << clip(j.value("prompt", ""), 50) << "\n" << std::string(65, ' ')
@@ -271,7 +281,8 @@ int mark_command(const std::vector<std::string>& args, CliContext& ctx) {
     return 0;
   }
   const uint64_t changed = r.value("marked", uint64_t{0});
-  const uint64_t others = std::set<int64_t>(ids.begin(), ids.end()).size() - std::min<uint64_t>(changed, ids.size());
+  const uint64_t distinct = std::set<int64_t>(ids.begin(), ids.end()).size();
+  const uint64_t others = distinct - std::min(changed, distinct);
   const std::string done = a.has("star") ? "starred" : a.has("reject") ? "rejected" : "unmarked";
   ctx.out << count_of(changed, "job") << " " << done;
   if (others > 0) {
@@ -331,7 +342,7 @@ int export_command(const std::vector<std::string>& args, CliContext& ctx) {
            << "," << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << "," << j.value("height", 0) << ","
            << csv_field(j.value("name", "")) << "," << csv_field(j.value("lora", "")) << "," << csv_field(j.value("output", "")) << "," << csv_field(j.value("error", ""))
            << "," << j.value("attempts", 0) << "," << seconds << ","
-           << (j.contains("mark") && j["mark"].is_string() ? j["mark"].get<std::string>() : "") << "\n";
+           << mark_of(j, "") << "\n";
     }
   }
   if (const auto out = a.get("output")) {
