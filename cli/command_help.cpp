@@ -15,14 +15,16 @@ const char* const kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]    
   status                  the daemon, its queue and its counters
   http-url [--no-token]   the daemon's HTTP API address, with the token (open it in a browser)
   gallery [--print]       open the review gallery in the default browser (--print: only print its address)
-  ls runs | ls jobs [--run R] [--state S] [--limit N] [--all]
+  ls runs | ls jobs [--run R] [--state S] [--marked M] [--limit N] [--all]
   cancel RUN | cancel --job JOB
   retry RUN [--canceled]  failed (and canceled) jobs back to the queue
+  mark JOB... --star|--reject|--clear
+                          star or reject jobs' images (JOB: 7 or 3-9), or clear their marks
   pause | resume          stop or restart taking new jobs
   prioritize RUN N        higher goes first
-  export RUN [--format csv|jsonl] [-o FILE]
+  export RUN [--format csv|jsonl] [--marked M] [-o FILE]
                           the run's jobs, outputs and metadata
-  sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]] [--font FILE.ttf]
+  sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]] [--font FILE.ttf] [--marked M]
                           a labelled contact sheet PNG: seeds across, prompts down (AXIS: prompt,
                           seed, size, lora or lora:NAME; default font DejaVu Sans from fonts-dejavu-core)
   service install|uninstall|status [--model DIR] [--print]
@@ -95,13 +97,15 @@ The daemon (version, pid, uptime, model, engine), its queue's counts, the job in
 since it started. Exit 1 when the daemon reports its queue database unhealthy.
 )"},
       {"ls", R"(usage: rgbaq ls runs [--json]
-       rgbaq ls jobs [--run R] [--state S] [--limit N] [--offset N] [--all] [--json]
+       rgbaq ls jobs [--run R] [--state S] [--marked M] [--limit N] [--offset N] [--all] [--json]
 
 runs: every run with its counts (total, done, failed, canceled, queued) and output directory.
-jobs: jobs in submit order, with state, seed, size, prompt and output (or the failure reason).
+jobs: jobs in submit order, with state, mark (star, reject or -), seed, size, prompt and output (or
+the failure reason); --json adds mark, marked_at and marked_by (null when unmarked).
 
   --run R       only this run's jobs (default: every run)
   --state S     queued, running, done, failed, canceled (or cancelled) (default: every state)
+  --marked M    star, reject, none (unmarked) or any (starred or rejected) (default: every job)
   --limit N     at most N jobs (default 50; says how to see the rest)
   --offset N    skip the first N (default 0)
   --all         every job, however many
@@ -116,6 +120,20 @@ finished (done or failed) cannot be canceled: rgbaq says so and exits 1.
 Puts the run's failed jobs back in the queue with their attempts reset; --canceled takes its canceled
 jobs too (default: failed ones only).
 )"},
+      {"mark", R"(usage: rgbaq mark JOB... --star|--reject|--clear [--json]
+
+Stars or rejects jobs (their images), or clears their marks: the same marks as the gallery's, kept in
+the queue with who set them (your uid) and when, and kept when a job is retried or rendered again.
+JOB is a job id (rgbaq ls jobs) or a range such as 3-9; at most 100000 jobs at once. A job that is
+not in the queue is named, and then no job is marked (exit 1).
+
+  --star     star the jobs
+  --reject   reject the jobs
+  --clear    take their marks away
+  --json     print the daemon's reply ({"marked": jobs whose mark changed})
+
+See them with rgbaq ls jobs --marked star, rgbaq export RUN --marked star, rgbaq sheet RUN --marked star.
+)"},
       {"pause", R"(usage: rgbaq pause [--json]
 
 The job in hand finishes; no new one starts until `rgbaq resume`. Submits are still taken.
@@ -129,16 +147,19 @@ Starts taking jobs again after `rgbaq pause`.
 Sets the priority of the run's queued and running jobs (-1000000..1000000; higher goes first; a
 submit's default is 0).
 )"},
-      {"export", R"(usage: rgbaq export RUN [--format csv|jsonl] [-o FILE]
+      {"export", R"(usage: rgbaq export RUN [--format csv|jsonl] [--marked M] [-o FILE]
 
-The run's jobs with their outputs and metadata (JSONL: everything, one job a line; CSV: job, run,
-state, prompt, seed, width, height, name, output, error, attempts, seconds).
+The run's jobs with their outputs and metadata (JSONL: everything, one job a line, its mark, marked_at
+and marked_by included; CSV: job, run, state, prompt, seed, width, height, name, lora, output, error,
+attempts, seconds, mark).
 
   --format F  jsonl or csv (default jsonl)
+  --marked M  only the jobs marked star, reject, none (unmarked) or any (starred or rejected)
+              (default: every job)
   -o FILE     write to FILE (default: standard output)
 )"},
       {"sheet", R"(usage: rgbaq sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]]
-                  [--font FILE.ttf]
+                  [--font FILE.ttf] [--marked M]
 
 A labelled contact sheet PNG of the run: the run, its sizes and its LoRAs in a header, seeds across
 and prompts down (by default), each cell's image or why it has none (failed, missing, canceled, not
@@ -157,6 +178,7 @@ rendered yet). An attribute on neither axis that varies (say, two sizes) joins e
                 lora:NAME  the weight of LoRA NAME ("detail 0.5", "no detail"); the rest of each
                            job's set splits the rows. Two LoRAs' weights: --x lora:A --y lora:B
   --font FILE   a TrueType font (default /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf)
+  --marked M    only the jobs marked star, reject, none or any (default: every job of the run)
 )"},
       {"service", R"(usage: rgbaq service install --model DIR [--data-dir DIR] [--rgbaqd PATH] [--print]
        rgbaq service uninstall [--print] | rgbaq service status

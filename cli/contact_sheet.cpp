@@ -384,9 +384,9 @@ SheetLayout sheet_page(const SheetLayout& l, int page, int per_page) {
 int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   std::vector<std::string> words;
   for (const auto& w : args) words.push_back(w == "-o" ? "--output" : w);
-  const Arguments a(words, {"output", "thumb", "x", "y", "font", "page", "per-page"}, {});
+  const Arguments a(words, {"output", "thumb", "x", "y", "font", "page", "per-page", "marked"}, {});
   const std::string usage =
-      "usage: rgbaq sheet RUN [-o FILE.png] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]] [--font FILE.ttf]";
+      "usage: rgbaq sheet RUN [-o FILE.png] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]] [--font FILE.ttf] [--marked M]";
   if (a.positionals().size() != 1) throw UsageError(usage);
   const auto run = parse_u64(a.positionals()[0]);
   if (!run || *run == 0) throw UsageError("run \"" + a.positionals()[0] + "\" is not a positive integer");
@@ -409,13 +409,16 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   }
   const std::filesystem::path font = a.get("font").value_or(kDefaultFontPath);
   DaemonClient client(ctx.socket);
-  const auto r = client.call("export", {{"run", *run}});
+  nlohmann::json params = {{"run", *run}};
+  const auto marked = a.get("marked");
+  if (marked) params["marked"] = *marked;
+  const auto r = client.call("export", params);
   std::vector<SheetJob> jobs;
   for (const auto& j : r["jobs"]) {
     jobs.push_back({j.value("prompt", ""), j.value("seed", uint64_t{0}), j.value("width", 0), j.value("height", 0),
                     j.value("state", ""), j.value("state", "") == "done" ? j.value("output", "") : "", j.value("lora", "")});
   }
-  if (jobs.empty()) throw std::runtime_error("run " + a.positionals()[0] + " has no jobs");
+  if (jobs.empty()) throw std::runtime_error("run " + a.positionals()[0] + " has no jobs" + (marked ? " marked " + *marked : ""));
   for (const char* option : {"x", "y"}) {
     if (const std::string why = sheet_axis_problem(jobs, option[0] == 'x' ? x : y); !why.empty())
       throw UsageError(std::string("--") + option + " " + *a.get(option) + ": run " + a.positionals()[0] + ": " + why);
@@ -447,6 +450,7 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
       (std::filesystem::path(r["run"].value("out_dir", ".")) / ("sheet_run" + a.positionals()[0] + page_suffix + ".png")).string());
   nlohmann::json legend = {{"run", *run}, {"rows", layout.rows}, {"row_details", layout.row_details}, {"columns", layout.columns},
                            {"loras", layout.loras}, {"thumb", thumb}, {"page", page}, {"pages", pages}};
+  if (marked) legend["marked"] = *marked;
   if (const auto dir = std::filesystem::path(out).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
   storage::write_png_atomic(out, sheet.rgba.data(), sheet.geometry.width, sheet.geometry.height, {{"rgbaq-sheet", legend.dump()}});
   ctx.out << out << " (" << layout.rows.size() << (layout.rows.size() == 1 ? " row x " : " rows x ") << layout.columns.size()

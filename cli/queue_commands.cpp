@@ -4,11 +4,13 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "common/arguments.h"
 #include "cli/daemon_client.h"
 #include "cli/plural.h"
+#include "daemon/protocol.h"
 
 namespace rgbaq::cli {
 
@@ -26,6 +28,34 @@ int64_t positive_id(const std::string& text, const char* what) {
   const auto v = parse_u64(text);
   if (!v || *v == 0) throw UsageError(std::string(what) + " \"" + text + "\" is not a positive integer");
   return static_cast<int64_t>(*v);
+}
+
+// `rgbaq mark`'s jobs: ids and ranges (3-9), at most protocol::kMaxJobIdsPerRequest in all.
+std::vector<int64_t> job_list(const std::vector<std::string>& words) {
+  constexpr uint64_t kMax = protocol::kMaxJobIdsPerRequest;
+  std::vector<int64_t> ids;
+  const auto room_for = [&](uint64_t more) {  // checked before a range is spelled out
+    if (ids.size() + more > kMax) {
+      throw UsageError(std::to_string(ids.size() + more) + " jobs are more than one mark takes (" + std::to_string(kMax) +
+                       "); mark them in parts");
+    }
+  };
+  for (const std::string& w : words) {
+    const auto dash = w.find('-');
+    if (dash == std::string::npos || dash == 0) {
+      room_for(1);
+      ids.push_back(positive_id(w, "job"));
+      continue;
+    }
+    const auto first = parse_u64(w.substr(0, dash)), last = parse_u64(w.substr(dash + 1));
+    if (!first || !last || *first == 0 || *first > *last || *last > uint64_t{INT64_MAX}) {
+      throw UsageError("job range \"" + w + "\" is not FIRST-LAST with 1 <= FIRST <= LAST");
+    }
+    if (*last - *first >= kMax) throw UsageError("job range \"" + w + "\" has more than " + std::to_string(kMax) + " jobs");
+    room_for(*last - *first + 1);
+    for (uint64_t id = *first; id <= *last; ++id) ids.push_back(static_cast<int64_t>(id));
+  }
+  return ids;
 }
 
 std::string duration(double s) {
@@ -63,6 +93,12 @@ int simple(CliContext& ctx, const Arguments& a, const std::string& method, const
     ctx.out << said << "\n";
   }
   return 0;
+}
+
+// A job's mark as the daemon sent it ("star", "reject"), or `none`.
+std::string mark_of(const json& job, const std::string& none) {
+  const auto it = job.find("mark");
+  return it != job.end() && it->is_string() ? it->get<std::string>() : none;
 }
 
 std::string csv_field(const std::string& s) {
@@ -116,7 +152,7 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
 }
 
 int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
-  const Arguments a(args, {"run", "state", "limit", "offset"}, {"json", "all"});
+  const Arguments a(args, {"run", "state", "marked", "limit", "offset"}, {"json", "all"});
   if (a.positionals().size() != 1 || (a.positionals()[0] != "runs" && a.positionals()[0] != "jobs")) {
     throw UsageError("say what to list: `rgbaq ls runs` or `rgbaq ls jobs [--run R] [--state S]`");
   }
@@ -142,6 +178,7 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
   json params = json::object();
   if (const auto run = a.get("run")) params["run"] = positive_id(*run, "--run");
   if (const auto state = a.get("state")) params["state"] = *state == "cancelled" ? "canceled" : *state;
+  if (const auto marked = a.get("marked")) params["marked"] = *marked;
   if (a.has("all") && a.has("limit")) throw UsageError("give --limit N or --all, not both");
   const int64_t limit = a.get_int("limit", kDefaultJobLimit);
   const int64_t offset = a.get_int("offset", 0);
@@ -168,14 +205,15 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
     ctx.out << r.dump() << "\n";
     return 0;
   }
-  ctx.out << std::left << std::setw(8) << "JOB" << std::setw(6) << "RUN" << std::setw(10) << "STATE" << std::setw(22) << "SEED"
-          << std::setw(11) << "SIZE" << "PROMPT / OUTPUT\n";
+  ctx.out << std::left << std::setw(8) << "JOB" << std::setw(6) << "RUN" << std::setw(10) << "STATE" << std::setw(8) << "MARK"
+          << std::setw(22) << "SEED" << std::setw(11) << "SIZE" << "PROMPT / OUTPUT\n";
   for (const auto& j : r["jobs"]) {
     const std::string size = std::to_string(j.value("width", 0)) + "x" + std::to_string(j.value("height", 0));
     const std::string state = j.value("state", "");
+    const std::string mark = mark_of(j, "-");
     ctx.out << std::left << std::setw(8) << j.value("id", 0) << std::setw(6) << j.value("run", 0) << std::setw(10) << state
-            << std::setw(22) << j.value("seed", uint64_t{0}) << std::setw(11) << size << clip(j.value("prompt", ""), 50)
-            << "\n" << std::string(57, ' ')
+            << std::setw(8) << mark << std::setw(22) << j.value("seed", uint64_t{0}) << std::setw(11) << size
+            << clip(j.value("prompt", ""), 50) << "\n" << std::string(65, ' ')
             << (state == "failed" ? "error: " + j.value("error", "") : j.value("output", "")) << "\n";
   }
   if (more) {
@@ -223,6 +261,37 @@ int retry_command(const std::vector<std::string>& args, CliContext& ctx) {
   return 0;
 }
 
+int mark_command(const std::vector<std::string>& args, CliContext& ctx) {
+  const Arguments a(args, {}, {"star", "reject", "clear", "json"});
+  if (a.has("star") + a.has("reject") + a.has("clear") != 1) throw UsageError("give one of --star, --reject or --clear");
+  if (a.positionals().empty()) throw UsageError("which jobs? `rgbaq mark JOB... --star|--reject|--clear` (JOB: 7 or 3-9)");
+  const std::vector<int64_t> ids = job_list(a.positionals());
+  const json mark = a.has("star") ? json("star") : a.has("reject") ? json("reject") : json(nullptr);
+  DaemonClient client(ctx.socket);
+  json r;
+  try {
+    r = client.call("mark", {{"jobs", ids}, {"mark", mark}});
+  } catch (const DaemonError& e) {
+    if (e.code != protocol::error_code::kNotFound) throw;
+    ctx.err << "rgbaq mark: " << e.what() << "\n";  // a job that is not there: a failure (1), not a usage error
+    return 1;
+  }
+  if (a.has("json")) {
+    ctx.out << r.dump() << "\n";
+    return 0;
+  }
+  const uint64_t changed = r.value("marked", uint64_t{0});
+  const uint64_t distinct = std::set<int64_t>(ids.begin(), ids.end()).size();
+  const uint64_t others = distinct - std::min(changed, distinct);
+  const std::string done = a.has("star") ? "starred" : a.has("reject") ? "rejected" : "unmarked";
+  ctx.out << count_of(changed, "job") << " " << done;
+  if (others > 0) {
+    ctx.out << "; the other " << others << (a.has("clear") ? " had no mark" : others == 1 ? " already was" : " already were");
+  }
+  ctx.out << "\n";
+  return 0;
+}
+
 int pause_command(const std::vector<std::string>& args, CliContext& ctx) {
   const Arguments a(args, {}, {"json"});
   return simple(ctx, a, "pause", json::object(), "paused: the job in hand finishes, no new one starts");
@@ -253,24 +322,27 @@ int prioritize_command(const std::vector<std::string>& args, CliContext& ctx) {
 int export_command(const std::vector<std::string>& args, CliContext& ctx) {
   std::vector<std::string> words;
   for (const auto& w : args) words.push_back(w == "-o" ? "--output" : w);
-  const Arguments a(words, {"format", "output"}, {});
-  if (a.positionals().size() != 1) throw UsageError("usage: rgbaq export RUN [--format csv|jsonl] [-o FILE]");
+  const Arguments a(words, {"format", "output", "marked"}, {});
+  if (a.positionals().size() != 1) throw UsageError("usage: rgbaq export RUN [--format csv|jsonl] [--marked M] [-o FILE]");
   const std::string format = a.get("format").value_or("jsonl");
   if (format != "csv" && format != "jsonl") throw UsageError("--format \"" + format + "\" is not csv or jsonl");
   DaemonClient client(ctx.socket);
-  const json r = client.call("export", {{"run", positive_id(a.positionals()[0], "run")}});
+  json params = {{"run", positive_id(a.positionals()[0], "run")}};
+  if (const auto marked = a.get("marked")) params["marked"] = *marked;
+  const json r = client.call("export", params);
   std::ostringstream text;
   if (format == "jsonl") {
     for (const auto& j : r["jobs"]) text << j.dump() << "\n";
   } else {
-    text << "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds\n";
+    text << "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,mark\n";
     for (const auto& j : r["jobs"]) {
       const json& m = j["metadata"];
       const double seconds = m.is_object() && m.contains("timings") ? m["timings"].value("total_s", 0.0) : 0.0;
       text << j.value("id", 0) << "," << j.value("run", 0) << "," << j.value("state", "") << "," << csv_field(j.value("prompt", ""))
            << "," << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << "," << j.value("height", 0) << ","
            << csv_field(j.value("name", "")) << "," << csv_field(j.value("lora", "")) << "," << csv_field(j.value("output", "")) << "," << csv_field(j.value("error", ""))
-           << "," << j.value("attempts", 0) << "," << seconds << "\n";
+           << "," << j.value("attempts", 0) << "," << seconds << ","
+           << mark_of(j, "") << "\n";
     }
   }
   if (const auto out = a.get("output")) {

@@ -1,6 +1,6 @@
 #pragma once
-// The commands that ask the daemon something and print the answer: status, ls, cancel, retry, pause,
-// resume, prioritize, export. Every read command takes --json.
+// The commands that ask the daemon something and print the answer: status, ls, cancel, retry, mark,
+// pause, resume, prioritize, export. Every read command takes --json.
 #include <string>
 #include <vector>
 
@@ -12,6 +12,7 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx);
 int ls_command(const std::vector<std::string>& args, CliContext& ctx);
 int cancel_command(const std::vector<std::string>& args, CliContext& ctx);
 int retry_command(const std::vector<std::string>& args, CliContext& ctx);
+int mark_command(const std::vector<std::string>& args, CliContext& ctx);
 int pause_command(const std::vector<std::string>& args, CliContext& ctx);
 int resume_command(const std::vector<std::string>& args, CliContext& ctx);
 int prioritize_command(const std::vector<std::string>& args, CliContext& ctx);

@@ -14,8 +14,14 @@
 //   job_done     path, seconds (the image's wall time) | reused
 //   job_failed   error, will_retry        job_canceled        run_done  done, failed, canceled
 //
-// Methods: ping, status, submit, ls_runs, show_run, ls_jobs, show_job, cancel, retry, pause, resume,
-// prioritize, export, watch. A malformed or oversized frame costs its connection (after an error response), nothing else.
+// Methods: ping, status, submit, ls_runs, show_run, ls_jobs, show_job, cancel, retry, retry_jobs, mark,
+// pause, resume, prioritize, export, watch.
+//   mark        {"jobs": [id, ...], "mark": "star" | "reject" | null, "by"} -> {"marked": jobs whose mark changed};
+//               "by" is set by the transport (the socket: "uid N (name)" of the peer), a label only.
+//               A job that does not exist: not_found naming the first, and nothing is marked.
+//   retry_jobs  {"jobs": [id, ...]} -> {"requeued": N}: the failed and canceled ones back to the queue.
+//   ls_jobs and export take "marked": star | reject | none | any (starred or rejected).
+// A job's JSON has "mark" (star, reject or null), "marked_at" (unix seconds or null), "marked_by". A malformed or oversized frame costs its connection (after an error response), nothing else.
 // Header-only: the client (cli/) and the server (daemon/) share these names and limits, nothing more.
 #include <cstddef>
 #include <string_view>
@@ -29,6 +35,7 @@ inline constexpr size_t kMaxFrameBytes = 16u << 20;  // default; a submit carrie
 // JSON nested deeper than this is refused before it is parsed: nlohmann's dump and destructor recurse,
 // so a 100,000-deep array would overflow the stack. Real frames nest 4 deep.
 inline constexpr int kMaxJsonDepth = 64;
+inline constexpr size_t kMaxJobIdsPerRequest = 100000;  // mark, retry_jobs
 
 namespace error_code {
 inline constexpr std::string_view kBadRequest = "bad_request";      // not JSON, no method, wrong params

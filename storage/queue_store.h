@@ -24,6 +24,15 @@ std::string_view state_name(JobState s);
 std::optional<JobState> parse_state(std::string_view name);
 using StateCounts = std::array<int64_t, kJobStates>;  // indexed by JobState
 
+// A person's verdict on a job's image (the gallery, `rgbaq mark`): job data in the queue, kept when the
+// job is retried or rendered again.
+enum class Mark { kNone, kStar, kReject };
+std::string_view mark_name(Mark m);  // "", "star", "reject"
+std::optional<Mark> parse_mark(std::string_view name);  // "star", "reject"; nullopt otherwise
+// Which jobs a listing takes by their mark: kAnyMark is starred or rejected, kUnmarked neither.
+enum class MarkFilter { kStar, kReject, kUnmarked, kAnyMark };
+std::optional<MarkFilter> parse_mark_filter(std::string_view name);  // "star", "reject", "none", "any"
+
 struct NewJob {
   int line = 0;  // the job file's row, for error messages (not stored)
   std::string prompt;
@@ -94,6 +103,28 @@ struct Job {
   // so that any host can show it; 0 of 0 before the first record, and for a job not running.
   int step = 0, steps = 0;
   bool decoding = false;  // the steps are done and the image is being decoded
+  Mark mark = Mark::kNone;
+  double marked_at = 0;   // when the mark was set (0 without one)
+  std::string marked_by;  // who set it, as the transport names them ("uid 1000 (ann)", "http"); a label only
+};
+
+// What list_jobs selects: each field that is set narrows it; jobs in id order, a page of them.
+struct JobQuery {
+  std::optional<int64_t> run;
+  std::optional<JobState> state;
+  std::optional<MarkFilter> marked;
+  int64_t after_id = 0;  // only jobs with a greater id: pages that jobs changing meanwhile cannot shift
+  int64_t limit = 1000, offset = 0;
+};
+
+// A request that names a job the queue does not have (set_marks): nothing was changed.
+class NoSuchJobError : public std::runtime_error {
+ public:
+  explicit NoSuchJobError(int64_t job) : std::runtime_error("there is no job " + std::to_string(job)), job_(job) {}
+  int64_t job() const { return job_; }
+
+ private:
+  int64_t job_;
 };
 
 // A running job's progress, as its worker records it (QueueStore::record_progress).
@@ -216,6 +247,14 @@ class QueueStore {
   virtual int64_t prioritize_run(int64_t run_id, int priority) = 0;
   // The run's failed (and canceled, when asked) jobs -> queued with their attempts reset.
   virtual int64_t retry(int64_t run_id, bool include_canceled = false) = 0;
+  // The failed and canceled jobs among `job_ids` -> queued, as retry() does; the others (and ids of no
+  // job) are left as they are. One transaction, in statements of a bounded number of ids.
+  virtual int64_t retry_jobs(const std::vector<int64_t>& job_ids) = 0;
+  // Sets `mark` (kNone: clears it) on the jobs of `job_ids`, in any state, with `by` and the time, in one
+  // transaction of statements of a bounded number of ids. A job that has this mark already keeps its own
+  // time and setter. Returns the jobs whose mark changed. Throws NoSuchJobError naming the first id in
+  // the list's order that is no job, and changes nothing.
+  virtual int64_t set_marks(const std::vector<int64_t>& job_ids, Mark mark, const std::string& by) = 0;
   // Running jobs whose lease expired -> queued; a live worker's job is never touched. `crashed_job` (the
   // job this daemon was rendering when a crash signal ended it) spends the attempt, failing with "crashed
   // the daemon N times" at the attempt limit; any other expired job was merely interrupted (SIGKILL, a
@@ -246,8 +285,11 @@ class QueueStore {
     }
     return std::nullopt;
   }
-  virtual std::vector<Job> list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state,
-                                     int64_t limit = 1000, int64_t offset = 0) = 0;
+  virtual std::vector<Job> list_jobs(const JobQuery& query) = 0;
+  std::vector<Job> list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit = 1000,
+                             int64_t offset = 0) {
+    return list_jobs(JobQuery{.run = run_id, .state = state, .limit = limit, .offset = offset});
+  }
   virtual std::optional<Job> job(int64_t job_id) = 0;
   virtual StateCounts counts(std::optional<int64_t> run_id = std::nullopt) = 0;
 
@@ -268,6 +310,36 @@ inline std::optional<JobState> parse_state(std::string_view name) {
     if (name == state_name(static_cast<JobState>(i))) return static_cast<JobState>(i);
   }
   return std::nullopt;
+}
+
+inline std::string_view mark_name(Mark m) {
+  constexpr const char* kMarkNames[] = {"", "star", "reject"};
+  return kMarkNames[static_cast<int>(m)];
+}
+
+inline std::optional<Mark> parse_mark(std::string_view name) {
+  if (name == "star") return Mark::kStar;
+  if (name == "reject") return Mark::kReject;
+  return std::nullopt;
+}
+
+inline std::optional<MarkFilter> parse_mark_filter(std::string_view name) {
+  if (name == "star") return MarkFilter::kStar;
+  if (name == "reject") return MarkFilter::kReject;
+  if (name == "none") return MarkFilter::kUnmarked;
+  if (name == "any") return MarkFilter::kAnyMark;
+  return std::nullopt;
+}
+
+// A mark filter as SQL over the jobs' `mark` column ('' for none), for both stores.
+inline const char* mark_filter_sql(MarkFilter f) {
+  switch (f) {
+    case MarkFilter::kStar: return "mark = 'star'";
+    case MarkFilter::kReject: return "mark = 'reject'";
+    case MarkFilter::kUnmarked: return "mark = ''";
+    case MarkFilter::kAnyMark: return "mark <> ''";
+  }
+  return "FALSE";
 }
 
 inline int64_t Run::total() const {

@@ -13,6 +13,8 @@ namespace {
 using nlohmann::json;
 using storage::JobState;
 
+constexpr size_t kMaxMarkedByBytes = 256;
+
 template <typename T>
 T param(const json& params, const char* key, T fallback) {
   const auto it = params.find(key);
@@ -38,6 +40,51 @@ int64_t run_param(storage::QueueStore& store, const json& params) {
   return id;
 }
 
+// A list of 1..protocol::kMaxJobIdsPerRequest job ids, each a JSON integer above 0 (not 3.0, not "3").
+std::vector<int64_t> job_ids_param(const json& params, const char* key) {
+  const auto it = params.find(key);
+  const std::string name = std::string("param \"") + key + "\"";
+  if (it == params.end() || it->is_null()) throw RequestError(protocol::error_code::kBadRequest, name + " (a list of job ids) is required");
+  if (!it->is_array()) throw RequestError(protocol::error_code::kBadRequest, name + " must be a list of job ids");
+  if (it->empty() || it->size() > protocol::kMaxJobIdsPerRequest) {
+    throw RequestError(protocol::error_code::kBadRequest, name + " has " + std::to_string(it->size()) + " ids; give 1 to " +
+                                                              std::to_string(protocol::kMaxJobIdsPerRequest));
+  }
+  std::vector<int64_t> ids;
+  ids.reserve(it->size());
+  for (const json& v : *it) {
+    const bool ok = v.is_number_unsigned() ? v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= uint64_t{INT64_MAX}
+                                           : v.is_number_integer() && v.get<int64_t>() > 0;
+    if (!ok) {
+      std::string shown = v.dump();
+      if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+      throw RequestError(protocol::error_code::kBadRequest, name + "[" + std::to_string(ids.size()) + "] (" + shown +
+                                                                ") is not a job id (a positive integer)");
+    }
+    ids.push_back(v.get<int64_t>());
+  }
+  return ids;
+}
+
+// The "mark" a request sets: "star", "reject", or null to clear; the key must be there.
+storage::Mark mark_param(const json& params) {
+  const auto it = params.find("mark");
+  if (it == params.end()) throw RequestError(protocol::error_code::kBadRequest, "param \"mark\" is required: \"star\", \"reject\", or null to clear");
+  if (it->is_null()) return storage::Mark::kNone;
+  const auto mark = it->is_string() ? storage::parse_mark(it->get<std::string>()) : std::nullopt;
+  if (!mark) throw RequestError(protocol::error_code::kBadRequest, "mark " + it->dump() + " is not \"star\", \"reject\" or null");
+  return *mark;
+}
+
+// The "marked" filter of a listing: star, reject, none (unmarked) or any (starred or rejected).
+std::optional<storage::MarkFilter> marked_param(const json& params) {
+  if (!params.contains("marked") || params["marked"].is_null()) return std::nullopt;
+  const auto s = param<std::string>(params, "marked", "");
+  const auto filter = storage::parse_mark_filter(s);
+  if (!filter) throw RequestError(protocol::error_code::kBadRequest, "marked \"" + s + "\" is not one of star, reject, none, any");
+  return filter;
+}
+
 }  // namespace
 
 json counts_json(const storage::StateCounts& c) {
@@ -57,6 +104,10 @@ json job_json(const storage::Job& j, bool with_metadata) {
               {"state", storage::state_name(j.state)}, {"attempts", j.attempts}, {"error", j.error},
               {"output", j.output_path}, {"created_at", j.created_at}, {"started_at", j.started_at},
               {"finished_at", j.finished_at}, {"host", j.host}};
+  const bool marked = j.mark != storage::Mark::kNone;
+  out["mark"] = marked ? json(storage::mark_name(j.mark)) : json(nullptr);
+  out["marked_at"] = marked ? json(j.marked_at) : json(nullptr);
+  out["marked_by"] = marked && !j.marked_by.empty() ? json(j.marked_by) : json(nullptr);
   if (j.state == JobState::kRunning) {  // as its worker, on whichever host, last recorded it
     out["step"] = j.step;
     out["steps"] = j.steps;
@@ -104,8 +155,10 @@ json RequestHandler::handle(const std::string& method, const json& params) {
       state = storage::parse_state(s);
       if (!state) throw RequestError(protocol::error_code::kBadRequest, "state \"" + s + "\" is not one of queued, running, done, failed, canceled (or cancelled)");
     }
+    const auto marked = marked_param(params);
     json jobs = json::array();
-    for (const auto& j : store_->list_jobs(run, state, param<int64_t>(params, "limit", 1000), param<int64_t>(params, "offset", 0))) {
+    for (const auto& j : store_->list_jobs({.run = run, .state = state, .marked = marked, .limit = param<int64_t>(params, "limit", 1000),
+                                            .offset = param<int64_t>(params, "offset", 0)})) {
       jobs.push_back(job_json(j, false));
     }
     return {{"jobs", jobs}};
@@ -125,6 +178,25 @@ json RequestHandler::handle(const std::string& method, const json& params) {
     const auto n = store_->retry(run_param(*store_, params), param<bool>(params, "canceled", false));
     state_.wake_worker();
     return {{"requeued", n}};
+  }
+  if (method == "retry_jobs") {
+    const auto n = store_->retry_jobs(job_ids_param(params, "jobs"));
+    state_.wake_worker();
+    return {{"requeued", n}};
+  }
+  if (method == "mark") {
+    const auto jobs = job_ids_param(params, "jobs");
+    const auto mark = mark_param(params);
+    // Who, as the transport names them (the socket: the peer's uid; HTTP: "http"): a label, not a login.
+    const auto by = param<std::string>(params, "by", "");
+    if (by.size() > kMaxMarkedByBytes) {
+      throw RequestError(protocol::error_code::kBadRequest, "param \"by\" is longer than " + std::to_string(kMaxMarkedByBytes) + " bytes");
+    }
+    try {
+      return {{"marked", store_->set_marks(jobs, mark, by)}};
+    } catch (const storage::NoSuchJobError& e) {
+      throw RequestError(protocol::error_code::kNotFound, std::string(e.what()) + "; no job was marked");
+    }
   }
   if (method == "pause" || method == "resume") {
     store_->set_paused(method == "pause");
@@ -214,11 +286,14 @@ json RequestHandler::status() {
 
 json RequestHandler::export_run(const json& params) {
   const auto run = run_param(*store_, params);
+  const auto marked = marked_param(params);
   json jobs = json::array();
-  for (int64_t offset = 0;; offset += 10000) {
-    const auto page = store_->list_jobs(run, std::nullopt, 10000, offset);
+  // Pages by id, not offset: a job marked or unmarked meanwhile moves no other job between pages.
+  for (int64_t after = 0;;) {
+    const auto page = store_->list_jobs({.run = run, .marked = marked, .after_id = after, .limit = 10000});
     for (const auto& j : page) jobs.push_back(job_json(j, true));
     if (page.size() < 10000) break;
+    after = page.back().id;
   }
   const auto r = store_->run(run);
   return {{"run", {{"id", r->id}, {"name", r->name}, {"out_dir", r->out_dir}, {"counts", counts_json(r->counts)}}},

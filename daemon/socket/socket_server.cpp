@@ -72,6 +72,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       fail(json(nullptr), protocol::error_code::kBadRequest, "this daemon serves its own user only");
       return;
     }
+    peer_ = common::describe_uid(*uid);
     process();
   }
 
@@ -205,6 +206,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       busy_ = false;  // the caller goes on with the next line (no recursion: a client may send many)
       return;
     }
+    // Who sets a mark, as this transport knows them: the peer's uid, whatever the client wrote.
+    if (request.method == "mark") request.params["by"] = peer_;
     RequestLane& lane = is_quick(request.method) ? shared_->quick : shared_->bulk;
     asio::post(lane.executor, [self = shared_from_this(), &lane, request = std::move(request)]() mutable {
       std::string reply;
@@ -316,6 +319,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t writes_ = 0;    // completed writes, to tell a stalled reader
   bool reading_ = false, writing_ = false, busy_ = false, closing_ = false, closed_ = false;
   int watch_id_ = 0;
+  std::string peer_;  // "uid N (name)": who marks jobs through this connection
 };
 
 int open_reserve() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }

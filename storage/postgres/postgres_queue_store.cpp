@@ -161,6 +161,13 @@ ALTER TABLE jobs ADD COLUMN step INTEGER NOT NULL DEFAULT 0, ADD COLUMN steps IN
 DROP INDEX IF EXISTS jobs_running;
 CREATE INDEX jobs_running ON jobs (worker_id, id) WHERE state = 'running';
 )",
+    // v6: a person's mark on a job ('' none, 'star', 'reject'), when and by whom it was set. The index
+    // holds marked jobs only, and a claim or a completion never changes its columns.
+    R"(
+ALTER TABLE jobs ADD COLUMN mark TEXT NOT NULL DEFAULT '' CHECK (mark IN ('', 'star', 'reject')),
+  ADD COLUMN marked_at DOUBLE PRECISION NOT NULL DEFAULT 0, ADD COLUMN marked_by TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_marked ON jobs (mark, id) WHERE mark <> '';
+)",
 };
 
 constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE pending)";
@@ -168,7 +175,7 @@ constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE 
 constexpr const char* kJobColumns =
     "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
     "finished_at, cancel_requested, error, errors::text, output_path, metadata, prompt_key, content_key, interruptions, "
-    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at";
+    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at, mark, marked_at, marked_by";
 
 Job read_job(const pg::Result& r, int row) {
   Job j;
@@ -203,6 +210,9 @@ Job read_job(const pg::Result& r, int row) {
     j.steps = static_cast<int>(r.int64(row, 27));
     j.decoding = r.boolean(row, 28);
   }
+  j.mark = parse_mark(r.text(row, 30)).value_or(Mark::kNone);
+  j.marked_at = r.real(row, 31);
+  j.marked_by = r.text(row, 32);
   return j;
 }
 
@@ -231,6 +241,25 @@ std::string array_literal(const std::vector<T>& values) {
   }
   return a + "}";
 }
+
+// Statements over a list of job ids take at most this many (a bigint[] parameter) each: no one
+// statement's array, plan or row locks grow without bound.
+constexpr size_t kIdsPerStatement = 10000;
+
+// `ids` in slices of kIdsPerStatement, each as a bigint[] literal, in order.
+std::vector<std::string> id_slices(const std::vector<int64_t>& ids) {
+  std::vector<std::string> slices;
+  for (size_t at = 0; at < ids.size(); at += kIdsPerStatement) {
+    slices.push_back(array_literal(std::vector<int64_t>(ids.begin() + static_cast<std::ptrdiff_t>(at),
+                                                        ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), at + kIdsPerStatement)))));
+  }
+  return slices;
+}
+
+// What retry() and retry_jobs() set: queued again, as if new, with its error history kept.
+constexpr const char* kRetrySet =
+    "state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', cancel_requested = FALSE, "
+    "finished_at = 0, worker_id = 0, lease_expires = 0";
 
 // A text[] literal: each element double-quoted, with its quotes and backslashes escaped.
 std::string text_array_literal(const std::vector<std::string>& values) {
@@ -678,12 +707,46 @@ int64_t PostgresQueueStore::prioritize_run(int64_t run_id, int priority) {
 
 int64_t PostgresQueueStore::retry(int64_t run_id, bool include_canceled) {
   return db_->retrying([&] {
-    return db_->exec(std::string("UPDATE jobs SET state = 'queued', attempts = 0, interruptions = 0, not_before = 0, "
-                                 "error = '', cancel_requested = FALSE, finished_at = 0, worker_id = 0, lease_expires = 0 "
-                                 "WHERE run_id = $1 AND state IN ('failed'") +
+    return db_->exec(std::string("UPDATE jobs SET ") + kRetrySet + " WHERE run_id = $1 AND state IN ('failed'" +
                          (include_canceled ? ", 'canceled')" : ")"),
                      {num(run_id)})
         .affected();
+  });
+}
+
+// Run again after a dropped connection whose COMMIT had gone through, these two find nothing left to do
+// and count less than they did: the queue ends as asked either way.
+int64_t PostgresQueueStore::retry_jobs(const std::vector<int64_t>& job_ids) {
+  const auto slices = id_slices(job_ids);
+  return transaction(*db_, [&] {
+    int64_t n = 0;
+    for (const std::string& slice : slices) {
+      n += db_->exec(std::string("UPDATE jobs SET ") + kRetrySet + " WHERE id = ANY($1::bigint[]) AND state IN ('failed', 'canceled')",
+                     {slice})
+               .affected();
+    }
+    return n;
+  });
+}
+
+int64_t PostgresQueueStore::set_marks(const std::vector<int64_t>& job_ids, Mark mark, const std::string& by) {
+  const auto slices = id_slices(job_ids);
+  return transaction(*db_, [&] {
+    // Every id is a job, or nothing changes: all slices are checked before any is marked.
+    for (const std::string& slice : slices) {
+      const auto missing = db_->exec("SELECT k.id FROM unnest($1::bigint[]) WITH ORDINALITY AS k(id, n) WHERE NOT EXISTS "
+                                     "(SELECT 1 FROM jobs j WHERE j.id = k.id) ORDER BY k.n LIMIT 1",
+                                     {slice});
+      if (!missing.empty()) throw NoSuchJobError(missing.int64(0, 0));
+    }
+    int64_t n = 0;
+    for (const std::string& slice : slices) {
+      n += db_->exec("UPDATE jobs SET mark = $2::text, marked_at = CASE WHEN $2::text = '' THEN 0 ELSE rgbaq_now() END, "
+                     "marked_by = CASE WHEN $2::text = '' THEN '' ELSE $3::text END WHERE id = ANY($1::bigint[]) AND mark <> $2::text",
+                     {slice, std::string(mark_name(mark)), by})
+               .affected();
+    }
+    return n;
   });
 }
 
@@ -828,20 +891,24 @@ std::vector<Job> select_jobs(pg::Connection& db, const std::string& where, const
 
 }  // namespace
 
-std::vector<Job> PostgresQueueStore::list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit,
-                                               int64_t offset) {
+std::vector<Job> PostgresQueueStore::list_jobs(const JobQuery& query) {
   std::string sql = "TRUE";
   Params params;
-  if (run_id) {
-    params.push_back(num(*run_id));
+  if (query.run) {
+    params.push_back(num(*query.run));
     sql += " AND run_id = $" + std::to_string(params.size());
   }
-  // The state is in the text, not a parameter: the connection plans generically (pg_connection.cpp), and
-  // a plan that knows the state can take that state's partial index.
-  if (state) sql += " AND state = '" + std::string(state_name(*state)) + "'";
-  params.push_back(num(limit));
+  // The state and the mark are in the text, not parameters: the connection plans generically
+  // (pg_connection.cpp), and a plan that knows them can take their partial indexes.
+  if (query.state) sql += " AND state = '" + std::string(state_name(*query.state)) + "'";
+  if (query.marked) sql += std::string(" AND ") + mark_filter_sql(*query.marked);
+  if (query.after_id > 0) {
+    params.push_back(num(query.after_id));
+    sql += " AND id > $" + std::to_string(params.size());
+  }
+  params.push_back(num(query.limit));
   sql += " ORDER BY id LIMIT $" + std::to_string(params.size());
-  params.push_back(num(offset));
+  params.push_back(num(query.offset));
   sql += " OFFSET $" + std::to_string(params.size());
   return select_jobs(*db_, sql, params);
 }

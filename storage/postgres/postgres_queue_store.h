@@ -19,7 +19,7 @@ class Connection;
 
 class PostgresQueueStore final : public QueueStore {
  public:
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   // Connects and migrates. Throws std::runtime_error naming the URL (password masked).
   explicit PostgresQueueStore(const std::string& url, StoreOptions options = {});
@@ -47,6 +47,8 @@ class PostgresQueueStore final : public QueueStore {
   bool paused() override;
   int64_t prioritize_run(int64_t run_id, int priority) override;
   int64_t retry(int64_t run_id, bool include_canceled = false) override;
+  int64_t retry_jobs(const std::vector<int64_t>& job_ids) override;
+  int64_t set_marks(const std::vector<int64_t>& job_ids, Mark mark, const std::string& by) override;
   RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) override;
   int64_t register_worker(const WorkerInfo& info) override;
   bool heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) override;
@@ -55,8 +57,8 @@ class PostgresQueueStore final : public QueueStore {
   void record_progress(int64_t worker_id, const std::vector<JobProgress>& progress) override;
   std::vector<Worker> list_workers() override;
   std::vector<Run> list_runs() override;
-  std::vector<Job> list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit = 1000,
-                             int64_t offset = 0) override;
+  using QueueStore::list_jobs;
+  std::vector<Job> list_jobs(const JobQuery& query) override;
   std::optional<Job> job(int64_t job_id) override;
   StateCounts counts(std::optional<int64_t> run_id = std::nullopt) override;
   // "ok", or what disagrees: run counters against the jobs, running jobs without a live lease.

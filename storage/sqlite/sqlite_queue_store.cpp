@@ -119,6 +119,14 @@ ALTER TABLE jobs ADD COLUMN steps INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN decoding INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN progress_at REAL NOT NULL DEFAULT 0;
 )",
+    // v6: a person's mark on a job ('' none, 'star', 'reject'), when and by whom it was set. The index
+    // holds marked jobs only, and a claim or a completion never changes its columns.
+    R"(
+ALTER TABLE jobs ADD COLUMN mark TEXT NOT NULL DEFAULT '' CHECK (mark IN ('', 'star', 'reject'));
+ALTER TABLE jobs ADD COLUMN marked_at REAL NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN marked_by TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_marked ON jobs (mark, id) WHERE mark <> '';
+)",
 };
 
 // Claims skip the jobs of runs whose submit has not committed its last batch.
@@ -127,7 +135,7 @@ constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE 
 const char* kJobColumns =
     "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
     "finished_at, cancel_requested, error, errors, output_path, metadata, prompt_key, content_key, interruptions, "
-    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at";
+    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at, mark, marked_at, marked_by";
 
 Job read_job(SQLite::Statement& q) {
   Job j;
@@ -162,7 +170,30 @@ Job read_job(SQLite::Statement& q) {
     j.steps = q.getColumn(27).getInt();
     j.decoding = q.getColumn(28).getInt() != 0;
   }
+  j.mark = parse_mark(q.getColumn(30).getString()).value_or(Mark::kNone);
+  j.marked_at = q.getColumn(31).getDouble();
+  j.marked_by = q.getColumn(32).getString();
   return j;
+}
+
+// What retry() and retry_jobs() set: queued again, as if new, with its error history kept.
+constexpr const char* kRetrySet =
+    "state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', cancel_requested = 0, "
+    "finished_at = 0, worker_id = 0, lease_expires = 0";
+
+// Statements over a list of job ids take them as one JSON array (json_each), at most this many a
+// statement: no limit on bound variables is reached, and no one statement runs long.
+constexpr size_t kIdsPerStatement = 10000;
+
+// `ids` in slices of kIdsPerStatement, each as a JSON array, in order.
+std::vector<std::string> id_slices(const std::vector<int64_t>& ids) {
+  std::vector<std::string> slices;
+  for (size_t at = 0; at < ids.size(); at += kIdsPerStatement) {
+    std::string a = "[";
+    for (size_t i = at; i < std::min(ids.size(), at + kIdsPerStatement); ++i) a += (i > at ? "," : "") + std::to_string(ids[i]);
+    slices.push_back(a + "]");
+  }
+  return slices;
 }
 
 }  // namespace
@@ -616,11 +647,54 @@ int64_t SqliteQueueStore::prioritize_run(int64_t run_id, int priority) {
 
 int64_t SqliteQueueStore::retry(int64_t run_id, bool include_canceled) {
   check_file_identity();
-  SQLite::Statement q(db_, std::string("UPDATE jobs SET state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', "
-                                       "cancel_requested = 0, finished_at = 0, worker_id = 0, lease_expires = 0 WHERE run_id = ? AND state IN ('failed'") +
+  SQLite::Statement q(db_, std::string("UPDATE jobs SET ") + kRetrySet + " WHERE run_id = ? AND state IN ('failed'" +
                                (include_canceled ? ", 'canceled')" : ")"));
   q.bind(1, run_id);
   return q.exec();
+}
+
+int64_t SqliteQueueStore::retry_jobs(const std::vector<int64_t>& job_ids) {
+  check_file_identity();
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement q(db_, std::string("UPDATE jobs SET ") + kRetrySet +
+                               " WHERE id IN (SELECT value FROM json_each(?)) AND state IN ('failed', 'canceled')");
+  int64_t n = 0;
+  for (const std::string& slice : id_slices(job_ids)) {
+    q.bind(1, slice);
+    n += q.exec();
+    q.reset();
+  }
+  tx.commit();
+  return n;
+}
+
+int64_t SqliteQueueStore::set_marks(const std::vector<int64_t>& job_ids, Mark mark, const std::string& by) {
+  check_file_identity();
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  const auto slices = id_slices(job_ids);
+  // Every id is a job, or nothing changes: all slices are checked before any is marked.
+  SQLite::Statement missing(db_, "SELECT k.value FROM json_each(?) k WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = k.value) "
+                                 "ORDER BY k.key LIMIT 1");
+  for (const std::string& slice : slices) {
+    missing.bind(1, slice);
+    if (missing.executeStep()) throw NoSuchJobError(missing.getColumn(0).getInt64());
+    missing.reset();
+  }
+  SQLite::Statement set(db_, "UPDATE jobs SET mark = ?2, marked_at = CASE WHEN ?2 = '' THEN 0 ELSE ?3 END, "
+                             "marked_by = CASE WHEN ?2 = '' THEN '' ELSE ?4 END "
+                             "WHERE id IN (SELECT value FROM json_each(?1)) AND mark <> ?2");
+  const double now = now_seconds();
+  int64_t n = 0;
+  for (const std::string& slice : slices) {
+    set.bind(1, slice);
+    set.bind(2, std::string(mark_name(mark)));
+    set.bind(3, now);
+    set.bind(4, by);
+    n += set.exec();
+    set.reset();
+  }
+  tx.commit();
+  return n;
 }
 
 RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
@@ -789,17 +863,19 @@ std::vector<Run> SqliteQueueStore::list_runs() {
   return runs;
 }
 
-std::vector<Job> SqliteQueueStore::list_jobs(std::optional<int64_t> run_id, std::optional<JobState> state, int64_t limit,
-                                       int64_t offset) {
+std::vector<Job> SqliteQueueStore::list_jobs(const JobQuery& query) {
   std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE 1 = 1";
-  if (run_id) sql += " AND run_id = :run";
-  if (state) sql += " AND state = :state";
+  if (query.run) sql += " AND run_id = :run";
+  if (query.state) sql += " AND state = :state";
+  if (query.marked) sql += std::string(" AND ") + mark_filter_sql(*query.marked);
+  if (query.after_id > 0) sql += " AND id > :after";
   sql += " ORDER BY id LIMIT :limit OFFSET :offset";
   SQLite::Statement q(db_, sql);
-  if (run_id) q.bind(":run", *run_id);
-  if (state) q.bind(":state", std::string(state_name(*state)));
-  q.bind(":limit", limit);
-  q.bind(":offset", offset);
+  if (query.run) q.bind(":run", *query.run);
+  if (query.after_id > 0) q.bind(":after", query.after_id);
+  if (query.state) q.bind(":state", std::string(state_name(*query.state)));
+  q.bind(":limit", query.limit);
+  q.bind(":offset", query.offset);
   std::vector<Job> jobs;
   while (q.executeStep()) jobs.push_back(read_job(q));
   return jobs;

@@ -33,7 +33,7 @@ json runs(const DaemonProcess& d) { return json::parse(rgbaq(d, {"ls", "runs", "
 TEST(CliHelp, EachCommandHasItsOwnHelpWithItsDefaults) {
   const auto global = run_process({kRgbaq, "--help"});
   ASSERT_EQ(global.exit_code, 0);
-  for (const std::string command : {"submit", "watch", "status", "ls", "cancel", "retry", "pause", "resume", "prioritize",
+  for (const std::string command : {"submit", "watch", "status", "ls", "cancel", "retry", "mark", "pause", "resume", "prioritize",
                                     "export", "sheet", "service"}) {
     const auto h = run_process({kRgbaq, command, "--help"});
     EXPECT_EQ(h.exit_code, 0) << command;

@@ -58,6 +58,12 @@ struct PostgresBackend {
   std::string database, url_;
 };
 
+// SQL (for either store) that takes a queue's jobs back to before the marks (schema v6 of both), for
+// the tests that migrate a queue forward from an older version.
+inline constexpr const char* kDropMarkColumns =
+    "DROP INDEX jobs_marked; ALTER TABLE jobs DROP COLUMN mark; ALTER TABLE jobs DROP COLUMN marked_at; "
+    "ALTER TABLE jobs DROP COLUMN marked_by; ";
+
 // The typed fixture: backend() opens stores on one queue (several stores = several connections).
 template <class Backend>
 class QueueStoreTest : public ::testing::Test {

@@ -55,7 +55,7 @@ TYPED_TEST(QueueStoreLoraTest, AQueueFromBeforeTheLoraColumnMigratesForwardWithN
     s->submit({"r", "{}", "/o"}, {job("old", 1, "")});
   }
   // Back to the schema before the LoRA column (the migrations after it run again too).
-  this->backend().exec("ALTER TABLE jobs DROP COLUMN step; ALTER TABLE jobs DROP COLUMN steps; "
+  this->backend().exec(std::string(kDropMarkColumns) + "ALTER TABLE jobs DROP COLUMN step; ALTER TABLE jobs DROP COLUMN steps; "
                        "ALTER TABLE jobs DROP COLUMN decoding; ALTER TABLE jobs DROP COLUMN progress_at; "
                        "DROP INDEX jobs_claim_lora; ALTER TABLE jobs DROP COLUMN lora");
   this->backend().set_schema_version(before_lora);
