@@ -95,6 +95,13 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     } catch (const std::exception& e) {
       throw common::UsageError(std::string("--model: ") + e.what());
     }
+    // The LoRA files read now (the render then finds them loaded): one that is no LoRA for this DiT is
+    // bad input, named with its key.
+    try {
+      session->lora_cache().resolve(request.loras, session->dit_config());
+    } catch (const std::runtime_error& e) {
+      throw common::UsageError(std::string("--lora: ") + e.what());
+    }
 
     engine::RenderResult result;
     const bool show_progress = isatty(STDERR_FILENO) != 0;  // progress is for people, not logs

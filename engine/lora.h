@@ -43,6 +43,9 @@ struct LoraAdapter {
 // the Linear, a non-finite value.
 std::shared_ptr<const LoraAdapter> load_lora(const std::filesystem::path& path, const std::string& name,
                                              const DitConfig& config);
+// load_lora's checks that need only the file's header (its keys, dtypes and shapes), without reading a
+// value: what a submit checks of each LoRA it names. Throws as load_lora does.
+void check_lora(const std::filesystem::path& path, const DitConfig& config);
 
 // The DiT's Linears in a fixed order both backends index: the global ones, then each block's.
 enum DitGlobalLinear { kImgIn, kTxtIn, kTxtOut, kTime1, kTime2, kModulation, kNormOut, kProjOut, kDitGlobalLinears };

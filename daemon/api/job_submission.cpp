@@ -123,7 +123,7 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
     if (!lora->is_string()) bad_param("defaults.lora", "must be a string (name:weight;name:weight)");
     options.defaults.lora = lora->get<std::string>();
   }
-  options.check_lora = [&](const std::string& name) { return lora_problem(limits.lora_dirs, name); };
+  options.check_lora = [&](const std::string& name) { return lora_file_problem(limits.lora_dirs, name, session.dit_config()); };
   options.defaults.count =
       static_cast<int>(int_param(defaults, "count", options.defaults.count, 1, std::numeric_limits<int>::max(), "defaults."));
   options.defaults.priority = static_cast<int>(
