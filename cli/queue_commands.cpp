@@ -65,10 +65,14 @@ int simple(CliContext& ctx, const Arguments& a, const std::string& method, const
   return 0;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+// A text cell of the CSV export (RFC 4180: quoted when it holds a comma, a quote or a line break). One
+// that a spreadsheet would take for a formula, starting with =, +, -, @, a tab or a carriage return,
+// gets a leading ' (OWASP's advice against CSV injection): it shows as text. Numbers are not text cells.
+std::string csv_text(const std::string& s) {
+  const std::string v = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos ? "'" + s : s;
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
   std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
 }
 
@@ -262,14 +266,16 @@ int export_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (format == "jsonl") {
     for (const auto& j : r["jobs"]) text << j.dump() << "\n";
   } else {
-    text << "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds\n";
+    // The host that rendered each job; a job record names no device yet (a column once it does).
+    text << "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,host\n";
     for (const auto& j : r["jobs"]) {
       const json& m = j["metadata"];
       const double seconds = m.is_object() && m.contains("timings") ? m["timings"].value("total_s", 0.0) : 0.0;
-      text << j.value("id", 0) << "," << j.value("run", 0) << "," << j.value("state", "") << "," << csv_field(j.value("prompt", ""))
-           << "," << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << "," << j.value("height", 0) << ","
-           << csv_field(j.value("name", "")) << "," << csv_field(j.value("lora", "")) << "," << csv_field(j.value("output", "")) << "," << csv_field(j.value("error", ""))
-           << "," << j.value("attempts", 0) << "," << seconds << "\n";
+      text << j.value("id", 0) << "," << j.value("run", 0) << "," << csv_text(j.value("state", "")) << ","
+           << csv_text(j.value("prompt", "")) << "," << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << ","
+           << j.value("height", 0) << "," << csv_text(j.value("name", "")) << "," << csv_text(j.value("lora", "")) << ","
+           << csv_text(j.value("output", "")) << "," << csv_text(j.value("error", "")) << "," << j.value("attempts", 0) << ","
+           << seconds << "," << csv_text(j.value("host", "")) << "\n";
     }
   }
   if (const auto out = a.get("output")) {
