@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/arguments.h"
+#include "common/printable_text.h"
 #include "cli/daemon_client.h"
 #include "cli/plural.h"
 #include "cli/watch_command.h"
@@ -73,7 +74,9 @@ void print_file_errors(const nlohmann::json& details, std::ostream& err) {
   for (const auto& d : details) {
     const std::string field = d.value("field", "");
     const bool option = d.value("line", 0) == 0 && field.rfind("--", 0) == 0;
-    err << (option ? "rgbaq submit: " + field + ": " + d.value("message", "") : d.value("text", d.value("message", ""))) << "\n";
+    err << common::printable(option ? "rgbaq submit: " + field + ": " + d.value("message", "")
+                                    : d.value("text", d.value("message", "")))
+        << "\n";
   }
 }
 
@@ -173,7 +176,8 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   }
   if (!file.seed_rows_over_option.empty()) {
     // Never silently: the row's own seed wins, and the user hears on which rows.
-    ctx.err << "note: " << file_name << ": the seed column wins over --seeds " << *options.defaults.seeds << " on "
+    ctx.err << "note: " << common::printable(file_name) << ": the seed column wins over --seeds "
+            << common::printable(*options.defaults.seeds) << " on "
             << (file.seed_rows_over_option.size() == 1 ? "line " : "lines ") << line_list(file.seed_rows_over_option)
             << (file.seed_rows_over_option.size() == file.rows.size() ? " (every row: --seeds is not used)"
                                                                        : " (--seeds applies to the rows without a seed)")
@@ -193,12 +197,13 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (a.has("json")) {
     ctx.out << r.dump() << "\n";
   } else if (a.has("dry-run")) {
-    ctx.out << file_name << ": " << count_of(queued, "job") << ", valid; nothing was queued (--dry-run)\n";
+    ctx.out << common::printable(file_name) << ": " << count_of(queued, "job") << ", valid; nothing was queued (--dry-run)\n";
   } else if (!made_run) {
     ctx.out << "nothing to queue: " << (r.value("skipped", 0) == 1 ? "its 1 job is" : "all " + count_of(r.value("skipped", 0), "job") + " are")
             << " already queued, running or done (--skip-duplicates); no run was made\n";
   } else {
-    ctx.out << "run " << r.value("run", 0) << ": " << count_of(queued, "job") << " queued, images to " << out_dir.string();
+    ctx.out << "run " << r.value("run", 0) << ": " << count_of(queued, "job") << " queued, images to "
+            << common::printable(out_dir.string());
     if (r.value("skipped", 0)) ctx.out << " (" << r.value("skipped", 0) << " already queued or done, skipped)";
     if (r.value("duplicates_in_file", 0)) {
       ctx.out << " (" << count_of(r.value("duplicates_in_file", 0), "repeated row") << " left out)";

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "common/arguments.h"
+#include "common/printable_text.h"
 #include "daemon/base/daemon_config.h"
 #include "daemon/base/lora_folders.h"
 #include "daemon/base/render_record.h"
@@ -121,10 +122,10 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
         << " s, engine " << session->backend_name() << " on " << session->device_description() << ")\n";
     return 0;
   } catch (const common::UsageError& e) {
-    err << "rgbaqd render: " << e.what() << "\n(see rgbaqd render --help)\n";
+    err << "rgbaqd render: " << common::printable(e.what()) << "\n(see rgbaqd render --help)\n";
     return 2;
   } catch (const std::exception& e) {
-    err << "rgbaqd render: " << e.what() << "\n";
+    err << "rgbaqd render: " << common::printable(e.what()) << "\n";
     return 1;
   }
 }
