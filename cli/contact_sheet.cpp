@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/arguments.h"
+#include "common/printable_text.h"
 #include "cli/daemon_client.h"
 #include "cli/text_renderer.h"
 #include "jobs/lora_list.h"
@@ -453,7 +454,7 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (marked) legend["marked"] = *marked;
   if (const auto dir = std::filesystem::path(out).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
   storage::write_png_atomic(out, sheet.rgba.data(), sheet.geometry.width, sheet.geometry.height, {{"rgbaq-sheet", legend.dump()}});
-  ctx.out << out << " (" << layout.rows.size() << (layout.rows.size() == 1 ? " row x " : " rows x ") << layout.columns.size()
+  ctx.out << common::printable(out) << " (" << layout.rows.size() << (layout.rows.size() == 1 ? " row x " : " rows x ") << layout.columns.size()
           << (layout.columns.size() == 1 ? " column)\n" : " columns)\n");
   return 0;
 }

@@ -13,6 +13,7 @@
 
 #include "common/arguments.h"
 #include "common/data_files.h"
+#include "common/printable_text.h"
 #include "host/image_size.h"
 #include "host/noise.h"
 #include "host/rope.h"
@@ -212,7 +213,7 @@ int run_host_command(const std::vector<std::string>& args, std::istream& in, std
   }
   const auto it = subcommands().find(args[0]);
   if (it == subcommands().end()) {
-    err << "rgbaq host: unknown command \"" << args[0] << "\"\n" << kHostHelp;
+    err << "rgbaq host: unknown command \"" << common::printable(args[0]) << "\"\n" << kHostHelp;
     return 2;
   }
   const Subcommand& sub = it->second;
@@ -227,10 +228,10 @@ int run_host_command(const std::vector<std::string>& args, std::istream& in, std
     out.flush();
     return code;
   } catch (const UsageError& e) {
-    err << "rgbaq host " << args[0] << ": " << e.what() << "\n(see rgbaq host " << args[0] << " --help)\n";
+    err << "rgbaq host " << args[0] << ": " << common::printable(e.what()) << "\n(see rgbaq host " << args[0] << " --help)\n";
     return 2;
   } catch (const std::exception& e) {
-    err << "rgbaq host " << args[0] << ": " << e.what() << "\n";
+    err << "rgbaq host " << args[0] << ": " << common::printable(e.what()) << "\n";
     return 1;
   }
 }

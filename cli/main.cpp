@@ -17,6 +17,7 @@
 #include "cli/submit_command.h"
 #include "cli/watch_command.h"
 #include "common/build_info.h"
+#include "common/printable_text.h"
 #include "daemon/socket_paths.h"
 #include "engine/backend_registry.h"
 
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
   };
   const auto it = commands.find(args[0]);
   if (it == commands.end()) {
-    std::cerr << "rgbaq: unknown command \"" << args[0] << "\"\n" << kUsage;
+    std::cerr << "rgbaq: unknown command \"" << rgbaq::common::printable(args[0]) << "\"\n" << kUsage;
     return 2;
   }
   rgbaq::cli::CliContext ctx{std::filesystem::absolute(socket), std::cin, std::cout, std::cerr, isatty(STDOUT_FILENO) != 0};

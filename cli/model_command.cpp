@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/arguments.h"
+#include "common/printable_text.h"
 #include "engine/model_directory.h"
 #include "engine/model_quantizer.h"
 #include "engine/render_memory.h"
@@ -17,6 +18,7 @@ namespace {
 
 using common::Arguments;
 using common::UsageError;
+using common::printable;
 using nlohmann::json;
 
 constexpr const char* kModelHelp = R"(usage: rgbaq model COMMAND [options]
@@ -72,10 +74,10 @@ json check_json(const engine::ModelDirectory& model) {
 }
 
 void print_check(const engine::ModelDirectory& model, std::ostream& out) {
-  out << model.root().string() << ": " << model.pipeline_class() << ", usable\n";
+  out << printable(model.root().string()) << ": " << printable(model.pipeline_class()) << ", usable\n";
   out << "sampler: " << model.sampler_description() << "\n";
   for (const auto& c : model.components()) {
-    out << "  " << std::left << std::setw(13) << c.role << std::setw(14) << (c.folder + "/") << c.class_name;
+    out << "  " << std::left << std::setw(13) << c.role << std::setw(14) << printable(c.folder + "/") << printable(c.class_name);
     for (const auto& r : model.reports()) {
       if (r.component != c.role) continue;
       std::string dtypes;
@@ -113,7 +115,7 @@ int check_command(const std::vector<std::string>& words, std::ostream& out, std:
     return 0;
   } catch (const std::runtime_error& e) {
     if (a.has("json")) out << json{{"model", dir}, {"usable", false}, {"reason", e.what()}}.dump(2) << "\n";
-    err << "rgbaq model check: cannot use " << dir << ": " << e.what() << "\n";
+    err << "rgbaq model check: cannot use " << printable(dir) << ": " << printable(e.what()) << "\n";
     return 2;
   }
 }
@@ -140,10 +142,10 @@ int quantize_command(const std::vector<std::string>& words, std::ostream& out, s
       out << c.role << ": " << c.quantized << " Linear weights to int8, " << gib(c.bytes_before) << " -> "
           << gib(c.bytes_after) << "\n";
     }
-    out << "wrote " << a.positionals()[1] << "\n";
+    out << "wrote " << printable(a.positionals()[1]) << "\n";
     return 0;
   } catch (const std::runtime_error& e) {
-    err << "rgbaq model quantize: " << e.what() << "\n";
+    err << "rgbaq model quantize: " << printable(e.what()) << "\n";
     return 2;
   }
 }
@@ -161,10 +163,10 @@ int run_model_command(const std::vector<std::string>& args, std::ostream& out, s
     if (args[0] == "quantize") return quantize_command(rest, out, err);
     throw UsageError("unknown model command \"" + args[0] + "\"");
   } catch (const UsageError& e) {
-    err << "rgbaq model: " << e.what() << "\n" << kModelHelp;
+    err << "rgbaq model: " << printable(e.what()) << "\n" << kModelHelp;
     return 2;
   } catch (const std::exception& e) {
-    err << "rgbaq model: " << e.what() << "\n";
+    err << "rgbaq model: " << printable(e.what()) << "\n";
     return 1;
   }
 }

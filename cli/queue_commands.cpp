@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/arguments.h"
+#include "common/printable_text.h"
 #include "cli/daemon_client.h"
 #include "cli/plural.h"
 #include "daemon/protocol.h"
@@ -17,6 +18,7 @@ namespace rgbaq::cli {
 using common::Arguments;
 using common::UsageError;
 using common::parse_u64;
+using common::printable;
 namespace {
 
 using nlohmann::json;
@@ -74,13 +76,14 @@ std::string counts_line(const json& c) {
   return o.str();
 }
 
+// `s` on one line, at most `n` bytes of it, made printable (its escapes may make it longer).
 std::string clip(const std::string& s, size_t n) {
   std::string one_line = s;
   for (char& c : one_line) c = (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
-  if (one_line.size() <= n) return one_line;
+  if (one_line.size() <= n) return printable(one_line);
   size_t cut = n - 1;
   while (cut > 0 && (static_cast<unsigned char>(one_line[cut]) & 0xC0) == 0x80) --cut;  // whole characters
-  return one_line.substr(0, cut) + "~";
+  return printable(one_line.substr(0, cut)) + "~";
 }
 
 // A simple action: one request, an acknowledgement line (or the result as JSON).
@@ -101,10 +104,14 @@ std::string mark_of(const json& job, const std::string& none) {
   return it != job.end() && it->is_string() ? it->get<std::string>() : none;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+// A text cell of the CSV export (RFC 4180: quoted when it holds a comma, a quote or a line break). One
+// that a spreadsheet would take for a formula, starting with =, +, -, @, a tab or a carriage return,
+// gets a leading ' (OWASP's advice against CSV injection): it shows as text. Numbers are not text cells.
+std::string csv_text(const std::string& s) {
+  const std::string v = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos ? "'" + s : s;
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
   std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
 }
 
@@ -123,12 +130,13 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
   }
   const json& c = s["counters"];
   ctx.out << "rgbaqd " << s.value("version", "?") << " (pid " << s.value("pid", 0) << "), up " << duration(s.value("uptime_s", 0.0))
-          << "\nmodel:  " << s.value("model", "") << " (" << s.value("engine", "") << ")\nqueue:  "
+          << "\nmodel:  " << printable(s.value("model", "")) << " (" << printable(s.value("engine", "")) << ")\nqueue:  "
           << (s["jobs"].is_object() ? counts_line(s["jobs"]) : std::string("unknown")) << (s["paused"] == true ? "  [paused]" : "")
           << "\n";
   if (s.contains("http") && s["http"].is_object()) ctx.out << "http:   " << s["http"].value("url", "") << "/ (rgbaq http-url)\n";
   if (code != 0) {
-    ctx.out << "health: UNHEALTHY for " << duration(health.value("for_s", 0.0)) << ": " << health.value("problem", "") << "\n";
+    ctx.out << "health: UNHEALTHY for " << duration(health.value("for_s", 0.0)) << ": " << printable(health.value("problem", ""))
+            << "\n";
   }
   if (s["current"].is_object()) {
     ctx.out << "now:    job " << s["current"].value("job", 0) << ", step " << s["current"].value("step", 0) << "/"
@@ -139,8 +147,8 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
     ctx.out << "workers:\n";
     const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     for (const json& w : s["workers"]) {
-      ctx.out << "  " << w.value("host", "?") << " (pid " << w.value("pid", 0) << ", " << w.value("engine", "") << " on "
-              << w.value("device", "") << "): " << (w["job"].is_number() ? "job " + std::to_string(w["job"].get<int64_t>()) : std::string("idle"))
+      ctx.out << "  " << printable(w.value("host", "?")) << " (pid " << w.value("pid", 0) << ", " << printable(w.value("engine", ""))
+              << " on " << printable(w.value("device", "")) << "): " << (w["job"].is_number() ? "job " + std::to_string(w["job"].get<int64_t>()) : std::string("idle"))
               << ", " << w.value("images_done", 0) << " images done, last heartbeat "
               << duration(std::max(0.0, now - w.value("heartbeat_at", now))) << " ago\n";
     }
@@ -171,7 +179,7 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
       ctx.out << std::left << std::setw(6) << run.value("id", 0) << std::setw(24) << clip(run.value("name", ""), 23) << std::right
               << std::setw(8) << run.value("total", 0) << std::setw(8) << c.value("done", 0) << std::setw(8) << c.value("failed", 0)
               << std::setw(10) << c.value("canceled", 0) << std::setw(8) << c.value("queued", 0) + c.value("running", 0) << "  "
-              << run.value("out_dir", "") << "\n";
+              << printable(run.value("out_dir", "")) << "\n";
     }
     return 0;
   }
@@ -214,7 +222,7 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
     ctx.out << std::left << std::setw(8) << j.value("id", 0) << std::setw(6) << j.value("run", 0) << std::setw(10) << state
             << std::setw(8) << mark << std::setw(22) << j.value("seed", uint64_t{0}) << std::setw(11) << size
             << clip(j.value("prompt", ""), 50) << "\n" << std::string(65, ' ')
-            << (state == "failed" ? "error: " + j.value("error", "") : j.value("output", "")) << "\n";
+            << printable(state == "failed" ? "error: " + j.value("error", "") : j.value("output", "")) << "\n";
   }
   if (more) {
     ctx.out << "(the first " << limit << " from " << offset << "; more with --offset " << offset + limit
@@ -236,7 +244,8 @@ int cancel_command(const std::vector<std::string>& args, CliContext& ctx) {
     if (a.has("json")) {
       ctx.out << r.dump() << "\n";
     } else if (r.value("affected", 0) == 0) {
-      (code ? ctx.err : ctx.out) << "job " << id << " was already " << state << (code ? "; nothing to cancel" : "") << "\n";
+      (code ? ctx.err : ctx.out) << "job " << id << " was already " << printable(state) << (code ? "; nothing to cancel" : "")
+                                 << "\n";
     } else {
       ctx.out << "job " << id << (state == "running" ? " will stop at its next step" : " canceled") << "\n";
     }
@@ -314,7 +323,7 @@ int prioritize_command(const std::vector<std::string>& args, CliContext& ctx) {
   DaemonClient client(ctx.socket);
   const json r = client.call("prioritize", {{"run", positive_id(a.positionals()[0], "run")}, {"priority", priority}});
   ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + count_of(r.value("updated", 0), "job") +
-                                             " now at priority " + a.positionals()[1])
+                                             " now at priority " + std::to_string(priority))
           << "\n";
   return 0;
 }
@@ -334,15 +343,16 @@ int export_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (format == "jsonl") {
     for (const auto& j : r["jobs"]) text << j.dump() << "\n";
   } else {
-    text << "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,mark\n";
+    // The host that rendered each job; a job record names no device yet (a column once it does).
+    text << "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,host,mark\n";
     for (const auto& j : r["jobs"]) {
       const json& m = j["metadata"];
       const double seconds = m.is_object() && m.contains("timings") ? m["timings"].value("total_s", 0.0) : 0.0;
-      text << j.value("id", 0) << "," << j.value("run", 0) << "," << j.value("state", "") << "," << csv_field(j.value("prompt", ""))
-           << "," << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << "," << j.value("height", 0) << ","
-           << csv_field(j.value("name", "")) << "," << csv_field(j.value("lora", "")) << "," << csv_field(j.value("output", "")) << "," << csv_field(j.value("error", ""))
-           << "," << j.value("attempts", 0) << "," << seconds << ","
-           << mark_of(j, "") << "\n";
+      text << j.value("id", 0) << "," << j.value("run", 0) << "," << csv_text(j.value("state", "")) << ","
+           << csv_text(j.value("prompt", "")) << "," << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << ","
+           << j.value("height", 0) << "," << csv_text(j.value("name", "")) << "," << csv_text(j.value("lora", "")) << ","
+           << csv_text(j.value("output", "")) << "," << csv_text(j.value("error", "")) << "," << j.value("attempts", 0) << ","
+           << seconds << "," << csv_text(j.value("host", "")) << "," << mark_of(j, "") << "\n";
     }
   }
   if (const auto out = a.get("output")) {

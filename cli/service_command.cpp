@@ -8,6 +8,7 @@
 
 #include "common/arguments.h"
 #include "common/data_files.h"
+#include "common/printable_text.h"
 #include "daemon/socket_paths.h"
 #include "launchd/service_templates.h"
 
@@ -99,7 +100,7 @@ int run_tool(CliContext& ctx, std::vector<std::string> argv) {
   int status = 0;
   waitpid(pid, &status, 0);
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  if (code == 127) ctx.err << argv[0] << " was not found\n";
+  if (code == 127) ctx.err << common::printable(argv[0]) << " was not found\n";
   return code;
 }
 
@@ -147,7 +148,7 @@ int service_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (action == "uninstall") {
     const auto names = kLaunchd ? std::vector<std::string>{"com.rgbaq.rgbaqd.plist"} : std::vector<std::string>{"rgbaqd.socket", "rgbaqd.service"};
     if (a.has("print")) {
-      for (const auto& n : names) ctx.out << "would remove " << (dir / n).string() << "\n";
+      for (const auto& n : names) ctx.out << "would remove " << common::printable((dir / n).string()) << "\n";
       return 0;
     }
     const int code = kLaunchd ? run_tool(ctx, {"launchctl", "bootout", label + "/com.rgbaq.rgbaqd"})
@@ -172,7 +173,7 @@ int service_command(const std::vector<std::string>& args, CliContext& ctx) {
   const auto files = service_files(kLaunchd, rgbaqd, model_dir.string(), data_dir.string(),
                                    socket, (data_dir / "logs" / "rgbaqd.out").string());
   if (a.has("print")) {
-    for (const auto& [name, text] : files) ctx.out << "# " << (dir / name).string() << "\n" << text << "\n";
+    for (const auto& [name, text] : files) ctx.out << "# " << common::printable((dir / name).string()) << "\n" << text << "\n";
     return 0;
   }
   std::filesystem::create_directories(dir);
@@ -181,7 +182,7 @@ int service_command(const std::vector<std::string>& args, CliContext& ctx) {
     std::ofstream f(dir / name, std::ios::trunc);
     f << text;
     if (!f) throw std::runtime_error((dir / name).string() + ": cannot write");
-    ctx.out << "wrote " << (dir / name).string() << "\n";
+    ctx.out << "wrote " << common::printable((dir / name).string()) << "\n";
   }
   int code = 0;
   if (kLaunchd) {

@@ -10,9 +10,11 @@
 #include <sstream>
 
 #include "common/arguments.h"
+#include "common/printable_text.h"
 #include "cli/daemon_client.h"
 #include "cli/plural.h"
 #include "cli/watch_command.h"
+#include "daemon/protocol.h"
 #include "daemon/socket_paths.h"
 #include "jobs/job_file.h"
 
@@ -64,6 +66,18 @@ std::string line_list(const std::vector<int>& lines) {
   for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(lines[i]);
   if (lines.size() > shown) s += " and " + std::to_string(lines.size() - shown) + " more";
   return s;
+}
+
+// A file's errors ({"line", "field", "message", "text"}, as the daemon sends them), one a line: an
+// option's error is the command line's, not the file's.
+void print_file_errors(const nlohmann::json& details, std::ostream& err) {
+  for (const auto& d : details) {
+    const std::string field = d.value("field", "");
+    const bool option = d.value("line", 0) == 0 && field.rfind("--", 0) == 0;
+    err << common::printable(option ? "rgbaq submit: " + field + ": " + d.value("message", "")
+                                    : d.value("text", d.value("message", "")))
+        << "\n";
+  }
 }
 
 // Ctrl-C while `submit --wait` follows a run: the run is the daemon's and goes on; say so and how to
@@ -120,24 +134,6 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   options.expand = false;  // the daemon expands; here only the rows are validated and counted
   const std::string file_name = prompt ? "--prompt" : path == "-" ? "<stdin>" : path;
   const auto file = jobs::parse_job_file(text, format == "jsonl" ? jobs::FileFormat::kJsonl : jobs::FileFormat::kCsv, options);
-  if (!file.errors.empty()) {
-    for (const auto& e : file.errors) {
-      // An option's error is the command line's, not the file's.
-      const bool option = e.line == 0 && e.field.rfind("--", 0) == 0;
-      ctx.err << (option ? "rgbaq submit: " + e.field + ": " + e.message : e.to_string(file_name)) << "\n";
-    }
-    ctx.err << count_of(file.errors.size(), "error") << "; nothing was queued\n";
-    return 2;
-  }
-  if (!file.seed_rows_over_option.empty()) {
-    // Never silently: the row's own seed wins, and the user hears on which rows.
-    ctx.err << "note: " << file_name << ": the seed column wins over --seeds " << *options.defaults.seeds << " on "
-            << (file.seed_rows_over_option.size() == 1 ? "line " : "lines ") << line_list(file.seed_rows_over_option)
-            << (file.seed_rows_over_option.size() == file.rows.size() ? " (every row: --seeds is not used)"
-                                                                       : " (--seeds applies to the rows without a seed)")
-            << "\n";
-  }
-
   nlohmann::json defaults = {{"size", options.defaults.size}, {"count", options.defaults.count},
                              {"priority", options.defaults.priority}};
   if (options.defaults.seeds) defaults["seeds"] = *options.defaults.seeds;
@@ -158,12 +154,42 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   } else if (path == "-") {
     params["name"] = "stdin";
   }
+  if (!file.errors.empty()) {
+    // What only the daemon checks (its LoRA files, prompts' token counts) goes with these: its dry run
+    // lists every error of the file in one pass. Without a daemon, the errors found here.
+    nlohmann::json details = nlohmann::json::array();
+    for (const auto& e : file.errors) {
+      details.push_back({{"line", e.line}, {"field", e.field}, {"message", e.message}, {"text", e.to_string(file_name)}});
+    }
+    try {
+      nlohmann::json dry_run = params;
+      dry_run["dry_run"] = true;
+      DaemonClient(ctx.socket).call("submit", dry_run);
+    } catch (const DaemonError& e) {
+      if (e.code == protocol::error_code::kInvalidFile && !e.details.empty()) details = e.details;
+    } catch (const std::exception&) {
+      // not reachable, or not ours: the errors found here are the answer
+    }
+    print_file_errors(details, ctx.err);
+    ctx.err << count_of(details.size(), "error") << "; nothing was queued\n";
+    return 2;
+  }
+  if (!file.seed_rows_over_option.empty()) {
+    // Never silently: the row's own seed wins, and the user hears on which rows.
+    ctx.err << "note: " << common::printable(file_name) << ": the seed column wins over --seeds "
+            << common::printable(*options.defaults.seeds) << " on "
+            << (file.seed_rows_over_option.size() == 1 ? "line " : "lines ") << line_list(file.seed_rows_over_option)
+            << (file.seed_rows_over_option.size() == file.rows.size() ? " (every row: --seeds is not used)"
+                                                                       : " (--seeds applies to the rows without a seed)")
+            << "\n";
+  }
+
   DaemonClient client(ctx.socket);
   nlohmann::json r;
   try {
     r = client.call("submit", params);
   } catch (const DaemonError& e) {
-    for (const auto& d : e.details) ctx.err << d.value("text", d.value("message", "")) << "\n";
+    print_file_errors(e.details, ctx.err);
     throw;
   }
   const uint64_t queued = r.value("jobs", uint64_t{0}), reusable = r.value("reusable", uint64_t{0});
@@ -171,12 +197,13 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (a.has("json")) {
     ctx.out << r.dump() << "\n";
   } else if (a.has("dry-run")) {
-    ctx.out << file_name << ": " << count_of(queued, "job") << ", valid; nothing was queued (--dry-run)\n";
+    ctx.out << common::printable(file_name) << ": " << count_of(queued, "job") << ", valid; nothing was queued (--dry-run)\n";
   } else if (!made_run) {
     ctx.out << "nothing to queue: " << (r.value("skipped", 0) == 1 ? "its 1 job is" : "all " + count_of(r.value("skipped", 0), "job") + " are")
             << " already queued, running or done (--skip-duplicates); no run was made\n";
   } else {
-    ctx.out << "run " << r.value("run", 0) << ": " << count_of(queued, "job") << " queued, images to " << out_dir.string();
+    ctx.out << "run " << r.value("run", 0) << ": " << count_of(queued, "job") << " queued, images to "
+            << common::printable(out_dir.string());
     if (r.value("skipped", 0)) ctx.out << " (" << r.value("skipped", 0) << " already queued or done, skipped)";
     if (r.value("duplicates_in_file", 0)) {
       ctx.out << " (" << count_of(r.value("duplicates_in_file", 0), "repeated row") << " left out)";

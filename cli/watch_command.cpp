@@ -12,6 +12,7 @@
 
 #include "cli/watch_display.h"
 #include "common/arguments.h"
+#include "common/printable_text.h"
 
 namespace rgbaq::cli {
 
@@ -129,10 +130,10 @@ class Watch {
       refresh();
       if (!ctx_.out_is_tty) {
         ctx_.out << "job " << id << " "
-                 << (kind == "job_done" ? "done: " + e.value("path", "")
-                     : kind == "job_failed" ? "failed: " + e.value("error", "") +
-                                                  (e.value("will_retry", false) ? " (will retry)" : "")
-                                            : "canceled")
+                 << common::printable(kind == "job_done" ? "done: " + e.value("path", "")
+                                      : kind == "job_failed" ? "failed: " + e.value("error", "") +
+                                                                   (e.value("will_retry", false) ? " (will retry)" : "")
+                                                             : "canceled")
                  << "  (" << totals_.done << "/" << totals_.total << " done)\n"
                  << std::flush;
       }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/printable_text.h"
+
 namespace rgbaq::cli {
 namespace {
 
@@ -43,7 +45,7 @@ std::vector<std::string> job_lines(const JobInHand& j, int width) {
   const std::string where = "run " + std::to_string(j.run) + " job " + std::to_string(j.job) + "  ";
   std::string progress = j.decoding ? "decoding" : j.steps > 0 ? "step " + std::to_string(j.step) + "/" + std::to_string(j.steps) : "step ?";
   std::string facts = "  seed " + std::to_string(j.seed) + "  " + std::to_string(j.width) + "x" + std::to_string(j.height) + "  ";
-  const std::string label = printable(j.label);
+  const std::string label = common::printable(j.label);
   // A bar only where the prompt keeps a fair share of the line.
   const int bar_width = std::min(20, (width - 80) / 2);
   if (bar_width >= 8 && j.steps > 0) {
@@ -58,7 +60,7 @@ std::vector<std::string> job_lines(const JobInHand& j, int width) {
 
 std::string run_line(const RunInProgress& r, bool paused, int width) {
   std::string left = "run " + std::to_string(r.id);
-  if (!r.name.empty()) left += " " + fit_columns(printable(r.name), 16);
+  if (!r.name.empty()) left += " " + fit_columns(common::printable(r.name), 16);
   std::string right = " " + std::to_string(r.done) + "/" + std::to_string(r.total) + " done";
   if (r.failed) right += ", " + std::to_string(r.failed) + " failed";
   if (r.canceled) right += ", " + std::to_string(r.canceled) + " canceled";
@@ -70,17 +72,6 @@ std::string run_line(const RunInProgress& r, bool paused, int width) {
 }
 
 }  // namespace
-
-std::string printable(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for_each_char(text, [&](int32_t cp, std::string_view bytes) {
-    if (cp < 0) out += '?';
-    else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) out += ' ';
-    else out.append(bytes);
-  });
-  return out;
-}
 
 int display_columns(std::string_view text) {
   int columns = 0;

@@ -41,8 +41,6 @@ struct WatchView {
 // `max_lines` of them (the last says how many were left out).
 std::vector<std::string> render_watch(const WatchView& view, int width, int max_lines);
 
-// Text safe to print on a terminal: control characters (newline, ESC) become spaces, invalid UTF-8 "?".
-std::string printable(std::string_view text);
 // Columns `text` takes on a terminal (printable text).
 int display_columns(std::string_view text);
 // `text` cut to at most `columns` columns, ending in "…" when cut.

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "common/arguments.h"
+#include "common/printable_text.h"
 #include "daemon/base/daemon_config.h"
 #include "daemon/base/lora_folders.h"
 #include "daemon/base/render_record.h"
@@ -95,6 +96,13 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     } catch (const std::exception& e) {
       throw common::UsageError(std::string("--model: ") + e.what());
     }
+    // The LoRA files read now (the render then finds them loaded): one that is no LoRA for this DiT is
+    // bad input, named with its key.
+    try {
+      session->lora_cache().resolve(request.loras, session->dit_config());
+    } catch (const std::runtime_error& e) {
+      throw common::UsageError(std::string("--lora: ") + e.what());
+    }
 
     engine::RenderResult result;
     const bool show_progress = isatty(STDERR_FILENO) != 0;  // progress is for people, not logs
@@ -114,10 +122,10 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
         << " s, engine " << session->backend_name() << " on " << session->device_description() << ")\n";
     return 0;
   } catch (const common::UsageError& e) {
-    err << "rgbaqd render: " << e.what() << "\n(see rgbaqd render --help)\n";
+    err << "rgbaqd render: " << common::printable(e.what()) << "\n(see rgbaqd render --help)\n";
     return 2;
   } catch (const std::exception& e) {
-    err << "rgbaqd render: " << e.what() << "\n";
+    err << "rgbaqd render: " << common::printable(e.what()) << "\n";
     return 1;
   }
 }

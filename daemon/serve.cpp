@@ -13,11 +13,13 @@
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without including <utility>
 
 #include <boost/asio.hpp>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "common/arguments.h"
+#include "common/printable_text.h"
 #include "daemon/worker/crash_record.h"
 #include "daemon/base/daemon_config.h"
 #include "daemon/data_dir_lock.h"
@@ -44,11 +46,26 @@ namespace {
 
 namespace asio = boost::asio;
 
+// A log line's message with its control characters escaped (common/printable_text.h): text from a
+// client or a file in it (an output path, a LoRA key, a prompt) can neither drive the terminal that
+// shows the log nor forge a line of it.
+class PrintableMessage final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    const std::string text = common::printable(std::string_view(msg.payload.data(), msg.payload.size()));
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<PrintableMessage>(); }
+};
+
 void setup_logging(const DaemonConfig& c) {
   std::filesystem::create_directories(c.log_file().parent_path());
   auto file = std::make_shared<spdlog::sinks::rotating_file_sink_mt>(c.log_file().string(), 10u << 20, 3);
   auto err = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   auto logger = std::make_shared<spdlog::logger>("rgbaqd", spdlog::sinks_init_list{file, err});
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<PrintableMessage>('*').set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] [%^%l%$] %*");  // spdlog's own, %v escaped
+  logger->set_formatter(std::move(formatter));
   logger->set_level(spdlog::level::from_str(c.log_level));
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -51,46 +50,19 @@ std::string underscored(std::string s) {
   return s;
 }
 
+// One module's tensors as the file holds them (views into the mapping: nothing read yet).
 struct Pending {
-  std::string down_key, up_key;
-  Tensor down, up;
-  std::optional<float> alpha;
+  std::string down_key, up_key, alpha_key;
+  Tensor down, up, alpha;
+  Shape down_shape, up_shape;  // 2-D
 };
 
-}  // namespace
-
-size_t LoraAdapter::bytes() const {
-  size_t total = sizeof(LoraAdapter);
-  for (const auto& m : modules) total += (m.down.size() + m.up.size()) * sizeof(float) + sizeof(LoraModule);
-  return total;
-}
-
-std::vector<std::string> dit_linear_modules(const DitConfig& config) {
-  std::vector<std::string> names = {"img_in",
-                                    "txt_in.in_layer",
-                                    "txt_in.out_layer",
-                                    "time_text_embed.timestep_embedder.linear_1",
-                                    "time_text_embed.timestep_embedder.linear_2",
-                                    "modulation.1",
-                                    "norm_out.linear",
-                                    "proj_out"};
-  for (int i = 0; i < config.layers; ++i) {
-    const std::string p = "transformer_blocks." + std::to_string(i) + ".";
-    for (const char* m : {"attn.to_q", "attn.to_k", "attn.to_v", "attn.to_out.0", "img_mlp.gate_layer", "img_mlp.proj",
-                          "img_mlp.out"}) {
-      names.push_back(p + m);
-    }
-  }
-  return names;
-}
-
-std::shared_ptr<const LoraAdapter> load_lora(const std::filesystem::path& path, const std::string& name,
-                                             const DitConfig& config) {
-  // Read, not mapped: a LoRA is the user's file and may be rewritten while it loads. Throws naming the
-  // file when it is truncated, malformed or changes meanwhile.
-  const SafetensorsFile file = SafetensorsFile::read(path, kMaxLoraFileBytes);
-  std::map<std::string, Shape> linears;                     // module -> [out, in]
-  std::map<std::string, std::string> by_underscores;         // kohya's spelling -> module
+// The file's LoRA modules, every check that needs only the header made: each key known and for a
+// Linear of this DiT (no text-encoder key), dtypes, shapes, A beside B, ranks. Throws naming the key.
+std::map<std::string, Pending> lora_layout(const SafetensorsFile& file, const DitConfig& config) {
+  const std::filesystem::path& path = file.path();
+  std::map<std::string, Shape> linears;              // module -> [out, in]
+  std::map<std::string, std::string> by_underscores;  // kohya's spelling -> module
   for (const WeightSpec& spec : dit_schema(config).tensors) {
     if (spec.role != WeightRole::kLinear) continue;
     const std::string module = spec.name.substr(0, spec.name.size() - std::string(".weight").size());
@@ -123,8 +95,9 @@ std::shared_ptr<const LoraAdapter> load_lora(const std::filesystem::path& path, 
     if (t.dtype() == DType::kI8) fail(path, key, "is I8; a LoRA tensor must be F32, BF16 or F16");
     if (part == Part::kAlpha) {
       if (t.numel() != 1) fail(path, key, "alpha has shape " + shape_string(t.shape()) + "; expected one value");
-      if (p.alpha) fail(path, key, "a second alpha for module \"" + module + "\"");
-      p.alpha = t.to_f32_vector()[0];
+      if (!p.alpha_key.empty()) fail(path, key, "a second alpha for module \"" + module + "\"");
+      p.alpha = t;
+      p.alpha_key = key;
       continue;
     }
     // kohya writes 1x1 convolutions for Linears at times: [r, in, 1, 1] is a Linear's [r, in].
@@ -134,43 +107,86 @@ std::shared_ptr<const LoraAdapter> load_lora(const std::filesystem::path& path, 
     Tensor& slot = part == Part::kDown ? p.down : p.up;
     std::string& slot_key = part == Part::kDown ? p.down_key : p.up_key;
     if (!slot_key.empty()) fail(path, key, "module \"" + module + "\" already has this matrix from \"" + slot_key + "\"");
-    slot = Tensor::from_f32(shape, t.to_f32_vector());
+    slot = t;
     slot_key = key;
+    (part == Part::kDown ? p.down_shape : p.up_shape) = shape;
   }
+  for (auto& [module, p] : pending) {
+    if (p.down_key.empty() || p.up_key.empty()) {
+      const std::string& present = p.down_key.empty() ? p.up_key : p.down_key;
+      fail(path, present.empty() ? p.alpha_key : present,
+           std::string("has no ") + (p.down_key.empty() ? "lora_A / lora_down" : "lora_B / lora_up") + " beside it");
+    }
+    const Shape& w = linears.at(module);
+    const int64_t rank = p.down_shape[0];
+    if (p.up_shape[1] != rank) {
+      fail(path, p.up_key, "rank mismatch: " + shape_string(p.up_shape) + " is rank " + std::to_string(p.up_shape[1]) +
+                               ", \"" + p.down_key + "\" " + shape_string(p.down_shape) + " rank " + std::to_string(rank));
+    }
+    if (rank < 1) fail(path, p.down_key, "rank 0");
+    if (p.down_shape[1] != w[1]) {
+      fail(path, p.down_key, "shape " + shape_string(p.down_shape) + " does not fit Linear \"" + module + "\" " +
+                                 shape_string(w) + " (needs [rank, " + std::to_string(w[1]) + "])");
+    }
+    if (p.up_shape[0] != w[0]) {
+      fail(path, p.up_key, "shape " + shape_string(p.up_shape) + " does not fit Linear \"" + module + "\" " +
+                               shape_string(w) + " (needs [" + std::to_string(w[0]) + ", rank])");
+    }
+  }
+  return pending;
+}
+
+}  // namespace
+
+size_t LoraAdapter::bytes() const {
+  size_t total = sizeof(LoraAdapter);
+  for (const auto& m : modules) total += (m.down.size() + m.up.size()) * sizeof(float) + sizeof(LoraModule);
+  return total;
+}
+
+std::vector<std::string> dit_linear_modules(const DitConfig& config) {
+  std::vector<std::string> names = {"img_in",
+                                    "txt_in.in_layer",
+                                    "txt_in.out_layer",
+                                    "time_text_embed.timestep_embedder.linear_1",
+                                    "time_text_embed.timestep_embedder.linear_2",
+                                    "modulation.1",
+                                    "norm_out.linear",
+                                    "proj_out"};
+  for (int i = 0; i < config.layers; ++i) {
+    const std::string p = "transformer_blocks." + std::to_string(i) + ".";
+    for (const char* m : {"attn.to_q", "attn.to_k", "attn.to_v", "attn.to_out.0", "img_mlp.gate_layer", "img_mlp.proj",
+                          "img_mlp.out"}) {
+      names.push_back(p + m);
+    }
+  }
+  return names;
+}
+
+void check_lora(const std::filesystem::path& path, const DitConfig& config) {
+  lora_layout(SafetensorsFile::read(path, kMaxLoraFileBytes), config);  // read, not mapped: see load_lora
+}
+
+std::shared_ptr<const LoraAdapter> load_lora(const std::filesystem::path& path, const std::string& name,
+                                             const DitConfig& config) {
+  // Read, not mapped: a LoRA is the user's file and may be rewritten while it loads. Throws naming the
+  // file when it is truncated, malformed or changes meanwhile.
+  const SafetensorsFile file = SafetensorsFile::read(path, kMaxLoraFileBytes);
+  auto layout = lora_layout(file, config);
   auto adapter = std::make_shared<LoraAdapter>();
   adapter->name = name;
   adapter->path = path;
   adapter->sha256 = common::sha256_hex(file.data_section(), file.data_section_size());
-  for (auto& [module, p] : pending) {
-    if (p.down_key.empty() || p.up_key.empty()) {
-      const std::string& present = p.down_key.empty() ? p.up_key : p.down_key;
-      fail(path, present.empty() ? module + ".alpha" : present,
-           std::string("has no ") + (p.down_key.empty() ? "lora_A / lora_down" : "lora_B / lora_up") + " beside it");
-    }
-    const Shape& w = linears.at(module);
-    const int64_t rank = p.down.dim(0);
-    if (p.up.dim(1) != rank) {
-      fail(path, p.up_key, "rank mismatch: " + shape_string(p.up.shape()) + " is rank " + std::to_string(p.up.dim(1)) +
-                               ", \"" + p.down_key + "\" " + shape_string(p.down.shape()) + " rank " + std::to_string(rank));
-    }
-    if (rank < 1) fail(path, p.down_key, "rank 0");
-    if (p.down.dim(1) != w[1]) {
-      fail(path, p.down_key, "shape " + shape_string(p.down.shape()) + " does not fit Linear \"" + module + "\" " +
-                                 shape_string(w) + " (needs [rank, " + std::to_string(w[1]) + "])");
-    }
-    if (p.up.dim(0) != w[0]) {
-      fail(path, p.up_key, "shape " + shape_string(p.up.shape()) + " does not fit Linear \"" + module + "\" " +
-                               shape_string(w) + " (needs [" + std::to_string(w[0]) + ", rank])");
-    }
+  for (auto& [module, p] : layout) {
     LoraModule m;
     m.module = module;
-    m.rank = rank;
-    m.in = w[1];
-    m.out = w[0];
+    m.rank = p.down_shape[0];
+    m.in = p.down_shape[1];
+    m.out = p.up_shape[0];
     m.down = p.down.to_f32_vector();
     m.up = p.up.to_f32_vector();
-    const float alpha = p.alpha.value_or(static_cast<float>(rank));
-    m.alpha_over_rank = alpha / static_cast<float>(rank);
+    const float alpha = p.alpha_key.empty() ? static_cast<float>(m.rank) : p.alpha.to_f32_vector()[0];
+    m.alpha_over_rank = alpha / static_cast<float>(m.rank);
     for (const auto* v : {&m.down, &m.up}) {
       if (!std::all_of(v->begin(), v->end(), [](float x) { return std::isfinite(x); })) {
         fail(path, v == &m.down ? p.down_key : p.up_key, "holds a non-finite value");
@@ -180,18 +196,6 @@ std::shared_ptr<const LoraAdapter> load_lora(const std::filesystem::path& path, 
     adapter->modules.push_back(std::move(m));
   }
   return adapter;
-}
-
-std::string lora_file_sha256(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  uint8_t len[8] = {0};
-  if (!in.read(reinterpret_cast<char*>(len), 8)) fail(path, "", "too short for a safetensors header");
-  uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len[i];
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec || header_len > size - 8) fail(path, "", "header length " + std::to_string(header_len) + " runs past the end of the file");
-  return common::sha256_file_hex(path, 8 + header_len);
 }
 
 std::vector<std::vector<LoraTerm>> bind_loras(const LoraSet& set, const DitConfig& config) {
@@ -209,6 +213,18 @@ std::vector<std::vector<LoraTerm>> bind_loras(const LoraSet& set, const DitConfi
     }
   }
   return terms;
+}
+
+std::string lora_file_sha256(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint8_t len[8] = {0};
+  if (!in.read(reinterpret_cast<char*>(len), 8)) fail(path, "", "too short for a safetensors header");
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len[i];
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || header_len > size - 8) fail(path, "", "header length " + std::to_string(header_len) + " runs past the end of the file");
+  return common::sha256_file_hex(path, 8 + header_len);
 }
 
 }  // namespace rgbaq::engine

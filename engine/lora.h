@@ -46,6 +46,9 @@ inline constexpr uint64_t kMaxLoraFileBytes = uint64_t{2} << 30;
 // rank mismatch between A and B, a shape that does not fit the Linear, a non-finite value.
 std::shared_ptr<const LoraAdapter> load_lora(const std::filesystem::path& path, const std::string& name,
                                              const DitConfig& config);
+// load_lora's checks that need only the file's header (its keys, dtypes and shapes), without reading a
+// value: what a submit checks of each LoRA it names. Throws as load_lora does.
+void check_lora(const std::filesystem::path& path, const DitConfig& config);
 
 // LoraAdapter::sha256 of the file at `path` as it is now, without loading it (a streamed hash of the
 // bytes after its header). Throws std::runtime_error naming the file when it is unreadable or too short.

@@ -269,6 +269,13 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     default_seeds = parse_seed_spec(*options.defaults.seeds, default_error);
     if (!default_seeds) out.errors.push_back({0, 0, "--seeds", default_error});
   }
+  // Each distinct LoRA is checked once, however many rows name it: the check may read its file.
+  std::map<std::string, std::string> lora_checked;
+  auto lora_problem = [&](const std::string& name) -> const std::string& {
+    const auto [it, fresh] = lora_checked.try_emplace(name);
+    if (fresh) it->second = options.check_lora(name);
+    return it->second;
+  };
   std::vector<LoraItem> default_loras;
   if (options.defaults.lora) {
     std::string why;
@@ -276,7 +283,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     else out.errors.push_back({0, 0, "--lora", why});
     for (const auto& item : default_loras) {
       if (!options.check_lora) break;
-      if (std::string w = options.check_lora(item.name); !w.empty()) out.errors.push_back({0, 0, "--lora", w});
+      if (const std::string& w = lora_problem(item.name); !w.empty()) out.errors.push_back({0, 0, "--lora", w});
     }
   }
   if (options.defaults.count < 1) {
@@ -342,7 +349,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
         const bool defaulted = !value("lora") && split->loras.empty();
         if (defaulted) loras = default_loras;  // checked once, above
         for (size_t i = 0; i < loras.size() && options.check_lora && !defaulted; ++i) {
-          if (const std::string w = options.check_lora(loras[i].name); !w.empty()) error(i < from_field ? "lora" : "prompt", w);
+          if (const std::string& w = lora_problem(loras[i].name); !w.empty()) error(i < from_field ? "lora" : "prompt", w);
         }
         v.lora = lora_list_string(loras);
         if (options.check_prompt) {

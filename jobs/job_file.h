@@ -75,7 +75,8 @@ struct ParseOptions {
   // Returns an error message for a prompt the encoder cannot take (too many tokens), else empty.
   // It gets the prompt without its <lora:...> tags (the text the tokenizer sees).
   std::function<std::string(const std::string& prompt)> check_prompt;
-  // Returns an error message for a LoRA name that names no file (not found in the LoRA folders), else empty.
+  // Returns an error message for a LoRA name that names no usable file (not found in the LoRA folders, or
+  // no LoRA for this model), else empty. Called once per distinct name.
   std::function<std::string(const std::string& name)> check_lora;
   // Draws a seed for rows without one (std::random_device when empty; tests pass their own).
   std::function<uint64_t()> random_seed;

@@ -146,6 +146,9 @@ struct Run {
 struct StoreOptions {
   int max_attempts = 3;         // renders that failed or crashed the daemon
   int max_interruptions = 100;  // stops (SIGKILL, reboot) while the job was running: not its fault, but bounded
+  // Interruptions in a row at the same recorded step of one job are its fault (the kernel's OOM killer
+  // ending every try there): from this many on, each counts as a crash (an attempt).
+  int same_step_interruptions = 3;
   double backoff_seconds = 2.0;  // before attempt k + 1: backoff * 2^(k - 1), at most 5 minutes
   int busy_timeout_ms = 10000;
   // A claimed job's lease, which its worker's heartbeat extends; a job whose lease runs out is taken back
@@ -259,7 +262,10 @@ class QueueStore {
   // job this daemon was rendering when a crash signal ended it) spends the attempt, failing with "crashed
   // the daemon N times" at the attempt limit; any other expired job was merely interrupted (SIGKILL, a
   // reboot, a host gone): its attempt is given back and it fails only at the separate, higher
-  // interruption limit. Pending runs (a submit cut off before its last batch) left alone for a lease are
+  // interruption limit; unless it was interrupted at the same step its lease recorded (record_progress)
+  // the last StoreOptions::same_step_interruptions times in a row: then it spends the attempt like a
+  // crash, waits out a backoff (fail's), and at the attempt limit fails with "the daemon died at step N
+  // on each of its last tries (out of memory?)". A failure, a requeue or a retry ends a row. Pending runs (a submit cut off before its last batch) left alone for a lease are
   // discarded, and workers silent for a lease are forgotten. Run at start and every heartbeat.
   virtual RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) = 0;
 

@@ -17,6 +17,7 @@
 #include "daemon/base/lora_folders.h"
 #include "daemon/protocol.h"
 #include "daemon/api/request_handler.h"
+#include "daemon/api/request_params.h"
 #include "jobs/lora_list.h"
 #include "jobs/output_name.h"
 #include "storage/png_file.h"
@@ -25,40 +26,6 @@ namespace rgbaq::daemon {
 namespace {
 
 using nlohmann::json;
-
-[[noreturn]] void bad_param(const std::string& key, const std::string& why) {
-  throw RequestError(protocol::error_code::kBadRequest, "param \"" + key + "\" " + why);
-}
-
-const json* find(const json& params, const char* key) {
-  const auto it = params.find(key);
-  return it == params.end() || it->is_null() ? nullptr : &*it;
-}
-
-// `prefix` names the object the key is in ("defaults."), for the message.
-std::string text_param(const json& params, const char* key, const std::string& fallback, const char* prefix = "") {
-  const json* v = find(params, key);
-  if (!v) return fallback;
-  if (!v->is_string()) bad_param(prefix + std::string(key), "must be a string");
-  return v->get<std::string>();
-}
-
-bool bool_param(const json& params, const char* key) {
-  const json* v = find(params, key);
-  if (!v) return false;
-  if (!v->is_boolean()) bad_param(key, "must be true or false");
-  return v->get<bool>();
-}
-
-// An integer in [lo, hi], checked as JSON holds it: get<int>() would wrap 2^40 + 1 to 1.
-int64_t int_param(const json& params, const char* key, int64_t fallback, int64_t lo, int64_t hi, const char* prefix = "") {
-  const json* v = find(params, key);
-  if (!v) return fallback;
-  const bool fits = (v->is_number_integer() && !v->is_number_unsigned() && v->get<int64_t>() >= lo && v->get<int64_t>() <= hi) ||
-                    (v->is_number_unsigned() && v->get<uint64_t>() <= static_cast<uint64_t>(hi));
-  if (!fits) bad_param(prefix + std::string(key), "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got " + v->dump() + ")");
-  return v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
-}
 
 json file_error_details(const std::vector<jobs::FileError>& errors, const std::string& file_name) {
   json details = json::array();
@@ -141,7 +108,7 @@ std::vector<storage::NewJob> to_queue_rows(const std::vector<jobs::JobSpec>& spe
 
 json submit_job_file(storage::QueueStore& store, const engine::Session& session, const std::string& model_identity,
                      const json& params, const SubmitLimits& limits) {
-  const json* file_text = find(params, "file");
+  const json* file_text = find_param(params, "file");
   if (!file_text || !file_text->is_string()) bad_param("file", "is required (a string)");
   const auto file_name = text_param(params, "file_name", "-");
   const auto format = text_param(params, "format", "csv");
@@ -149,21 +116,21 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
   if (out_dir.empty()) bad_param("out_dir", "is required");
   if (!out_dir.is_absolute()) throw RequestError(protocol::error_code::kBadRequest, "out_dir must be an absolute path");
   if (format != "csv" && format != "jsonl") throw RequestError(protocol::error_code::kBadRequest, "format must be csv or jsonl");
-  const json* defaults_param = find(params, "defaults");
+  const json* defaults_param = find_param(params, "defaults");
   const json defaults = defaults_param ? *defaults_param : json::object();
   if (!defaults.is_object()) bad_param("defaults", "must be an object");
   jobs::ParseOptions options;
   options.expand = false;  // expanded batch by batch below
-  if (const json* seeds = find(defaults, "seeds")) {
+  if (const json* seeds = find_param(defaults, "seeds")) {
     if (!seeds->is_string()) bad_param("defaults.seeds", "must be a string");
     options.defaults.seeds = seeds->get<std::string>();
   }
   options.defaults.size = text_param(defaults, "size", options.defaults.size, "defaults.");
-  if (const json* lora = find(defaults, "lora")) {
+  if (const json* lora = find_param(defaults, "lora")) {
     if (!lora->is_string()) bad_param("defaults.lora", "must be a string (name:weight;name:weight)");
     options.defaults.lora = lora->get<std::string>();
   }
-  options.check_lora = [&](const std::string& name) { return lora_problem(limits.lora_dirs, name); };
+  options.check_lora = [&](const std::string& name) { return lora_file_problem(limits.lora_dirs, name, session.dit_config()); };
   options.defaults.count =
       static_cast<int>(int_param(defaults, "count", options.defaults.count, 1, std::numeric_limits<int>::max(), "defaults."));
   options.defaults.priority = static_cast<int>(

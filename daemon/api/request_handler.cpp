@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <limits>
+
 #include "daemon/api/job_submission.h"
+#include "daemon/api/request_params.h"
 #include "daemon/protocol.h"
+#include "jobs/job_file.h"
 #include "storage/open_queue_store.h"
 #include "storage/render_metadata.h"
 
@@ -15,27 +19,11 @@ using storage::JobState;
 
 constexpr size_t kMaxMarkedByBytes = 256;
 
-template <typename T>
-T param(const json& params, const char* key, T fallback) {
-  const auto it = params.find(key);
-  if (it == params.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    throw RequestError(protocol::error_code::kBadRequest, std::string("param \"") + key + "\" has the wrong type");
-  }
-}
-
-template <typename T>
-T required(const json& params, const char* key) {
-  if (!params.contains(key) || params[key].is_null()) {
-    throw RequestError(protocol::error_code::kBadRequest, std::string("param \"") + key + "\" is required");
-  }
-  return param<T>(params, key, T{});
-}
+// Ids are positive; a row count or offset is not negative (SQLite reads LIMIT -1 as no limit).
+constexpr int64_t kMaxId = std::numeric_limits<int64_t>::max();
 
 int64_t run_param(storage::QueueStore& store, const json& params) {
-  const auto id = required<int64_t>(params, "run");
+  const auto id = required_int_param(params, "run", 1, kMaxId);
   if (!store.run(id)) throw RequestError(protocol::error_code::kNotFound, "there is no run " + std::to_string(id));
   return id;
 }
@@ -79,7 +67,7 @@ storage::Mark mark_param(const json& params) {
 // The "marked" filter of a listing: star, reject, none (unmarked) or any (starred or rejected).
 std::optional<storage::MarkFilter> marked_param(const json& params) {
   if (!params.contains("marked") || params["marked"].is_null()) return std::nullopt;
-  const auto s = param<std::string>(params, "marked", "");
+  const auto s = text_param(params, "marked", "");
   const auto filter = storage::parse_mark_filter(s);
   if (!filter) throw RequestError(protocol::error_code::kBadRequest, "marked \"" + s + "\" is not one of star, reject, none, any");
   return filter;
@@ -141,7 +129,7 @@ json RequestHandler::handle(const std::string& method, const json& params) {
   }
   if (method == "show_run") return run_json(*store_->run(run_param(*store_, params)));
   if (method == "show_job") {
-    const auto id = required<int64_t>(params, "job");
+    const auto id = required_int_param(params, "job", 1, kMaxId);
     const auto job = store_->job(id);
     if (!job) throw RequestError(protocol::error_code::kNotFound, "there is no job " + std::to_string(id));
     return job_json(*job, true);
@@ -150,22 +138,22 @@ json RequestHandler::handle(const std::string& method, const json& params) {
     std::optional<int64_t> run;
     if (params.contains("run")) run = run_param(*store_, params);
     std::optional<JobState> state;
-    if (auto s = param<std::string>(params, "state", ""); !s.empty()) {
+    if (auto s = text_param(params, "state", ""); !s.empty()) {
       if (s == "cancelled") s = "canceled";  // both spellings are in use
       state = storage::parse_state(s);
       if (!state) throw RequestError(protocol::error_code::kBadRequest, "state \"" + s + "\" is not one of queued, running, done, failed, canceled (or cancelled)");
     }
     const auto marked = marked_param(params);
     json jobs = json::array();
-    for (const auto& j : store_->list_jobs({.run = run, .state = state, .marked = marked, .limit = param<int64_t>(params, "limit", 1000),
-                                            .offset = param<int64_t>(params, "offset", 0)})) {
+    const int64_t limit = int_param(params, "limit", 1000, 0, kMaxId), offset = int_param(params, "offset", 0, 0, kMaxId);
+    for (const auto& j : store_->list_jobs({.run = run, .state = state, .marked = marked, .limit = limit, .offset = offset})) {
       jobs.push_back(job_json(j, false));
     }
     return {{"jobs", jobs}};
   }
   if (method == "cancel") {
     if (params.contains("job")) {
-      const auto id = required<int64_t>(params, "job");
+      const auto id = required_int_param(params, "job", 1, kMaxId);
       if (!store_->job(id)) throw RequestError(protocol::error_code::kNotFound, "there is no job " + std::to_string(id));
       const bool affected = store_->cancel_job(id);
       // The state after the request: a finished job says so, for the client to tell the user.
@@ -175,7 +163,7 @@ json RequestHandler::handle(const std::string& method, const json& params) {
     return {{"affected", store_->cancel_run(run_param(*store_, params))}};
   }
   if (method == "retry") {
-    const auto n = store_->retry(run_param(*store_, params), param<bool>(params, "canceled", false));
+    const auto n = store_->retry(run_param(*store_, params), bool_param(params, "canceled"));
     state_.wake_worker();
     return {{"requeued", n}};
   }
@@ -188,7 +176,7 @@ json RequestHandler::handle(const std::string& method, const json& params) {
     const auto jobs = job_ids_param(params, "jobs");
     const auto mark = mark_param(params);
     // Who, as the transport names them (the socket: the peer's uid; HTTP: "http"): a label, not a login.
-    const auto by = param<std::string>(params, "by", "");
+    const auto by = text_param(params, "by", "");
     if (by.size() > kMaxMarkedByBytes) {
       throw RequestError(protocol::error_code::kBadRequest, "param \"by\" is longer than " + std::to_string(kMaxMarkedByBytes) + " bytes");
     }
@@ -205,7 +193,8 @@ json RequestHandler::handle(const std::string& method, const json& params) {
   }
   if (method == "prioritize") {
     const auto run = run_param(*store_, params);
-    return {{"updated", store_->prioritize_run(run, required<int>(params, "priority"))}};
+    return {{"updated", store_->prioritize_run(
+        run, static_cast<int>(required_int_param(params, "priority", jobs::kMinPriority, jobs::kMaxPriority)))}};
   }
   throw RequestError(protocol::error_code::kUnknownMethod, "unknown method \"" + method + "\"");
 }

@@ -27,6 +27,17 @@ std::string lora_problem(const std::vector<std::filesystem::path>& dirs, const s
   return "LoRA \"" + name + "\" not found: no " + name + ".safetensors in " + where;
 }
 
+std::string lora_file_problem(const std::vector<std::filesystem::path>& dirs, const std::string& name,
+                              const engine::DitConfig& config) {
+  if (std::string why = lora_problem(dirs, name); !why.empty()) return why;
+  try {
+    engine::check_lora(find_file(dirs, name), config);
+    return "";
+  } catch (const std::exception& e) {
+    return "LoRA \"" + name + "\": " + e.what();
+  }
+}
+
 std::vector<engine::LoraRequest> lora_requests(const std::vector<std::filesystem::path>& dirs, const std::string& list) {
   std::string error;
   const auto items = jobs::parse_lora_list(list, error);

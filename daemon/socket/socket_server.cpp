@@ -8,12 +8,14 @@
 #include <array>
 #include <atomic>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 
 #include <spdlog/spdlog.h>
 
 #include "common/peer_credentials.h"
+#include "daemon/api/request_params.h"
 #include "daemon/socket/request_frame.h"
 
 namespace rgbaq::daemon {
@@ -231,12 +233,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void watch(const json& params) {
-    const auto run_field = params.find("run");
-    int64_t run = 0;
-    if (run_field != params.end() && !run_field->is_null()) {
-      if (!run_field->is_number_integer()) throw RequestError(protocol::error_code::kBadRequest, "param \"run\" must be an integer");
-      run = run_field->get<int64_t>();
-    }
+    const int64_t run = int_param(params, "run", 0, 0, std::numeric_limits<int64_t>::max());  // 0: every run
     // Events are small and few: a watcher's kernel buffer need not be the default ~200 KiB, so one that
     // stops reading reaches its queue bound (and is dropped) after kilobytes, not megabytes.
     const int sndbuf = 16 << 10;

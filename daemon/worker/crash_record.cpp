@@ -71,4 +71,14 @@ void abort_if_test_prompt(const std::string& prompt) {
   if (target && prompt == target) std::abort();
 }
 
+void kill_if_test_step(const std::string& prompt, int step, const std::function<void()>& record_step) {
+  const char* target = std::getenv("RGBAQ_TEST_SIGKILL_AT_STEP");
+  if (!target) return;
+  const std::string spec = target;
+  const auto colon = spec.find(':');
+  if (colon == std::string::npos || spec.substr(0, colon) != std::to_string(step) || spec.substr(colon + 1) != prompt) return;
+  record_step();
+  ::kill(::getpid(), SIGKILL);
+}
+
 }  // namespace rgbaq::daemon

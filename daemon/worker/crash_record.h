@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -21,5 +22,10 @@ std::optional<int64_t> take_crash_record(const std::filesystem::path& data_dir);
 // Fault injection for tests only: when RGBAQ_TEST_ABORT_ON_PROMPT is set and equals `prompt`, aborts
 // the process, as a render that crashes would.
 void abort_if_test_prompt(const std::string& prompt);
+
+// Fault injection for tests only: when RGBAQ_TEST_SIGKILL_AT_STEP is "STEP:PROMPT" and a render of
+// `prompt` reaches STEP, calls `record_step` (the heartbeat's record of the step, had it lasted a
+// second) and SIGKILLs the process, as the kernel's OOM killer ends a render too big for memory.
+void kill_if_test_step(const std::string& prompt, int step, const std::function<void()>& record_step);
 
 }  // namespace rgbaq::daemon

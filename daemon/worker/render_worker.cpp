@@ -178,6 +178,7 @@ void RenderWorker::handle(const storage::Job& job) {
       state_.counters.current_steps = total;
       state_.set_progress(job.id, done, total);  // the heartbeat records it in the queue for other hosts
       heartbeat_.beat_soon();
+      kill_if_test_step(job.prompt, done, [&] { store_->record_progress(job.worker_id, {{job.id, done, total, false}}); });
       // step_s: this step's wall time, so a watcher's ETA comes from measured steps at this size.
       const auto now = std::chrono::steady_clock::now();
       events_.publish("progress", {{"job", job.id}, {"run", job.run_id}, {"step", done}, {"steps", total},

@@ -168,6 +168,13 @@ ALTER TABLE jobs ADD COLUMN mark TEXT NOT NULL DEFAULT '' CHECK (mark IN ('', 's
   ADD COLUMN marked_at DOUBLE PRECISION NOT NULL DEFAULT 0, ADD COLUMN marked_by TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_marked ON jobs (mark, id) WHERE mark <> '';
 )",
+    // v7: an interruption that recurs at one step of a job (the kernel killing every try of a job too
+    // big for memory) is the job's fault: the step its lease last recorded when it was last interrupted
+    // (-1: none recorded), and how many interruptions in a row happened at that step.
+    R"(
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS interrupted_at_step INTEGER NOT NULL DEFAULT -1,
+  ADD COLUMN IF NOT EXISTS interruptions_at_step INTEGER NOT NULL DEFAULT 0;
+)",
 };
 
 constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE pending)";
@@ -259,7 +266,7 @@ std::vector<std::string> id_slices(const std::vector<int64_t>& ids) {
 // What retry() and retry_jobs() set: queued again, as if new, with its error history kept.
 constexpr const char* kRetrySet =
     "state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', cancel_requested = FALSE, "
-    "finished_at = 0, worker_id = 0, lease_expires = 0";
+    "finished_at = 0, worker_id = 0, lease_expires = 0, interrupted_at_step = -1, interruptions_at_step = 0";
 
 // A text[] literal: each element double-quoted, with its quotes and backslashes escaped.
 std::string text_array_literal(const std::vector<std::string>& values) {
@@ -631,7 +638,8 @@ std::optional<JobState> PostgresQueueStore::fail(int64_t job_id, int64_t worker_
         "not_before = CASE WHEN $5 OR attempts >= $3 THEN 0 ELSE rgbaq_now() + least(300, $4 * power(2, attempts - 1)) END, "
         "finished_at = CASE WHEN $5 OR attempts >= $3 THEN rgbaq_now() ELSE 0 END, "
         "errors = errors || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', rgbaq_now(), 'reason', $2::text)), "
-        "worker_id = 0, lease_expires = 0 WHERE id = $1 AND state = 'running' AND worker_id = $6 RETURNING state",
+        "interruptions_at_step = 0, worker_id = 0, lease_expires = 0 WHERE id = $1 AND state = 'running' AND worker_id = $6 "
+        "RETURNING state",
         {num(job_id), reason, num(options_.max_attempts), real(options_.backoff_seconds),
          failure == Failure::kPermanent ? "true" : "false", num(worker_id)});
     if (r.empty()) return std::nullopt;
@@ -642,7 +650,7 @@ std::optional<JobState> PostgresQueueStore::fail(int64_t job_id, int64_t worker_
 bool PostgresQueueStore::requeue(int64_t job_id, int64_t worker_id) {
   return db_->retrying([&] {
     return db_->exec("UPDATE jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), worker = '', worker_id = 0, "
-                     "lease_expires = 0 WHERE id = $1 AND state = 'running' AND worker_id = $2",
+                     "lease_expires = 0, interruptions_at_step = 0 WHERE id = $1 AND state = 'running' AND worker_id = $2",
                      {num(job_id), num(worker_id)})
                .affected() == 1;
   });
@@ -759,17 +767,30 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
   });
   for (int i = 0; i < pending.rows(); ++i) r.discarded_jobs += discard_run(pending.int64(i, 0));
   // Expired leases, in one statement (concurrent recoveries on other hosts lock rows in the same order).
-  // The crashed job spends its attempt; any other was interrupted: attempt given back, interruption counted.
+  // The crashed job spends its attempt; any other was interrupted: attempt given back, interruption
+  // counted; unless its lease recorded the step of its last interruptions, so many times in a row that
+  // it is the job's own doing (the kernel killing it there for its memory, say): then it counts as a
+  // crash, spending the attempt, and waits out a backoff (the other jobs claimed first).
   const std::string crashed = num(crashed_job.value_or(-1));
+  const char* recorded = "progress_at >= started_at";  // this lease recorded a step
+  const std::string recurring = std::string("(id <> $1 AND ") + recorded +
+                                " AND step = interrupted_at_step AND interruptions_at_step + 1 >= $4)";
   const char* failed_crash = "(id = $1 AND attempts >= $2)";
-  const char* failed_interrupted = "(id <> $1 AND interruptions + 1 >= $3)";
-  const std::string failing = std::string("(") + failed_crash + " OR " + failed_interrupted + ")";
+  const std::string failed_recurring = "(" + recurring + " AND attempts >= $2)";
+  const std::string failed_interrupted = "(id <> $1 AND NOT " + recurring + " AND interruptions + 1 >= $3)";
+  const std::string failing = std::string("(") + failed_crash + " OR " + failed_recurring + " OR " + failed_interrupted + ")";
   const std::string reason = std::string("CASE WHEN ") + failed_crash + " THEN 'crashed the daemon ' || attempts || ' times' "
-                             "ELSE 'interrupted ' || (interruptions + 1) || ' times' END";
+                             "WHEN " + recurring + " THEN 'the daemon died at step ' || step || ' on each of its last tries "
+                             "(out of memory?)' ELSE 'interrupted ' || (interruptions + 1) || ' times' END";
   const auto states = db_->retrying([&] {
     return db_->exec(
-        "UPDATE jobs SET attempts = CASE WHEN id = $1 THEN attempts ELSE greatest(attempts - 1, 0) END, "
-        "interruptions = CASE WHEN id = $1 THEN interruptions ELSE interruptions + 1 END, "
+        "UPDATE jobs SET attempts = CASE WHEN id = $1 OR " + recurring + " THEN attempts ELSE greatest(attempts - 1, 0) END, "
+        "interruptions = CASE WHEN id = $1 OR " + recurring + " THEN interruptions ELSE interruptions + 1 END, "
+        "interruptions_at_step = CASE WHEN id = $1 THEN interruptions_at_step WHEN NOT (" + recorded + ") THEN 0 "
+        "WHEN step = interrupted_at_step THEN interruptions_at_step + 1 ELSE 1 END, "
+        "interrupted_at_step = CASE WHEN id = $1 THEN interrupted_at_step WHEN " + recorded + " THEN step ELSE -1 END, "
+        "not_before = CASE WHEN " + recurring + " AND NOT " + failing + " THEN rgbaq_now() + least(300, $5 * "
+        "power(2, greatest(attempts - 1, 0))) ELSE not_before END, "
         "state = CASE WHEN " + failing + " THEN 'failed' ELSE 'queued' END, "
         "error = CASE WHEN " + failing + " THEN " + reason + " ELSE error END, "
         "errors = CASE WHEN " + failing + " THEN errors || jsonb_build_array(jsonb_build_object('attempt', attempts, "
@@ -777,7 +798,8 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
         "finished_at = CASE WHEN " + failing + " THEN rgbaq_now() ELSE finished_at END, "
         "worker = '', worker_id = 0, lease_expires = 0 "
         "WHERE state = 'running' AND (lease_expires < rgbaq_now() OR worker_id = 0) RETURNING state",
-        {crashed, num(options_.max_attempts), num(options_.max_interruptions)});
+        {crashed, num(options_.max_attempts), num(options_.max_interruptions), num(options_.same_step_interruptions),
+         real(options_.backoff_seconds)});
   });
   for (int i = 0; i < states.rows(); ++i) ++(states.text(i, 0) == "failed" ? r.failed : r.requeued);
   db_->retrying([&] {

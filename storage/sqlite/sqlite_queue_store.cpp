@@ -127,6 +127,13 @@ ALTER TABLE jobs ADD COLUMN marked_at REAL NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN marked_by TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_marked ON jobs (mark, id) WHERE mark <> '';
 )",
+    // v7: an interruption that recurs at one step of a job (the kernel killing every try of a job too
+    // big for memory) is the job's fault: the step its lease last recorded when it was last interrupted
+    // (-1: none recorded), and how many interruptions in a row happened at that step.
+    R"(
+ALTER TABLE jobs ADD COLUMN interrupted_at_step INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE jobs ADD COLUMN interruptions_at_step INTEGER NOT NULL DEFAULT 0;
+)",
 };
 
 // Claims skip the jobs of runs whose submit has not committed its last batch.
@@ -179,7 +186,7 @@ Job read_job(SQLite::Statement& q) {
 // What retry() and retry_jobs() set: queued again, as if new, with its error history kept.
 constexpr const char* kRetrySet =
     "state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', cancel_requested = 0, "
-    "finished_at = 0, worker_id = 0, lease_expires = 0";
+    "finished_at = 0, worker_id = 0, lease_expires = 0, interrupted_at_step = -1, interruptions_at_step = 0";
 
 // Statements over a list of job ids take them as one JSON array (json_each), at most this many a
 // statement: no limit on bound variables is reached, and no one statement runs long.
@@ -566,7 +573,8 @@ std::optional<JobState> SqliteQueueStore::fail(int64_t job_id, int64_t worker_id
                       "ELSE ?4 + min(300.0, ?5 * (1 << min(max(attempts - 1, 0), 30))) END, "
                       "finished_at = CASE WHEN ?1 OR attempts >= ?2 THEN ?4 ELSE 0 END, "
                       "errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?4, 'reason', ?3)), "
-                      "worker_id = 0, lease_expires = 0 WHERE id = ?6 AND state = 'running' AND worker_id = ?7 RETURNING state");
+                      "interruptions_at_step = 0, worker_id = 0, lease_expires = 0 "
+                      "WHERE id = ?6 AND state = 'running' AND worker_id = ?7 RETURNING state");
   q.bind(1, static_cast<int>(failure == Failure::kPermanent));
   q.bind(2, options_.max_attempts);
   q.bind(3, reason);
@@ -582,7 +590,7 @@ bool SqliteQueueStore::requeue(int64_t job_id, int64_t worker_id) {
   check_file_identity();
   SQLite::Statement q(db_,
                       "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0), worker = '', worker_id = 0, "
-                      "lease_expires = 0 WHERE id = ? AND state = 'running' AND worker_id = ?");
+                      "lease_expires = 0, interruptions_at_step = 0 WHERE id = ? AND state = 'running' AND worker_id = ?");
   q.bind(1, job_id);
   q.bind(2, worker_id);
   return q.exec() == 1;
@@ -713,26 +721,51 @@ RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
   // Only expired leases: a live worker's job (its heartbeat extends the lease) is never taken.
   // Expired, or held by no worker (nobody could renew it).
   const std::string expired = "state = 'running' AND (lease_expires < ?4 OR worker_id = 0)";
-  auto fail_where = [&](const std::string& reason_sql, const std::string& where, int64_t bound) {
+  // ?2 the first bound, ?5 and on the others.
+  auto fail_where = [&](const std::string& reason_sql, const std::string& where, std::initializer_list<int> bounds) {
     SQLite::Statement q(db_, "UPDATE jobs SET state = 'failed', finished_at = ?1, error = " + reason_sql +
                                  ", errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?1, "
                                  "'reason', " + reason_sql + ")), worker_id = 0, lease_expires = 0 WHERE " + expired + " AND " + where);
     q.bind(1, now);
-    q.bind(2, bound);
     q.bind(3, crashed_job.value_or(-1));
     q.bind(4, now);
+    int index = 2;
+    for (const int bound : bounds) {
+      q.bind(index, bound);
+      index = index == 2 ? 5 : index + 1;
+    }
     return q.exec();
   };
   // The crashed job: its attempt counts (taken at the claim).
-  r.failed += fail_where("'crashed the daemon ' || attempts || ' times'", "id = ?3 AND attempts >= ?2", options_.max_attempts);
-  // The others were interrupted: the attempt is given back, the interruption counted.
-  SQLite::Statement interrupted(db_, "UPDATE jobs SET attempts = max(attempts - 1, 0), interruptions = interruptions + 1 "
-                                     "WHERE state = 'running' AND (lease_expires < ?2 OR worker_id = 0) AND id != ?1");
-  interrupted.bind(1, crashed_job.value_or(-1));
-  interrupted.bind(2, now);
-  interrupted.exec();
+  r.failed += fail_where("'crashed the daemon ' || attempts || ' times'", "id = ?3 AND attempts >= ?2", {options_.max_attempts});
+  // Statements over the others (interrupted): ?1 the crashed job, ?2 now, `bounds` from ?3 on.
+  auto update_interrupted = [&](const std::string& set, const std::string& condition, std::initializer_list<double> bounds) {
+    SQLite::Statement q(db_, "UPDATE jobs SET " + set + " WHERE state = 'running' AND (lease_expires < ?2 OR worker_id = 0) "
+                             "AND id != ?1" + condition);
+    q.bind(1, crashed_job.value_or(-1));
+    q.bind(2, now);
+    int index = 3;
+    for (const double bound : bounds) q.bind(index++, bound);
+    return q.exec();
+  };
+  // At the step its lease last recorded (progress_at from this lease), the same as its last
+  // interruption's: one more in a row there; at another: the first; none recorded: none.
+  update_interrupted("interruptions_at_step = CASE WHEN progress_at < started_at THEN 0 WHEN step = interrupted_at_step "
+                     "THEN interruptions_at_step + 1 ELSE 1 END, "
+                     "interrupted_at_step = CASE WHEN progress_at < started_at THEN -1 ELSE step END", "", {});
+  // Interrupted at one step so many times in a row: the job's own doing (the kernel killing it there for
+  // its memory, say), so it counts as a crash: its attempt is spent, and after a backoff (the other jobs
+  // claimed first) it runs again, failing at the attempt limit.
+  r.failed += fail_where("'the daemon died at step ' || interrupted_at_step || ' on each of its last tries (out of memory?)'",
+                         "id != ?3 AND interruptions_at_step >= ?2 AND attempts >= ?5",
+                         {options_.same_step_interruptions, options_.max_attempts});
+  update_interrupted("not_before = ?2 + min(300.0, ?4 * (1 << min(max(attempts - 1, 0), 30)))", " AND interruptions_at_step >= ?3",
+                     {static_cast<double>(options_.same_step_interruptions), options_.backoff_seconds});
+  // Any other: the attempt is given back, the interruption counted.
+  update_interrupted("attempts = max(attempts - 1, 0), interruptions = interruptions + 1", " AND interruptions_at_step < ?3",
+                     {static_cast<double>(options_.same_step_interruptions)});
   r.failed += fail_where("'interrupted ' || interruptions || ' times'", "id != ?3 AND interruptions >= ?2",
-                         options_.max_interruptions);
+                         {options_.max_interruptions});
   SQLite::Statement requeue(db_, "UPDATE jobs SET state = 'queued', worker = '', worker_id = 0, lease_expires = 0 "
                                  "WHERE state = 'running' AND (lease_expires < ?1 OR worker_id = 0)");
   requeue.bind(1, now);

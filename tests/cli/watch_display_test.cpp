@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/printable_text.h"
+
 namespace rgbaq::cli {
 namespace {
 
@@ -77,8 +79,12 @@ TEST(WatchDisplay, TextIsCutByColumnsAndMadeSafe) {
   EXPECT_EQ(display_columns("狐狐狐"), 6);
   EXPECT_EQ(fit_columns("狐狐狐", 5), "狐狐…");
   EXPECT_EQ(fit_columns("狐狐狐", 4), "狐…");
-  EXPECT_EQ(printable("a\nb\x1b[2Jc"), "a b [2Jc");
-  EXPECT_EQ(printable("bad \xff byte"), "bad ? byte");
+  // Control characters escaped (never sent to the terminal as they are), printable UTF-8 kept.
+  EXPECT_EQ(common::printable("a\nb\x1b[2Jc"), "a\\nb\\x1b[2Jc");
+  EXPECT_EQ(common::printable("bad \xff byte"), "bad \\xff byte");
+  EXPECT_EQ(common::printable("\x1b]52;c;SGk=\x07 \x1b]8;;http://x\x1b\\"), "\\x1b]52;c;SGk=\\x07 \\x1b]8;;http://x\\x1b\\");
+  EXPECT_EQ(common::printable("csi \xc2\x9b" "2J, del \x7f, tab\t, cr\r"), "csi \\u009b2J, del \\x7f, tab\\t, cr\\r");
+  EXPECT_EQ(common::printable("狐 é, \xc0\xaf overlong, \xe2\x82 cut"), "狐 é, \\xc0\\xaf overlong, \\xe2\\x82 cut");
   EXPECT_EQ(format_duration(45), "45s");
   EXPECT_EQ(format_duration(200), "3m20s");
   EXPECT_EQ(format_duration(7500), "2h05m");

@@ -133,6 +133,55 @@ TEST(DaemonHostile, FramesThatUsedToKillTheDaemonGetAnErrorReply) {
   EXPECT_EQ(status(d)["protocol"], 1);
 }
 
+// Every integer a request carries is read in its range, naming the field, never wrapped into int: the
+// values a raw client sent that were stored as 1, 2147483647, 7, 0 and -2147483648.
+TEST(DaemonHostile, IntegersOutOfRangeAreRefusedNamingTheFieldNeverWrapped) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  ASSERT_EQ(rgbaq(d, {"pause"}).exit_code, 0);
+  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", (dir.path() / "o").string()}, "prompt,seed\nan owl,1\n").exit_code, 0);
+  Raw c(d.socket());
+  int id = 0;
+  auto call = [&](const std::string& method, const std::string& params) {
+    c.send_all("{\"v\":1,\"id\":" + std::to_string(++id) + ",\"method\":\"" + method + "\",\"params\":" + params + "}\n");
+    const std::string line = c.read_line();
+    return json::parse(line.empty() ? "{}" : line);
+  };
+  auto expect_refused = [&](const std::string& method, const std::string& params, const std::string& says) {
+    const json r = call(method, params);
+    const json error = r.value("error", json::object());
+    EXPECT_EQ(r.value("ok", true), false) << method << " " << params << ": " << r.dump();
+    EXPECT_EQ(error.value("code", ""), "bad_request") << method << " " << params << ": " << r.dump();
+    EXPECT_NE(error.value("message", "").find(says), std::string::npos) << method << " " << params << ": " << r.dump();
+  };
+  const std::string priority_range = "param \"priority\" must be an integer in -1000000..1000000";
+  for (const char* v : {"1099511627777", "-2147483649", "4294967303", "9223372036854775808", "-9223372036854775809",
+                        "18446744073709551617", "1000001", "-1000001", "1.5", "\"7\"", "true"}) {
+    expect_refused("prioritize", std::string("{\"run\":1,\"priority\":") + v + "}", priority_range);
+  }
+  expect_refused("prioritize", "{\"run\":1}", "param \"priority\" is required");
+  EXPECT_EQ(call("ls_jobs", "{\"run\":1}").value("/result/jobs/0/priority"_json_pointer, -1), 0) << "no refused value was stored";
+  const std::string id_range = "must be an integer in 1..9223372036854775807";
+  expect_refused("ls_jobs", "{\"run\":9223372036854775808}", "param \"run\" " + id_range + " (got 9223372036854775808)");
+  expect_refused("ls_jobs", "{\"limit\":-1}", "param \"limit\" must be an integer in 0..9223372036854775807 (got -1)");
+  expect_refused("ls_jobs", "{\"offset\":-5}", "param \"offset\" must be an integer in 0..");
+  expect_refused("ls_jobs", "{\"limit\":18446744073709551615}", "param \"limit\"");
+  expect_refused("cancel", "{\"job\":18446744073709551617}", "param \"job\" " + id_range);
+  expect_refused("cancel", "{\"run\":-1}", "param \"run\" " + id_range);
+  expect_refused("retry", "{\"run\":0}", "param \"run\" " + id_range);
+  expect_refused("retry", "{\"run\":1,\"canceled\":1}", "param \"canceled\" must be true or false");
+  expect_refused("export", "{\"run\":1e3}", "param \"run\" " + id_range);
+  expect_refused("watch", "{\"run\":9223372036854775808}", "param \"run\" must be an integer in 0..");
+  expect_refused("submit", "{\"file\":\"prompt\\nx\\n\",\"out_dir\":\"/tmp\",\"defaults\":{\"count\":4294967297}}",
+                 "param \"defaults.count\" must be an integer in 1..2147483647");
+  // In range, the extremes are taken as sent.
+  EXPECT_EQ(call("prioritize", "{\"run\":1,\"priority\":-1000000}")["result"]["updated"], 1);
+  EXPECT_EQ(call("ls_jobs", "{\"run\":1}")["result"]["jobs"][0]["priority"], -1000000);
+  EXPECT_EQ(call("ls_jobs", "{\"run\":1,\"offset\":1}")["result"]["jobs"].size(), 0u);
+  EXPECT_EQ(call("ls_jobs", "{\"limit\":0}")["result"]["jobs"].size(), 0u);
+  EXPECT_EQ(call("ping", "{}")["result"]["pong"], true) << "the connection stays usable";
+}
+
 TEST(DaemonHostile, ALongSubmitDoesNotDelayAnotherClientsStatus) {
   TempDir dir;
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});

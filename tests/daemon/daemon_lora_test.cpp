@@ -1,10 +1,12 @@
-// LoRAs through real rgbaqd and rgbaq processes on the tiny model: names checked at submit (a name not
-// found or with a path separator refuses the file with its line and field, nothing queued); the lora
-// column, the prompt's <lora:...> tag and --lora rendering; the same adapter in two key formats and a
-// tag-stripped prompt rendering identical pixels; weight 0 rendering the pixels of no LoRA; the
-// A1111 `Lora hashes` and the rgbaq chunk's records; bad files failing their job with the reason while
-// the daemon keeps serving; `rgbaqd render --lora` agreeing with the daemon; a finished PNG of another
-// LoRA set not taken as a job's image.
+// LoRAs through real rgbaqd and rgbaq processes on the tiny model: names and files checked at submit (a
+// name not found or with a path separator, a file that is truncated, for the text encoder, with a key
+// for no Linear or of the wrong rank refuses the file with its line, field, file and key, nothing
+// queued, every error of the file in one pass); the lora column, the prompt's <lora:...> tag and
+// --lora rendering; the same adapter in two key formats and a tag-stripped prompt rendering identical
+// pixels; weight 0 rendering the pixels of no LoRA; the A1111 `Lora hashes` and the rgbaq chunk's
+// records; a file broken after its submit failing its job with the reason while the daemon keeps
+// serving; `rgbaqd render --lora` agreeing with the daemon and refusing a bad file as bad input (2); a
+// finished PNG of another LoRA set not taken as a job's image.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -36,12 +38,22 @@ struct LoraDaemon {
   fs::path loras = dir.path() / "loras";
   LoraDaemon() {
     tools::write_tiny_loras(loras, tools::tiny_dit_config());
-    // A truncated copy, and a text-encoder LoRA: both pass submit (the files exist) and fail their job.
+    // Files that are no LoRA for this DiT: a truncated copy, a text-encoder LoRA, one whose keys name no
+    // Linear, one whose B is of another rank than its A.
     fs::copy_file(loras / "detail.safetensors", loras / "broken.safetensors");
     fs::resize_file(loras / "broken.safetensors", fs::file_size(loras / "broken.safetensors") - 64);
     const auto te = engine::Tensor::from_f32({4, 8}, std::vector<float>(32, 0.01f));
     engine::write_safetensors(loras / "te.safetensors", {{"lora_te_text_model_encoder_layers_0_mlp_fc1.lora_down.weight", te}});
+    const auto style = engine::SafetensorsFile::open(loras / "style-diffusers.safetensors");
+    const auto a = style.tensor("transformer.img_in.lora_A.weight"), b = style.tensor("transformer.img_in.lora_B.weight");
+    engine::write_safetensors(loras / "nolinear.safetensors", {{"transformer.img_out.lora_A.weight", a},
+                                                               {"transformer.img_out.lora_B.weight", b}});
+    const int64_t out = b.dim(0);
+    engine::write_safetensors(loras / "rank.safetensors",
+                              {{"transformer.img_in.lora_A.weight", a},
+                               {"transformer.img_in.lora_B.weight", engine::Tensor::from_f32({out, 2}, std::vector<float>(out * 2, 0.01f))}});
   }
+  std::string file(const char* name) const { return (loras / (std::string(name) + ".safetensors")).string(); }
 };
 
 TEST(DaemonLora, NamesAreCheckedAtSubmitWithLineAndFieldAndNothingIsQueued) {
@@ -60,6 +72,28 @@ TEST(DaemonLora, NamesAreCheckedAtSubmitWithLineAndFieldAndNothingIsQueued) {
   const auto dflt = rgbaq(d, {"submit", "-", "--lora", "absent:1"}, "prompt\na fox\n");
   EXPECT_EQ(dflt.exit_code, 2);
   EXPECT_NE(dflt.err.find("--lora: LoRA \"absent\" not found"), std::string::npos) << dflt.err;
+  // Files that would fail every job that names them: refused at submit, naming the line, the file and the key.
+  write_text(l.dir.path() / "bad.csv", "prompt,lora\na te fox,te:1\na broken fox,broken:1\na lost fox,nolinear:1\n"
+                                       "a ranked fox,rank:1\n<lora:te:1> again,\n");
+  const auto bad = rgbaq(d, {"submit", (l.dir.path() / "bad.csv").string(), "--size", "128"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  const std::string te_error = "LoRA \"te\": " + l.file("te") + ": key \"lora_te_text_model_encoder_layers_0_mlp_fc1.lora_down"
+                               ".weight\": is a text-encoder LoRA key; only DiT LoRAs are supported";
+  EXPECT_NE(bad.err.find("bad.csv:2:10: lora: " + te_error), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("bad.csv:3:14: lora: LoRA \"broken\": " + l.file("broken") + ": "), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("bad.csv:4:12: lora: LoRA \"nolinear\": " + l.file("nolinear") +
+                         ": key \"transformer.img_out.lora_A.weight\": maps to no Linear of this DiT"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("bad.csv:5:14: lora: LoRA \"rank\": " + l.file("rank") +
+                         ": key \"transformer.img_in.lora_B.weight\": rank mismatch"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("bad.csv:6:1: prompt: " + te_error), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("5 errors in " + (l.dir.path() / "bad.csv").string() + "; nothing was queued"), std::string::npos) << bad.err;
+  // A syntax error (which rgbaq finds itself) and a missing LoRA (which only the daemon can): both, in one pass.
+  write_text(l.dir.path() / "two.csv", "prompt,seed,lora\na fox,1,missing:1\na cat,2\n");
+  const auto two = rgbaq(d, {"submit", (l.dir.path() / "two.csv").string(), "--size", "128"});
+  EXPECT_EQ(two.exit_code, 2) << two.out << two.err;
+  EXPECT_NE(two.err.find("two.csv:2:9: lora: LoRA \"missing\" not found"), std::string::npos) << two.err;
+  EXPECT_NE(two.err.find("two.csv:3: has 2 fields; the header has 3"), std::string::npos) << two.err;
+  EXPECT_NE(two.err.find("2 errors; nothing was queued"), std::string::npos) << two.err;
   const json s = status(d);
   EXPECT_EQ(s["jobs"].value("queued", 0) + s["jobs"].value("done", 0), 0) << s.dump();
 }
@@ -75,11 +109,17 @@ TEST(DaemonLora, RendersRecordsHashesFailsBadFilesAndKeepsServing) {
              "a fox,1,zero,style-comfyui:0\n"
              "a fox,1,plain,\n"
              "a fox,1,two,style-diffusers:0.9;detail:0.5\n"
-             "a broken fox,1,broken,broken:1\n"
-             "a te fox,1,te,te:1\n");
-  const auto r = rgbaq(d, {"submit", (l.dir.path() / "p.csv").string(), "--size", "128", "--out", out.string(), "--wait"});
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // two failed
-  EXPECT_NE(r.out.find("5 done, 2 failed"), std::string::npos) << r.out;
+             "a broken fox,1,broken,changing:1\n");
+  // A file that passed its submit and is broken before its job runs fails the job with the reason.
+  fs::copy_file(l.loras / "detail.safetensors", l.loras / "changing.safetensors");
+  ASSERT_EQ(rgbaq(d, {"pause"}).exit_code, 0);
+  const auto r = rgbaq(d, {"submit", (l.dir.path() / "p.csv").string(), "--size", "128", "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  fs::resize_file(l.loras / "changing.safetensors", fs::file_size(l.loras / "changing.safetensors") - 64);
+  ASSERT_EQ(rgbaq(d, {"resume"}).exit_code, 0);
+  const auto w = rgbaq(d, {"watch", "1"});
+  EXPECT_EQ(w.exit_code, 1) << w.out << w.err;  // one failed
+  EXPECT_NE(w.out.find("5 done, 1 failed"), std::string::npos) << w.out;
   // --lora fills the rows that name none: a file of its own, so that "plain" above stays plain.
   const auto r2 = rgbaq(d, {"submit", "-", "--size", "128", "--out", out.string(), "--lora", "style-diffusers:0.9", "--wait"},
                         "prompt,seed,name\na fox,1,default\n");
@@ -109,19 +149,13 @@ TEST(DaemonLora, RendersRecordsHashesFailsBadFilesAndKeepsServing) {
   EXPECT_EQ(meta["loras"][0]["sha256"], style_hash);
   EXPECT_EQ(meta["loras"][1]["sha256"], detail_hash);
 
-  // The bad files failed their jobs with the reason; the daemon serves on.
+  // The broken file failed its job with the reason; the daemon serves on.
   storage::SqliteQueueStore store(d.data_dir() / "queue.db");
   const auto failed = store.list_jobs(std::nullopt, storage::JobState::kFailed);
-  ASSERT_EQ(failed.size(), 2u);
-  for (const auto& j : failed) {
-    if (j.name == "broken") {
-      EXPECT_NE(j.error.find("broken.safetensors"), std::string::npos) << j.error;
-      EXPECT_NE(j.error.find("truncated"), std::string::npos) << j.error;
-    } else {
-      EXPECT_EQ(j.name, "te");
-      EXPECT_NE(j.error.find("only DiT LoRAs are supported"), std::string::npos) << j.error;
-    }
-  }
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].name, "broken");
+  EXPECT_NE(failed[0].error.find("changing.safetensors"), std::string::npos) << failed[0].error;
+  EXPECT_NE(failed[0].error.find("truncated"), std::string::npos) << failed[0].error;
   const auto csv = rgbaq(d, {"export", "1", "--format", "csv"});
   EXPECT_NE(csv.out.find(",name,lora,output,"), std::string::npos) << csv.out;
   EXPECT_NE(csv.out.find(",two,style-diffusers:0.9;detail:0.5,"), std::string::npos) << csv.out;
@@ -136,8 +170,17 @@ TEST(DaemonLora, RendersRecordsHashesFailsBadFilesAndKeepsServing) {
   EXPECT_EQ(storage::read_png(l.dir.path() / "r.png").rgba, diffusers.rgba);
   const auto bad = run_process({kRgbaqd, "render", "--model", model().dir().string(), "--prompt", "x", "--lora", "te:1",
                                 "--lora-dir", l.loras.string(), "-o", (l.dir.path() / "bad.png").string()});
-  EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_NE(bad.err.find("only DiT LoRAs are supported"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--lora: " + l.file("te") + ": key \"lora_te_text_model_encoder_layers_0_mlp_fc1.lora_down.weight\": "
+                         "is a text-encoder LoRA key; only DiT LoRAs are supported"), std::string::npos) << bad.err;
+  for (const char* name : {"nolinear", "rank"}) {
+    const auto refused = run_process({kRgbaqd, "render", "--model", model().dir().string(), "--prompt", "x", "--lora",
+                                      std::string(name) + ":1", "--lora-dir", l.loras.string(), "-o",
+                                      (l.dir.path() / "bad.png").string()});
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_NE(refused.err.find("--lora: " + l.file(name) + ": key \"transformer.img_"), std::string::npos) << refused.err;
+  }
+  EXPECT_FALSE(fs::exists(l.dir.path() / "bad.png"));
 
   // A finished PNG counts as a job's only with its LoRA set: another queue whose job "plain" has a LoRA
   // finds plain_1.png (same prompt, seed, size and model, no LoRA) and must not take it as its image:

@@ -1,7 +1,8 @@
 // rgbaqd's queue and files against careless and hostile use, as real processes on the tiny model: one
 // daemon per data directory, a queue file that is not a queue, a data directory deleted under the
-// daemon, output paths two jobs would share, numbers and sizes the daemon must refuse itself, and a
-// job that crashes the daemon every time next to healthy ones.
+// daemon, output paths two jobs would share, numbers and sizes the daemon must refuse itself, a job
+// that crashes the daemon every time and one the kernel kills at the same step every time, each next
+// to healthy ones.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -117,16 +118,17 @@ TEST(DaemonQueue, TheDaemonChecksNumbersSizesAndPromptsItself) {
   EXPECT_EQ(json::parse(rgbaq(d, {"ls", "runs", "--json"}).out)["runs"].size(), 0u);
 }
 
-TEST(DaemonQueue, AJobThatCrashesTheDaemonFailsAfterItsAttemptsAndHealthyJobsAreDone) {
-  TempDir dir;
-  const auto out = dir.path() / "o";
-  const DaemonProcess::Options opts{.env = {{"RGBAQ_TEST_ABORT_ON_PROMPT", "poison"}}};
+// The daemon on `dir`, started again each time it dies as a service manager would, until its queue
+// holds nothing queued or running; the first start submits `file` (a CSV). Returns how many times it
+// died; each death must be `signal`'s.
+int restarts_until_done(const TempDir& dir, const DaemonProcess::Options& opts, const std::string& file, int signal) {
   bool submitted = false;
-  int crashes = 0;
-  for (int start = 0; start < 8; ++start) {
+  int deaths = 0;
+  for (int start = 0; start < 12; ++start) {
     DaemonProcess d(kRgbaqd, model().dir(), dir.path(), opts);
     if (!submitted) {
-      ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", out.string()}, "prompt,seed\nfox,1-2\npoison,1\nowl,1-2\n").exit_code, 0);
+      const auto r = rgbaq(d, {"submit", "-", "--size", "128", "--out", (dir.path() / "o").string()}, file);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
       submitted = true;
     }
     int code = -1;
@@ -141,20 +143,49 @@ TEST(DaemonQueue, AJobThatCrashesTheDaemonFailsAfterItsAttemptsAndHealthyJobsAre
         }
       }
     }
-    if (finished) break;
-    ASSERT_EQ(code, 128 + SIGABRT);
-    ++crashes;
+    if (finished) return deaths;
+    EXPECT_EQ(code, 128 + signal) << log_tail(d);
+    if (code != 128 + signal) return -1;
+    ++deaths;
   }
-  EXPECT_EQ(crashes, 3) << "three crashes, then the job fails";
+  return deaths;
+}
+
+// Once the restarts are over: run 1 finished with its four healthy jobs done and one failed, that one.
+json the_failed_job(const TempDir& dir, const DaemonProcess::Options& opts) {
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(), opts);
   rgbaq(d, {"watch", "1"});
   const json s = status(d);
   EXPECT_EQ(s["jobs"]["done"], 4) << s.dump();
   EXPECT_EQ(s["jobs"]["failed"], 1) << s.dump();
   const auto failed = json::parse(rgbaq(d, {"ls", "jobs", "--state", "failed", "--json"}).out)["jobs"];
-  ASSERT_EQ(failed.size(), 1u);
-  EXPECT_EQ(failed[0]["prompt"], "poison");
-  EXPECT_EQ(failed[0]["error"], "crashed the daemon 3 times");
+  EXPECT_EQ(failed.size(), 1u);
+  return failed.empty() ? json::object() : failed[0];
+}
+
+TEST(DaemonQueue, AJobThatCrashesTheDaemonFailsAfterItsAttemptsAndHealthyJobsAreDone) {
+  TempDir dir;
+  const DaemonProcess::Options opts{.env = {{"RGBAQ_TEST_ABORT_ON_PROMPT", "poison"}}};
+  ASSERT_EQ(restarts_until_done(dir, opts, "prompt,seed\nfox,1-2\npoison,1\nowl,1-2\n", SIGABRT), 3)
+      << "three crashes, then the job fails";
+  const json failed = the_failed_job(dir, opts);
+  EXPECT_EQ(failed["prompt"], "poison");
+  EXPECT_EQ(failed["error"], "crashed the daemon 3 times");
+}
+
+// The kernel killing the daemon at step 3 of one job on every try (what the OOM killer does to a job
+// whose size exhausts memory), the daemon restarted each time: the first two kills are interruptions
+// like any SIGKILL, from the third in a row at that step each counts as a crash; the job fails at the
+// attempt limit saying where it died, and the other jobs are done.
+TEST(DaemonQueue, AJobKilledAtTheSameStepEveryTryFailsSayingWhereAndTheOthersAreDone) {
+  TempDir dir;
+  const DaemonProcess::Options opts{.env = {{"RGBAQ_TEST_SIGKILL_AT_STEP", "3:too big"}}};
+  ASSERT_EQ(restarts_until_done(dir, opts, "prompt,seed\nfox,1-2\ntoo big,1\nowl,1-2\n", SIGKILL), 5)
+      << "two interruptions, then three tries that count";
+  const json failed = the_failed_job(dir, opts);
+  EXPECT_EQ(failed["prompt"], "too big");
+  EXPECT_EQ(failed["error"], "the daemon died at step 3 on each of its last tries (out of memory?)");
+  EXPECT_EQ(failed["attempts"], 3);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "common/peer_credentials.h"
 #include "daemon/socket/listen_socket.h"
+#include "jobs/csv_reader.h"
 #include "tests/daemon/daemon_test_helpers.h"
 #include "storage/png_file.h"
 #include "storage/sqlite/sqlite_queue_store.h"
@@ -99,6 +100,51 @@ TEST(Daemon, SubmitThreePromptsFourSeedsEncodesEachPromptOnce) {
   EXPECT_EQ(s2["counters"]["cache_disk_hits"], 3) << s2.dump();
   EXPECT_EQ(s2["counters"]["outputs_reused"], 12) << "the first resubmission found its images finished: " << r2.out;
   EXPECT_EQ(pngs_in(out_dir).size(), 18u);
+}
+
+// The CSV export read back by an RFC 4180 reader: the host that rendered each job in its own column, and
+// cells a spreadsheet would run as formulas (=, +, -, @, a tab, a carriage return first) shown as text
+// with a leading ' (OWASP); numbers as numbers, and the JSONL export exact.
+TEST(Daemon, ExportCsvNamesTheHostAndNeutralisesFormulas) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = {"--host", "render-host-7"}});
+  const std::vector<std::string> prompts = {"=HYPERLINK(\"http://x.example/\",\"click\")", "+1+2", "-3+cmd|' /C calc'!A0",
+                                            "@SUM(A1:A2)", "\ttabbed", "\rreturned", "a plain fox, -1"};
+  std::string file;
+  for (const auto& p : prompts) file += json({{"prompt", p}, {"seed", 1}}).dump() + "\n";
+  file += json({{"prompt", "named"}, {"seed", 1}, {"name", "-minus"}}).dump() + "\n";
+  const auto sub = rgbaq(d, {"submit", "-", "--format", "jsonl", "--size", "128", "--out", (dir.path() / "o").string(), "--wait"},
+                         file);
+  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
+  const auto csv = rgbaq(d, {"export", "1", "--format", "csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  const jobs::CsvDocument doc = jobs::read_csv(csv.out);
+  ASSERT_TRUE(doc.errors.empty()) << csv.out;
+  ASSERT_EQ(doc.records.size(), prompts.size() + 2) << csv.out;
+  std::map<std::string, size_t> column;
+  for (size_t i = 0; i < doc.records[0].fields.size(); ++i) column[doc.records[0].fields[i].value] = i;
+  ASSERT_TRUE(column.count("prompt") && column.count("seed") && column.count("name") && column.count("state")) << csv.out;
+  EXPECT_EQ(doc.records[0].fields.back().value, "host") << "the last column";
+  for (size_t r = 1; r < doc.records.size(); ++r) {
+    const auto& f = doc.records[r].fields;
+    ASSERT_EQ(f.size(), column.size()) << csv.out;
+    EXPECT_EQ(f.back().value, "render-host-7");
+    EXPECT_EQ(f[column["seed"]].value, "1") << "a number is no text cell";
+    EXPECT_EQ(f[column["state"]].value, "done");
+    if (r <= prompts.size()) {
+      const std::string& p = prompts[r - 1];
+      EXPECT_EQ(f[column["prompt"]].value, (p[0] == 'a' ? "" : "'") + p) << csv.out;
+    } else {
+      EXPECT_EQ(f[column["prompt"]].value, "named");
+      EXPECT_EQ(f[column["name"]].value, "'-minus");
+    }
+  }
+  const auto jsonl = rgbaq(d, {"export", "1", "--format", "jsonl"});
+  std::istringstream lines(jsonl.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(json::parse(line)["prompt"], prompts[0]) << "the JSONL form is exact";
+  EXPECT_EQ(json::parse(line)["host"], "render-host-7");
 }
 
 TEST(Daemon, SigtermReturnsTheJobInHandAndExitsZero) {

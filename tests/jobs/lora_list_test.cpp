@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "jobs/job_file.h"
 #include "jobs/output_name.h"
 
@@ -134,6 +136,25 @@ TEST(LoraJobFile, MistakesAreErrorsWithLineColumnAndFieldAndNothingIsKept) {
   o.defaults.lora = "missing:1";
   const auto d = parse_job_file("prompt\na\n", FileFormat::kCsv, o);
   EXPECT_TRUE(has_error(d, 0, 0, "--lora", "not found")) << errors_of(d);
+}
+
+// The check reads a file's header (the daemon's): once per distinct name in a submit, not once per row,
+// and every row naming a bad one still gets its error.
+TEST(LoraJobFile, EachDistinctLoraIsCheckedOnceHoweverManyRowsNameIt) {
+  ParseOptions o = options();
+  std::map<std::string, int> checks;
+  o.check_lora = [&](const std::string& name) {
+    ++checks[name];
+    return name == "missing" ? "LoRA \"missing\" not found" : "";
+  };
+  o.defaults.lora = "style:1";
+  std::string text = "prompt,lora\n";
+  for (int i = 0; i < 1000; ++i) text += "row " + std::to_string(i) + (i % 2 ? ",missing:1\n" : ",style:0.5;detail:1\n");
+  text += "<lora:missing:1> a tag,\n";
+  const auto f = parse_job_file(text, FileFormat::kCsv, o);
+  EXPECT_EQ(f.errors.size(), 501u) << errors_of(f).substr(0, 500);
+  EXPECT_TRUE(has_error(f, 1002, 1, "prompt", "not found")) << errors_of(f).substr(0, 500);
+  EXPECT_EQ(checks, (std::map<std::string, int>{{"detail", 1}, {"missing", 1}, {"style", 1}}));
 }
 
 }  // namespace

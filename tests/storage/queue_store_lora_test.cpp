@@ -57,6 +57,7 @@ TYPED_TEST(QueueStoreLoraTest, AQueueFromBeforeTheLoraColumnMigratesForwardWithN
   // Back to the schema before the LoRA column (the migrations after it run again too).
   this->backend().exec(std::string(kDropMarkColumns) + "ALTER TABLE jobs DROP COLUMN step; ALTER TABLE jobs DROP COLUMN steps; "
                        "ALTER TABLE jobs DROP COLUMN decoding; ALTER TABLE jobs DROP COLUMN progress_at; "
+                       "ALTER TABLE jobs DROP COLUMN interrupted_at_step; ALTER TABLE jobs DROP COLUMN interruptions_at_step; "
                        "DROP INDEX jobs_claim_lora; ALTER TABLE jobs DROP COLUMN lora");
   this->backend().set_schema_version(before_lora);
   auto s = this->open();

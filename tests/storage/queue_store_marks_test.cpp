@@ -176,8 +176,9 @@ TYPED_TEST(QueueStoreMarksTest, AQueueFromBeforeTheMarksMigratesForwardWithNoMar
     auto s = this->open();
     s->submit({"r", "{}", "/o"}, {job("old", 1)});
   }
-  this->backend().exec(kDropMarkColumns);
-  this->backend().set_schema_version(5);  // both stores' version before the marks
+  this->backend().exec(std::string(kDropMarkColumns) +
+                       "ALTER TABLE jobs DROP COLUMN interrupted_at_step; ALTER TABLE jobs DROP COLUMN interruptions_at_step");
+  this->backend().set_schema_version(5);  // both stores' version before the marks (v6) and the same-step kills (v7)
   auto s = this->open();
   EXPECT_EQ(s->schema_version(), known);
   const auto old = s->list_jobs(std::nullopt, std::nullopt);
