@@ -1,6 +1,7 @@
 // rgbaqd killed with SIGKILL at short random intervals, at least 200 times, through a 60-image run,
 // with the default attempt limit: every image once, every PNG valid, no job failed (an interruption is
-// not a job's fault), nothing left behind. Slow (CTest label "slow"): 200-some daemon starts.
+// not a job's fault), nothing left behind. The same, shorter, for a daemon of two render workers (two
+// jobs in hand at each kill). Slow (CTest label "slow"): 200-some daemon starts.
 #include <sys/stat.h>
 
 #include <map>
@@ -76,6 +77,71 @@ TEST(Daemon, TwoHundredSigkillsRenderEveryImageOnceFailNoJobAndLeaveNoTemporarie
   for (const auto& j : store.list_jobs(std::nullopt, std::nullopt)) most = std::max(most, j.interruptions);
   std::cout << "kills: " << kills << ", images finished before the last start: " << seen.size()
             << ", most interruptions of one job: " << most << ", seconds: "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << "\n";
+}
+
+TEST(Daemon, SigkillsDuringATwoWorkerRunLoseNothingAndRenderNothingTwice) {
+  TempDir dir;
+  const auto out_dir = dir.path() / "renders";
+  write_file(dir.path() / "p.csv", "prompt,seed\nfox,1-20\nowl,1-20\ncat,1-20\n");
+  constexpr int kJobs = 60, kKills = 18;
+  const DaemonProcess::Options two{.extra_args = {"--engine", "cpu", "--workers", "2", "--threads", "1"}};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::mt19937 rng(11);
+  std::map<fs::path, std::pair<ino_t, int64_t>> seen;  // every finished PNG's inode and mtime, first seen
+  bool submitted = false;
+  int both_in_hand = 0;  // kills while both workers rendered a job
+  for (int kill = 0; kill < kKills; ++kill) {
+    DaemonProcess d(kRgbaqd, model().dir(), dir.path(), two);
+    if (!submitted) {
+      const auto r = rgbaq(d, {"submit", (dir.path() / "p.csv").string(), "--size", "128", "--out", out_dir.string()});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      submitted = true;
+    }
+    status(d);  // answered: both workers are registered and claiming
+    // Long enough for a few images to finish between some kills, and kills in every phase of a job.
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % (900 * test_time_scale())));
+    const json before = status(d);
+    both_in_hand += before["render_workers"][0]["job"].is_number() && before["render_workers"][1]["job"].is_number();
+    d.signal(SIGKILL);
+    ASSERT_EQ(d.wait_exit(), 128 + SIGKILL);
+    for (const auto& f : pngs_in(out_dir)) {
+      struct stat st {};
+      ASSERT_EQ(stat(f.c_str(), &st), 0);
+      const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      const auto [it, fresh] = seen.emplace(f, std::pair{st.st_ino, mtime});
+      ASSERT_EQ(it->second, (std::pair{st.st_ino, mtime})) << f << " was written again";
+    }
+  }
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), two);
+  const auto w = rgbaq(d, {"watch", "1"});
+  EXPECT_EQ(w.exit_code, 0) << w.out << w.err;
+  const json s = status(d);
+  EXPECT_EQ(s["jobs"]["done"], kJobs) << s.dump();
+  EXPECT_EQ(s["jobs"]["failed"], 0) << s.dump();
+  const auto files = pngs_in(out_dir);
+  ASSERT_EQ(files.size(), static_cast<size_t>(kJobs));
+  std::set<int64_t> ids, workers;
+  for (const auto& f : files) {
+    const auto png = storage::read_png(f);  // every one valid
+    ids.insert(storage::job_id_of(png).value_or(-1));
+    workers.insert(json::parse(png.texts.at("rgbaq")).value("worker", -1));
+    if (seen.count(f)) {
+      struct stat st {};
+      stat(f.c_str(), &st);
+      EXPECT_EQ(seen[f].first, st.st_ino) << f << " was rendered twice";
+    }
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kJobs));
+  EXPECT_EQ(workers, (std::set<int64_t>{0, 1})) << "both workers rendered";
+  for (const auto& e : fs::directory_iterator(out_dir)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << "left behind: " << e.path();
+  }
+  storage::SqliteQueueStore store(d.data_dir() / "queue.db");
+  EXPECT_EQ(store.integrity_check(), "ok");
+  EXPECT_GE(both_in_hand, kKills / 3) << "the kills fell while both workers had jobs in hand";
+  std::cout << "kills: " << kKills << " (" << both_in_hand << " with two jobs in hand), images finished before the last start: "
+            << seen.size() << ", seconds: "
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << "\n";
 }
 
