@@ -64,35 +64,50 @@ struct Result {
   double per_hour() const { return seconds > 0 ? images * 3600.0 / seconds : 0; }
 };
 
-// One daemon with `worker_args`, a fresh data directory, the run submitted and waited for.
-Result through_daemon(const std::filesystem::path& model, const std::vector<std::string>& worker_args, int images, int size) {
+// One daemon with `worker_args` and a fresh data directory; for each size in turn a run submitted and
+// waited for (the daemon starts once: on a GPU, loading real weights takes longer than a run).
+std::vector<Result> through_daemon(const std::filesystem::path& model, const std::vector<std::string>& worker_args, int images,
+                                   const std::vector<int>& sizes) {
   TempDir dir;
   DaemonProcess::Options o;
   o.extra_args = worker_args;
   DaemonProcess d(RGBAQD_PATH, model, dir.path(), o);
   const std::vector<std::string> prompts = {"a red fox, game asset", "an isometric castle", "a glass teapot", "a paper crane"};
-  std::string csv = "prompt,seed\n";
-  for (int i = 0; i < images; ++i) csv += "\"" + prompts[static_cast<size_t>(i) % prompts.size()] + "\"," + std::to_string(i + 1) + "\n";
-  run_process({RGBAQ_CLI_PATH, "--socket", d.socket().string(), "status"});  // the sessions are open
-  Result result;
-  result.load_before = load_average();
-  const double cpu0 = cpu_seconds(d.pid());
-  const auto t0 = Clock::now();
-  const auto r = run_process({RGBAQ_CLI_PATH, "--socket", d.socket().string(), "submit", "-", "--size", std::to_string(size), "--out",
-                              (dir.path() / "out").string(), "--wait"},
-                             csv);
-  result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  result.cpu_s = cpu_seconds(d.pid()) - cpu0;
-  result.load_after = load_average();
-  if (r.exit_code != 0) {
-    std::fprintf(stderr, "submit failed: %s %s\n", r.out.c_str(), r.err.c_str());
-    std::exit(1);
+  const auto status = [&] {
+    return nlohmann::json::parse(run_process({RGBAQ_CLI_PATH, "--socket", d.socket().string(), "status", "--json"}).out);
+  };
+  nlohmann::json before = status();  // answered: the sessions are open
+  std::vector<Result> results;
+  for (const int size : sizes) {
+    std::string csv = "prompt,seed\n";
+    for (int i = 0; i < images; ++i) {
+      csv += "\"" + prompts[static_cast<size_t>(i) % prompts.size()] + "\"," + std::to_string(size * 1000 + i + 1) + "\n";
+    }
+    Result result;
+    result.load_before = load_average();
+    const double cpu0 = cpu_seconds(d.pid());
+    const auto t0 = Clock::now();
+    const auto r = run_process({RGBAQ_CLI_PATH, "--socket", d.socket().string(), "submit", "-", "--size", std::to_string(size),
+                                "--out", (dir.path() / ("out" + std::to_string(size))).string(), "--wait"},
+                               csv);
+    result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    result.cpu_s = cpu_seconds(d.pid()) - cpu0;
+    result.load_after = load_average();
+    if (r.exit_code != 0) {
+      std::fprintf(stderr, "submit failed: %s %s\n", r.out.c_str(), r.err.c_str());
+      std::exit(1);
+    }
+    const nlohmann::json after = status();
+    result.images = after["counters"]["images_rendered"].get<int>() - before["counters"]["images_rendered"].get<int>();
+    result.encoder_runs = after["counters"]["encoder_runs"].get<int>() - before["counters"]["encoder_runs"].get<int>();
+    for (size_t w = 0; w < after["render_workers"].size(); ++w) {
+      result.per_worker.push_back(after["render_workers"][w]["images_done"].get<int>() -
+                                  before["render_workers"][w]["images_done"].get<int>());
+    }
+    before = after;
+    results.push_back(result);
   }
-  const auto status = nlohmann::json::parse(run_process({RGBAQ_CLI_PATH, "--socket", d.socket().string(), "status", "--json"}).out);
-  result.images = status["counters"]["images_rendered"].get<int>();
-  result.encoder_runs = status["counters"]["encoder_runs"].get<int>();
-  for (const auto& w : status["render_workers"]) result.per_worker.push_back(w["images_done"].get<int>());
-  return result;
+  return results;
 }
 
 // What the machine gives two independent renders now (two `rgbaqd render` processes at once against
@@ -153,9 +168,9 @@ int main(int argc, char** argv) {
     if (images == 0) images = 24;
     if (size == 0) size = 512;
     std::printf("%d images at %dx%d, cpu engine, 1 thread per worker (%s)\n", images, size, size, model.string().c_str());
-    const Result one = through_daemon(model, {"--engine", "cpu", "--workers", "1", "--threads", "1"}, images, size);
+    const Result one = through_daemon(model, {"--engine", "cpu", "--workers", "1", "--threads", "1"}, images, {size})[0];
     print("--workers 1 --threads 1", one);
-    const Result two = through_daemon(model, {"--engine", "cpu", "--workers", "2", "--threads", "1"}, images, size);
+    const Result two = through_daemon(model, {"--engine", "cpu", "--workers", "2", "--threads", "1"}, images, {size})[0];
     print("--workers 2 --threads 1", two);
     std::printf("two workers / one: %.2fx images per hour\n", two.per_hour() / one.per_hour());
     std::printf("the machine now: two independent `rgbaqd render` processes at once run %.2fx one after the other\n",
@@ -167,13 +182,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (images == 0) images = 16;
-  for (const int px : size ? std::vector<int>{size} : std::vector<int>{256, 1024}) {
-    std::printf("%d images at %dx%d, cuda engine, device 0 (%s)\n", images, px, px, model.string().c_str());
-    const Result one = through_daemon(model, {"--engine", "cuda", "--devices", "0"}, images, px);
-    print("--devices 0", one);
-    const Result two = through_daemon(model, {"--engine", "cuda", "--devices", "0,0"}, images, px);
-    print("--devices 0,0 (two sessions)", two);
-    std::printf("two sessions / one at %d px: %.2fx images per hour\n", px, two.per_hour() / one.per_hour());
+  const std::vector<int> sizes = size ? std::vector<int>{size} : std::vector<int>{256, 1024};
+  std::printf("%d images a size, cuda engine, device 0 (%s)\n", images, model.string().c_str());
+  const auto one = through_daemon(model, {"--engine", "cuda", "--devices", "0"}, images, sizes);
+  const auto two = through_daemon(model, {"--engine", "cuda", "--devices", "0,0"}, images, sizes);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::printf("%dx%d:\n", sizes[i], sizes[i]);
+    print("--devices 0", one[i]);
+    print("--devices 0,0 (two sessions)", two[i]);
+    std::printf("two sessions / one at %d px: %.2fx images per hour\n", sizes[i], two[i].per_hour() / one[i].per_hour());
   }
   return 0;
 }
