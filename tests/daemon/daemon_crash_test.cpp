@@ -16,6 +16,48 @@
 namespace rgbaq {
 namespace {
 
+using Seen = std::map<fs::path, std::pair<ino_t, int64_t>>;  // every finished PNG's inode and mtime, first seen
+
+// After a kill: each finished PNG is new, or the one seen before, untouched.
+void note_finished(const fs::path& out_dir, Seen& seen) {
+  for (const auto& f : pngs_in(out_dir)) {
+    struct stat st {};
+    ASSERT_EQ(stat(f.c_str(), &st), 0);
+    const std::pair<ino_t, int64_t> now{st.st_ino, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+    const auto [it, fresh] = seen.emplace(f, now);
+    ASSERT_EQ(it->second, now) << f << " was written again";
+  }
+}
+
+// The run, finished by `d`: every job done, none failed, `jobs` valid PNGs each with its own job id,
+// none of those seen before rendered again, no temporary file left. Returns the PNGs' rgbaq records.
+std::vector<json> expect_every_image_once(DaemonProcess& d, const fs::path& out_dir, Seen& seen, int jobs) {
+  const auto w = rgbaq(d, {"watch", "1"});
+  EXPECT_EQ(w.exit_code, 0) << w.out << w.err;
+  const json s = status(d);
+  EXPECT_EQ(s["jobs"]["done"], jobs) << s.dump();
+  EXPECT_EQ(s["jobs"]["failed"], 0) << s.dump();
+  const auto files = pngs_in(out_dir);
+  EXPECT_EQ(files.size(), static_cast<size_t>(jobs));
+  std::set<int64_t> ids;
+  std::vector<json> records;
+  for (const auto& f : files) {
+    const auto png = storage::read_png(f);  // every one valid
+    ids.insert(storage::job_id_of(png).value_or(-1));
+    records.push_back(json::parse(png.texts.at("rgbaq")));
+    if (seen.count(f)) {
+      struct stat st {};
+      stat(f.c_str(), &st);
+      EXPECT_EQ(seen[f].first, st.st_ino) << f << " was rendered twice";
+    }
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(jobs));
+  for (const auto& e : fs::directory_iterator(out_dir)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << "left behind: " << e.path();
+  }
+  return records;
+}
+
 TEST(Daemon, TwoHundredSigkillsRenderEveryImageOnceFailNoJobAndLeaveNoTemporaries) {
   TempDir dir;
   const auto out_dir = dir.path() / "renders";
@@ -23,7 +65,7 @@ TEST(Daemon, TwoHundredSigkillsRenderEveryImageOnceFailNoJobAndLeaveNoTemporarie
   constexpr int kJobs = 60, kKills = 200;
   const auto t0 = std::chrono::steady_clock::now();
   std::mt19937 rng(7);
-  std::map<fs::path, std::pair<ino_t, int64_t>> seen;  // every finished PNG's inode and mtime, first seen
+  Seen seen;
   int kills = 0;
   bool submitted = false;
   for (int round = 0; kills < kKills && round < 2 * kKills; ++round) {
@@ -41,37 +83,11 @@ TEST(Daemon, TwoHundredSigkillsRenderEveryImageOnceFailNoJobAndLeaveNoTemporarie
     d.signal(SIGKILL);
     ASSERT_EQ(d.wait_exit(), 128 + SIGKILL);
     ++kills;
-    for (const auto& f : pngs_in(out_dir)) {
-      struct stat st {};
-      ASSERT_EQ(stat(f.c_str(), &st), 0);
-      const auto [it, fresh] = seen.emplace(f, std::pair{st.st_ino, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
-      ASSERT_EQ(it->second.first, st.st_ino) << f << " was written again";
-      ASSERT_EQ(it->second.second, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec) << f << " was written again";
-    }
+    ASSERT_NO_FATAL_FAILURE(note_finished(out_dir, seen));
   }
   EXPECT_GE(kills, kKills);
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
-  const auto w = rgbaq(d, {"watch", "1"});
-  EXPECT_EQ(w.exit_code, 0) << w.out << w.err;
-  const json s = status(d);
-  EXPECT_EQ(s["jobs"]["done"], kJobs) << s.dump();
-  EXPECT_EQ(s["jobs"]["failed"], 0) << s.dump();
-  const auto files = pngs_in(out_dir);
-  ASSERT_EQ(files.size(), static_cast<size_t>(kJobs));
-  std::set<int64_t> ids;
-  for (const auto& f : files) {
-    const auto png = storage::read_png(f);  // every one valid
-    ids.insert(storage::job_id_of(png).value_or(-1));
-    if (seen.count(f)) {
-      struct stat st {};
-      stat(f.c_str(), &st);
-      EXPECT_EQ(seen[f].first, st.st_ino) << f << " was rendered twice";
-    }
-  }
-  EXPECT_EQ(ids.size(), static_cast<size_t>(kJobs));
-  for (const auto& e : fs::directory_iterator(out_dir)) {
-    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << "left behind: " << e.path();
-  }
+  expect_every_image_once(d, out_dir, seen, kJobs);
   storage::SqliteQueueStore store(d.data_dir() / "queue.db");
   int most = 0;
   for (const auto& j : store.list_jobs(std::nullopt, std::nullopt)) most = std::max(most, j.interruptions);
@@ -88,7 +104,7 @@ TEST(Daemon, SigkillsDuringATwoWorkerRunLoseNothingAndRenderNothingTwice) {
   const DaemonProcess::Options two{.extra_args = {"--engine", "cpu", "--workers", "2", "--threads", "1"}};
   const auto t0 = std::chrono::steady_clock::now();
   std::mt19937 rng(11);
-  std::map<fs::path, std::pair<ino_t, int64_t>> seen;  // every finished PNG's inode and mtime, first seen
+  Seen seen;
   bool submitted = false;
   int both_in_hand = 0;  // kills while both workers rendered a job
   for (int kill = 0; kill < kKills; ++kill) {
@@ -105,38 +121,12 @@ TEST(Daemon, SigkillsDuringATwoWorkerRunLoseNothingAndRenderNothingTwice) {
     both_in_hand += before["render_workers"][0]["job"].is_number() && before["render_workers"][1]["job"].is_number();
     d.signal(SIGKILL);
     ASSERT_EQ(d.wait_exit(), 128 + SIGKILL);
-    for (const auto& f : pngs_in(out_dir)) {
-      struct stat st {};
-      ASSERT_EQ(stat(f.c_str(), &st), 0);
-      const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-      const auto [it, fresh] = seen.emplace(f, std::pair{st.st_ino, mtime});
-      ASSERT_EQ(it->second, (std::pair{st.st_ino, mtime})) << f << " was written again";
-    }
+    ASSERT_NO_FATAL_FAILURE(note_finished(out_dir, seen));
   }
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(), two);
-  const auto w = rgbaq(d, {"watch", "1"});
-  EXPECT_EQ(w.exit_code, 0) << w.out << w.err;
-  const json s = status(d);
-  EXPECT_EQ(s["jobs"]["done"], kJobs) << s.dump();
-  EXPECT_EQ(s["jobs"]["failed"], 0) << s.dump();
-  const auto files = pngs_in(out_dir);
-  ASSERT_EQ(files.size(), static_cast<size_t>(kJobs));
-  std::set<int64_t> ids, workers;
-  for (const auto& f : files) {
-    const auto png = storage::read_png(f);  // every one valid
-    ids.insert(storage::job_id_of(png).value_or(-1));
-    workers.insert(json::parse(png.texts.at("rgbaq")).value("worker", -1));
-    if (seen.count(f)) {
-      struct stat st {};
-      stat(f.c_str(), &st);
-      EXPECT_EQ(seen[f].first, st.st_ino) << f << " was rendered twice";
-    }
-  }
-  EXPECT_EQ(ids.size(), static_cast<size_t>(kJobs));
+  std::set<int64_t> workers;
+  for (const json& r : expect_every_image_once(d, out_dir, seen, kJobs)) workers.insert(r.value("worker", -1));
   EXPECT_EQ(workers, (std::set<int64_t>{0, 1})) << "both workers rendered";
-  for (const auto& e : fs::directory_iterator(out_dir)) {
-    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << "left behind: " << e.path();
-  }
   storage::SqliteQueueStore store(d.data_dir() / "queue.db");
   EXPECT_EQ(store.integrity_check(), "ok");
   EXPECT_GE(both_in_hand, kKills / 3) << "the kills fell while both workers had jobs in hand";

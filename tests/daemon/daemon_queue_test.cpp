@@ -121,30 +121,9 @@ TEST(DaemonQueue, AJobThatCrashesTheDaemonFailsAfterItsAttemptsAndHealthyJobsAre
   TempDir dir;
   const auto out = dir.path() / "o";
   const DaemonProcess::Options opts{.env = {{"RGBAQ_TEST_ABORT_ON_PROMPT", "poison"}}};
-  bool submitted = false;
-  int crashes = 0;
-  for (int start = 0; start < 8; ++start) {
-    DaemonProcess d(kRgbaqd, model().dir(), dir.path(), opts);
-    if (!submitted) {
-      ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", out.string()}, "prompt,seed\nfox,1-2\npoison,1\nowl,1-2\n").exit_code, 0);
-      submitted = true;
-    }
-    int code = -1;
-    bool finished = false;
-    for (int i = 0; i < 120 && code == -1 && !finished; ++i) {
-      code = d.wait_exit(std::chrono::seconds(1));
-      if (code == -1) {
-        const auto r = rgbaq(d, {"status", "--json"});
-        if (r.exit_code == 0) {
-          const json s = json::parse(r.out);
-          finished = s["jobs"]["queued"] == 0 && s["jobs"]["running"] == 0;
-        }
-      }
-    }
-    if (finished) break;
-    ASSERT_EQ(code, 128 + SIGABRT);
-    ++crashes;
-  }
+  const int crashes = crashes_until_the_queue_is_done(dir.path(), opts, [&](DaemonProcess& d) {
+    ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", out.string()}, "prompt,seed\nfox,1-2\npoison,1\nowl,1-2\n").exit_code, 0);
+  });
   EXPECT_EQ(crashes, 3) << "three crashes, then the job fails";
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(), opts);
   rgbaq(d, {"watch", "1"});

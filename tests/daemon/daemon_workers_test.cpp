@@ -180,32 +180,10 @@ TEST(DaemonWorkers, ACrashBlamesOnlyTheJobOfTheWorkerThatCrashed) {
   TempDir dir;
   const auto out = dir.path() / "o";
   const auto opts = workers(2, {{"RGBAQ_TEST_ABORT_ON_PROMPT", "poison"}});
-  bool submitted = false;
-  int crashes = 0;
-  for (int start = 0; start < 8; ++start) {
-    DaemonProcess d(kRgbaqd, model().dir(), dir.path(), opts);
-    if (!submitted) {
-      // A slow job first, so that one worker renders it while the other claims the poison and crashes.
-      ASSERT_EQ(rgbaq(d, {"submit", "-", "--out", out.string()}, "prompt,seed,size\nfox,1,1024\npoison,1,128\nowl,1-3,128\n").exit_code,
-                0);
-      submitted = true;
-    }
-    int code = -1;
-    bool finished = false;
-    for (int i = 0; i < 120 && code == -1 && !finished; ++i) {
-      code = d.wait_exit(std::chrono::seconds(1));
-      if (code == -1) {
-        const auto r = rgbaq(d, {"status", "--json"});
-        if (r.exit_code == 0) {
-          const json s = json::parse(r.out);
-          finished = s["jobs"]["queued"] == 0 && s["jobs"]["running"] == 0;
-        }
-      }
-    }
-    if (finished) break;
-    ASSERT_EQ(code, 128 + SIGABRT);
-    ++crashes;
-  }
+  const int crashes = crashes_until_the_queue_is_done(dir.path(), opts, [&](DaemonProcess& d) {
+    // A slow job first, so that one worker renders it while the other claims the poison and crashes.
+    ASSERT_EQ(rgbaq(d, {"submit", "-", "--out", out.string()}, "prompt,seed,size\nfox,1,1024\npoison,1,128\nowl,1-3,128\n").exit_code, 0);
+  });
   EXPECT_EQ(crashes, 3) << "three crashes, then the job fails";
   storage::SqliteQueueStore store(dir.path() / "data" / "queue.db");
   for (const auto& j : store.list_jobs(std::nullopt, std::nullopt)) {
