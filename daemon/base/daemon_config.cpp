@@ -31,8 +31,10 @@ options (each may also be set in the config file; flags win):
                           (see `rgbaq status`) while the others go on
   --device N              cuda: one device, the same as --devices N
   --precision bf16|fp32   cuda: bf16 GEMMs with fp32 accumulation (default), or fp32 throughout
-  --gpu-memory GIB        cuda: device memory the session may use (default: all the device has); when
-                          the weights do not fit, DiT blocks stream from pinned host memory
+  --gpu-memory GIB        cuda: device memory each session may use (default: what the device has
+                          free, shared out equally between the sessions on it); when the weights do
+                          not fit, DiT blocks stream from pinned host memory. At start each session
+                          allocates its largest render's workspace; one that does not fit exits 2
   --socket PATH           Unix socket (default $XDG_RUNTIME_DIR/rgbaq/rgbaqd.sock, or $RGBAQ_SOCKET)
   --data-dir DIR          queue.db, cache/embeddings/, logs/rgbaqd.log (default ~/.local/share/rgbaq)
   --queue URL             the job queue: a path or sqlite:PATH (default DATA_DIR/queue.db), or

@@ -275,6 +275,7 @@ void RenderWorker::device_fault(const storage::Job& job, const engine::DeviceFau
       worker_.set_out_of_service(why);
       outcome += "; out of service";
       spdlog::critical("{}: out of service: {}", worker_.label(), why);
+      sd_notify("STATUS=degraded: " + worker_.label() + " out of service: " + why);
       events_.publish("worker_out_of_service", {{"worker", worker_.label()}, {"error", why}});
     }
   }
