@@ -151,6 +151,20 @@ TEST(DaemonWorkers, AWorkerWhoseDeviceIsLostGoesOutOfServiceAndTheOtherRendersEv
   EXPECT_NE(text.out.find("  w1 cpu (cpu, 1 threads): OUT OF SERVICE: its device failed ("), std::string::npos) << text.out;
 }
 
+TEST(DaemonWorkers, WhenTheLastWorkerGoesOutOfServiceTheDaemonExitsOneWithItsJobBackInTheQueue) {
+  TempDir dir;
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), workers(1, {{"RGBAQ_TEST_DEVICE_FAULT", "0:lost"}}));
+  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", (dir.path() / "o").string()}, "prompt,seed\nfox,1\n").exit_code, 0);
+  EXPECT_EQ(d.wait_exit(), 1) << "a service manager restarts it";
+  EXPECT_NE(log_tail(d).find("every render worker is out of service"), std::string::npos) << log_tail(d);
+  storage::SqliteQueueStore store(d.data_dir() / "queue.db");
+  const auto job = store.job(1);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->state, storage::JobState::kQueued);
+  EXPECT_EQ(job->attempts, 0) << "an interruption: no attempt spent";
+  EXPECT_EQ(job->interruptions, 1);
+}
+
 TEST(DaemonWorkers, APoisonedSessionIsOpenedAgainAndOutOfMemoryKeepsItBothGivingTheJobBack) {
   for (const std::string kind : {"poisoned", "oom"}) {
     SCOPED_TRACE(kind);
