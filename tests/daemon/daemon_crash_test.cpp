@@ -99,8 +99,8 @@ TEST(Daemon, TwoHundredSigkillsRenderEveryImageOnceFailNoJobAndLeaveNoTemporarie
 TEST(Daemon, SigkillsDuringATwoWorkerRunLoseNothingAndRenderNothingTwice) {
   TempDir dir;
   const auto out_dir = dir.path() / "renders";
-  write_file(dir.path() / "p.csv", "prompt,seed\nfox,1-20\nowl,1-20\ncat,1-20\n");
-  constexpr int kJobs = 60, kKills = 18;
+  write_file(dir.path() / "p.csv", "prompt,seed\nfox,1-25\nowl,1-25\ncat,1-25\nbee,1-25\n");
+  constexpr int kJobs = 100, kKills = 18;
   const DaemonProcess::Options two{.extra_args = {"--engine", "cpu", "--workers", "2", "--threads", "1"}};
   const auto t0 = std::chrono::steady_clock::now();
   std::mt19937 rng(11);
@@ -114,11 +114,18 @@ TEST(Daemon, SigkillsDuringATwoWorkerRunLoseNothingAndRenderNothingTwice) {
       ASSERT_EQ(r.exit_code, 0) << r.err;
       submitted = true;
     }
-    status(d);  // answered: both workers are registered and claiming
-    // Long enough for a few images to finish between some kills, and kills in every phase of a job.
-    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % (900 * test_time_scale())));
-    const json before = status(d);
-    both_in_hand += before["render_workers"][0]["job"].is_number() && before["render_workers"][1]["job"].is_number();
+    // Once both workers hold a job (whatever this machine's speed), a random moment later: kills in
+    // every phase of a job, two jobs in hand, and a few images finished between some of them.
+    bool two = false;
+    for (int i = 0; i < 500 * test_time_scale() && !two; ++i) {
+      const json s = status(d);
+      two = s["render_workers"][0]["job"].is_number() && s["render_workers"][1]["job"].is_number();
+      if (!two && s["jobs"]["queued"].get<int>() + s["jobs"]["running"].get<int>() < 2) break;  // the run is all but done
+      if (!two) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!two) break;
+    ++both_in_hand;
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % (400 * test_time_scale())));
     d.signal(SIGKILL);
     ASSERT_EQ(d.wait_exit(), 128 + SIGKILL);
     ASSERT_NO_FATAL_FAILURE(note_finished(out_dir, seen));
@@ -129,8 +136,8 @@ TEST(Daemon, SigkillsDuringATwoWorkerRunLoseNothingAndRenderNothingTwice) {
   EXPECT_EQ(workers, (std::set<int64_t>{0, 1})) << "both workers rendered";
   storage::SqliteQueueStore store(d.data_dir() / "queue.db");
   EXPECT_EQ(store.integrity_check(), "ok");
-  EXPECT_GE(both_in_hand, kKills / 3) << "the kills fell while both workers had jobs in hand";
-  std::cout << "kills: " << kKills << " (" << both_in_hand << " with two jobs in hand), images finished before the last start: "
+  EXPECT_GE(both_in_hand, kKills / 2) << "the run outlasted most kills, each with two jobs in hand";
+  std::cout << "kills with two jobs in hand: " << both_in_hand << ", images finished before the last start: "
             << seen.size() << ", seconds: "
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << "\n";
 }
