@@ -1,6 +1,7 @@
 #include "cli/queue_commands.h"
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -138,13 +139,36 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
     ctx.out << "health: UNHEALTHY for " << duration(health.value("for_s", 0.0)) << ": " << printable(health.value("problem", ""))
             << "\n";
   }
-  if (s["current"].is_object()) {
+  // This daemon's render workers (one per device, or --workers on the cpu): what each renders, what it
+  // has done and how fast, and a device taken out of service.
+  if (s.contains("render_workers") && s["render_workers"].is_array()) {
+    ctx.out << "render workers:\n";
+    for (const json& w : s["render_workers"]) {
+      ctx.out << "  " << w.value("label", "?") << " (" << w.value("description", "") << "): ";
+      const std::string state = w.value("state", "");
+      if (state == "out_of_service") {
+        ctx.out << "OUT OF SERVICE: " << w.value("problem", "") << "\n";
+        continue;
+      }
+      if (w["job"].is_number()) {
+        ctx.out << "job " << w["job"].get<int64_t>() << ", step " << w.value("step", 0) << "/" << w.value("steps", 0);
+      } else {
+        ctx.out << "idle";
+      }
+      char rate[32];
+      std::snprintf(rate, sizeof rate, "%.0f", w.value("images_per_hour", 0.0));
+      ctx.out << ", " << w.value("images_done", 0) << " images done, " << rate << " images/hour";
+      if (w.value("session_restarts", 0) > 0) ctx.out << ", session reopened " << w.value("session_restarts", 0) << "x";
+      ctx.out << "\n";
+    }
+  } else if (s["current"].is_object()) {  // a daemon from before render workers
     ctx.out << "now:    job " << s["current"].value("job", 0) << ", step " << s["current"].value("step", 0) << "/"
             << s["current"].value("steps", 0) << "\n";
   }
-  // Every daemon on the queue (one per host, or more): what each holds, when it last beat.
+  // Every worker on the queue (this daemon's render workers, other daemons' on this host or others):
+  // what each holds, when it last beat.
   if (s.contains("workers") && s["workers"].is_array() && !s["workers"].empty()) {
-    ctx.out << "workers:\n";
+    ctx.out << "workers on the queue:\n";
     const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     for (const json& w : s["workers"]) {
       ctx.out << "  " << printable(w.value("host", "?")) << " (pid " << w.value("pid", 0) << ", " << printable(w.value("engine", ""))

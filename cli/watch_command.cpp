@@ -111,6 +111,7 @@ class Watch {
     } else if (kind == "progress") {
       JobInHand& j = jobs_[id];
       j.job = id;
+      if (e.contains("host")) j.worker = e.value("host", "");  // another host's job, relayed
       j.run = e.value("run", j.run);
       j.step = e.value("step", 0);
       j.steps = e.value("steps", 0);
@@ -122,7 +123,7 @@ class Watch {
       }
     } else if (kind == "decoding") {
       jobs_[id].decoding = true;
-    } else if (kind == "job_done" || kind == "job_failed" || kind == "job_canceled") {
+    } else if (kind == "job_done" || kind == "job_failed" || kind == "job_canceled" || kind == "job_interrupted") {
       if (kind == "job_done" && !e.value("reused", false) && jobs_.count(id) && e.contains("seconds")) {
         times_.image_done(jobs_[id].width, jobs_[id].height, e.value("seconds", 0.0));
       }
@@ -133,7 +134,9 @@ class Watch {
                  << common::printable(kind == "job_done" ? "done: " + e.value("path", "")
                                       : kind == "job_failed" ? "failed: " + e.value("error", "") +
                                                                    (e.value("will_retry", false) ? " (will retry)" : "")
-                                                             : "canceled")
+                                      : kind == "job_interrupted" ? "given back by " + e.value("worker", "") + " (its device failed: " +
+                                                                        e.value("error", "") + ")"
+                                                                  : "canceled")
                  << "  (" << totals_.done << "/" << totals_.total << " done)\n"
                  << std::flush;
       }
@@ -165,12 +168,26 @@ class Watch {
       }
       in_hand[id] = job;
     }
-    // The local job in hand's step, when the watch began after its last progress event.
-    if (const auto& current = status["current"]; current.is_object()) {
-      const auto it = in_hand.find(current.value("job", int64_t{-1}));
-      if (it != in_hand.end() && it->second.steps == 0) {
-        it->second.step = current.value("step", 0);
-        it->second.steps = current.value("steps", 0);
+    // Each local worker's job: its step, when the watch began after its last progress event, and which
+    // worker renders it when there are several; the workers without a job get a line of their own.
+    const json workers = status.value("render_workers", json::array());
+    const bool several = workers.size() > 1;
+    view_.idle_workers.clear();
+    for (const auto& w : workers) {
+      const std::string label = w.value("label", "");
+      if (w.value("state", "") == "out_of_service") {
+        view_.idle_workers.push_back({label, "out of service: " + w.value("problem", "")});
+        continue;
+      }
+      const auto it = w["job"].is_number() ? in_hand.find(w["job"].get<int64_t>()) : in_hand.end();
+      if (it == in_hand.end()) {
+        if (several) view_.idle_workers.push_back({label, "idle"});
+        continue;
+      }
+      if (several) it->second.worker = label;
+      if (it->second.steps == 0) {
+        it->second.step = w.value("step", 0);
+        it->second.steps = w.value("steps", 0);
       }
     }
     jobs_ = std::move(in_hand);

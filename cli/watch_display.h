@@ -1,8 +1,9 @@
 #pragma once
-// What `rgbaq watch` draws on a terminal, as lines that fit a width: each job in hand (run, name or
-// prompt, seed, size, step or decode), a bar for each run in progress, a paused queue, the ETA from
-// measured per-step times for each image size, and a daemon that went away. No I/O here, so the layout
-// is tested for any width without a terminal.
+// What `rgbaq watch` draws on a terminal, as lines that fit a width: each job in hand (the worker that
+// renders it when there are several, run, name or prompt, seed, size, step or decode), each worker
+// without a job (idle, or out of service and why), a bar for each run in progress, a paused queue, the
+// ETA from measured per-step times for each image size, and a daemon that went away. No I/O here, so
+// the layout is tested for any width without a terminal.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -20,6 +21,13 @@ struct JobInHand {
   int width = 0, height = 0;
   int step = 0, steps = 0;  // steps 0: not reported yet (no step done, or none recorded since the watch began)
   bool decoding = false;
+  std::string worker;  // "w1 cuda:0", another host's name; empty when one worker renders everything
+};
+
+// A render worker with no job in hand.
+struct IdleWorker {
+  std::string label;  // "w1 cuda:0"
+  std::string state;  // "idle", "out of service: ..."
 };
 
 struct RunInProgress {
@@ -32,6 +40,7 @@ struct RunInProgress {
 struct WatchView {
   std::string scope;  // "all runs" or "run 3"
   std::vector<JobInHand> jobs;
+  std::vector<IdleWorker> idle_workers;
   std::vector<RunInProgress> runs;
   bool paused = false;
   std::string daemon_gone;  // non-empty: the daemon is away, and what the watch does about it

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #ifdef __linux__
 #include <malloc.h>
@@ -35,10 +36,13 @@
 #include "daemon/worker/render_worker.h"
 #include "daemon/api/request_handler.h"
 #include "daemon/socket/socket_server.h"
+#include "daemon/worker/shared_encoder_cache.h"
 #include "daemon/worker/worker_heartbeat.h"
+#include "daemon/worker/worker_plan.h"
 #include "engine/backend_registry.h"
 #include "engine/model_directory.h"
 #include "engine/model_identity.h"
+#include "engine/render_memory.h"
 #include "storage/open_queue_store.h"
 
 namespace rgbaq::daemon {
@@ -88,6 +92,43 @@ void remove_stale_temporaries(storage::QueueStore& store, bool shared_queue) {
   }
 }
 
+// What each cpu worker's session adds at the largest size (1024x1024): its copies of weights and its
+// work buffers; 0 when no worker runs on the cpu.
+uint64_t cpu_session_bytes(const DaemonConfig& config, const std::vector<WorkerPlan>& plans) {
+  for (const auto& p : plans) {
+    if (p.options.backend != "cpu") continue;
+    for (const auto& m : engine::estimate_render_memory(engine::ModelDirectory::open(config.model_dir), p.options.threads)) {
+      if (m.engine == "cpu" && m.size == 1024) return m.per_session();
+    }
+  }
+  return 0;
+}
+
+// The device's memory now; for tests, RGBAQ_TEST_MEMORY_AVAILABLE_MB stands for the machine's.
+engine::DeviceMemory memory_of(const WorkerPlan& plan) {
+  const char* test = std::getenv("RGBAQ_TEST_MEMORY_AVAILABLE_MB");
+  if (test && plan.options.backend == "cpu") {
+    const uint64_t bytes = std::strtoull(test, nullptr, 10) << 20;
+    return {bytes, bytes};
+  }
+  return engine::resolve_backend(plan.options).device_memory(plan.options.backend == "cpu" ? 0 : plan.options.device);
+}
+
+// The plan's session, with its largest render's buffers allocated: one that cannot hold them refuses
+// the start (MemoryDoesNotFit), naming its device.
+std::unique_ptr<engine::Session> open_worker_session(const DaemonConfig& config, const WorkerPlan& plan, size_t on_device) {
+  std::unique_ptr<engine::Session> session = engine::Session::open(config.model_dir, plan.options);
+  try {
+    reserve_largest_render(*session);
+  } catch (const engine::DeviceFault& e) {
+    if (e.kind() != engine::DeviceFaultKind::kOutOfMemory) throw;
+    throw MemoryDoesNotFit(plan.device + ": worker " + std::to_string(plan.index) + " (" + std::to_string(on_device) +
+                           " on this device) cannot hold the largest render (1024x1024): " + e.what() +
+                           "; list the device fewer times in --devices or give it more --gpu-memory");
+  }
+  return session;
+}
+
 }  // namespace
 
 int run_serve_command(const std::vector<std::string>& args) {
@@ -124,7 +165,8 @@ int run_serve_command(const std::vector<std::string>& args) {
 
   int listen_fd = -1;
   bool bound_here = false;
-  std::unique_ptr<engine::Session> session;
+  std::vector<WorkerPlan> plans;
+  std::vector<std::unique_ptr<engine::Session>> sessions;  // one per render worker, in plan order
   std::string identity;
   std::unique_ptr<DataDirLock> data_dir_lock;  // held until the process ends
   storage::WorkerInfo me;
@@ -143,8 +185,19 @@ int run_serve_command(const std::vector<std::string>& args) {
     }
     data_dir_lock = std::make_unique<DataDirLock>(config.data_dir);
     try {
-      session = engine::Session::open(config.model_dir, config.engine_options());
-    } catch (const engine::BackendUnavailable& e) {  // --engine cuda on a machine without a device: usage
+      plans = plan_workers(config);
+      share_device_memory(plans, cpu_session_bytes(config, plans), memory_of);
+      for (const auto& plan : plans) {
+        const auto on_device = std::count_if(plans.begin(), plans.end(), [&](const WorkerPlan& p) { return p.device == plan.device; });
+        sessions.push_back(open_worker_session(config, plan, static_cast<size_t>(on_device)));
+        spdlog::info("worker {}: engine {} on {}", plan.index, sessions.back()->backend_name(), sessions.back()->device_description());
+      }
+    } catch (const std::exception& e) {
+      // --engine cuda on a machine without a device, devices that are not there, workers that do not
+      // fit their device: usage, not a failure of the daemon.
+      const bool usage = dynamic_cast<const engine::BackendUnavailable*>(&e) || dynamic_cast<const common::UsageError*>(&e) ||
+                         dynamic_cast<const MemoryDoesNotFit*>(&e);
+      if (!usage) throw;
       spdlog::error("cannot start: {}", e.what());
       std::cerr << "rgbaqd: " << e.what() << "\n";
       if (bound_here) unlink(config.socket_path.c_str());
@@ -155,11 +208,10 @@ int run_serve_command(const std::vector<std::string>& args) {
       if (bound_here) unlink(config.socket_path.c_str());
       return 2;
     }
-    spdlog::info("engine {} on {}", session->backend_name(), session->device_description());
     identity = engine::model_identity(config.model_dir);
     const auto store = storage::open_queue_store(config.queue_url(), config.store_options());
     spdlog::info("queue {}", store->location());
-    me = this_worker(config, session->backend_name(), session->device_description());
+    me = this_worker(config, sessions.front()->backend_name(), sessions.front()->device_description());
     // This host's dead workers (an earlier run of this daemon) give their jobs back now; other hosts'
     // only when their leases run out.
     expire_dead_local_workers(*store, me);
@@ -179,16 +231,21 @@ int run_serve_command(const std::vector<std::string>& args) {
   // Declared in the order they depend on each other, so they are destroyed the other way round: the
   // connections (destroyed with the io_context or a request lane) still find the hub and the handlers.
   DaemonState state;
+  std::vector<const std::atomic<int64_t>*> jobs_in_hand;
+  for (const auto& plan : plans) jobs_in_hand.push_back(&state.add_worker(plan.index, plan.device).job);
   try {
-    install_crash_record(config.data_dir, state.counters.current_job);
+    install_crash_record(config.data_dir, jobs_in_hand);
   } catch (const std::exception& e) {
     spdlog::error("cannot start: {}", e.what());
     if (bound_here) unlink(config.socket_path.c_str());
     return 1;
   }
   EventHub events;
-  RequestHandler quick_handler(config, *session, identity, state);
-  RequestHandler bulk_handler(config, *session, identity, state);
+  SharedEncoderCache encoder_cache(engine::text_encoder_identity(config.model_dir), config.encoder_cache_mb << 20,
+                                   config.cache_dir(), state.counters);
+  // Submits tokenize with the first session's tokenizer, which a reopen of its backend leaves alone.
+  RequestHandler quick_handler(config, *sessions.front(), identity, state);
+  RequestHandler bulk_handler(config, *sessions.front(), identity, state);
   asio::io_context io;
   asio::thread_pool quick_lane(1), bulk_lane(1);
   const ServerLimits limits{.max_frame_bytes = config.max_frame_mb << 20,
@@ -302,13 +359,17 @@ int run_serve_command(const std::vector<std::string>& args) {
   };
   std::thread io_thread;
 
-  int code = 0;
+  std::atomic<int> code = 0;
   try {
-    WorkerHeartbeat heartbeat(config, me, state);
-    RemoteProgress remote_progress(config, events, heartbeat);  // other workers' steps, for watchers
-    RenderWorker worker(config, *session, identity, state, events, heartbeat);
-    // Ready, and answering, once the worker's own connections to the queue are open: a client that has
-    // its first reply (a test that then locks the database) cannot catch the worker still opening them.
+    RemoteProgress remote_progress(config, events, state);  // other workers' steps, for watchers
+    std::vector<std::unique_ptr<RenderWorker>> workers;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      workers.push_back(std::make_unique<RenderWorker>(config, *sessions[i], identity, state, *state.workers()[i], events,
+                                                       encoder_cache,
+                                                       this_worker(config, sessions[i]->backend_name(), sessions[i]->device_description())));
+    }
+    // Ready, and answering, once the workers' own connections to the queue are open: a client that has
+    // its first reply (a test that then locks the database) cannot catch a worker still opening them.
     io_thread = start_io();
     if (http_server) {
       http_thread = std::thread([&] {
@@ -317,10 +378,33 @@ int run_serve_command(const std::vector<std::string>& args) {
       });
     }
     sd_notify("READY=1");
-    spdlog::info("ready");
-    worker.run();
+    spdlog::info("ready: {} render worker{}", workers.size(), workers.size() == 1 ? "" : "s");
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < workers.size(); ++i) {
+      threads.emplace_back([&, i] {
+        pthread_setname_np(pthread_self(), ("rgbaqd-w" + std::to_string(i)).c_str());
+        try {
+          workers[i]->run();
+        } catch (const std::exception& e) {
+          // A queue that keeps failing: the daemon stops, so a service manager restarts it.
+          spdlog::critical("worker {} stopped: {}", i, e.what());
+          std::cerr << "rgbaqd: stopping: " << e.what() << "\n";
+          code = 1;
+          state.request_stop();
+        }
+        const bool none_left = std::all_of(state.workers().begin(), state.workers().end(),
+                                           [](const auto& w) { return w->out_of_service().has_value(); });
+        if (none_left && !state.stopping()) {
+          spdlog::critical("every render worker is out of service: stopping");
+          std::cerr << "rgbaqd: stopping: every render worker is out of service (see the log)\n";
+          code = 1;
+          state.request_stop();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
   } catch (const std::exception& e) {
-    spdlog::critical("the worker stopped: {}", e.what());
+    spdlog::critical("the workers stopped: {}", e.what());
     std::cerr << "rgbaqd: stopping: " << e.what() << "\n";
     code = 1;
   }
@@ -345,7 +429,7 @@ int run_serve_command(const std::vector<std::string>& args) {
   http_media_lane.join();
   if (bound_here) unlink(config.socket_path.c_str());
   spdlog::info("stopped");
-  return code;
+  return code.load();
 }
 
 }  // namespace rgbaq::daemon

@@ -1,5 +1,10 @@
 #include "engine/backend_registry.h"
 
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
 #include "engine/cpu/cpu_graphs.h"
 #if RGBAQ_HAVE_CUDA
 #include "engine/cuda/cuda_backend.h"
@@ -8,12 +13,33 @@
 namespace rgbaq::engine {
 namespace {
 
+// The machine's memory: Linux's MemAvailable (what can be had without swapping: free memory plus the
+// page cache that can be dropped) and MemTotal; elsewhere the physical pages.
+DeviceMemory machine_memory() {
+  DeviceMemory m;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    uint64_t kib = 0;
+    fields >> key >> kib;
+    if (key == "MemAvailable:") m.free = kib << 10;
+    if (key == "MemTotal:") m.total = kib << 10;
+  }
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (m.total == 0) m.total = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * page;
+  if (m.free == 0) m.free = m.total;
+  return m;
+}
+
 std::vector<BackendEntry> make_backends() {
   std::vector<BackendEntry> all;
   all.push_back({"cpu", [](const EngineOptions&, std::string*) { return true; },
                  [](const ModelDirectory& model, const EngineOptions& o) -> std::unique_ptr<Graphs> {
                    return std::make_unique<cpu::CpuGraphs>(model, o.threads);
-                 }});
+                 },
+                 {},
+                 [](int) { return machine_memory(); }});
 #if RGBAQ_HAVE_CUDA
   all.push_back(cuda::cuda_backend_entry());
 #endif

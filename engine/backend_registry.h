@@ -1,6 +1,7 @@
 #pragma once
 // The backends a build knows, behind one name each: "cpu" always, "cuda" when the build found the CUDA
 // toolkit. "auto" resolves to cuda when a CUDA device is visible, else cpu.
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -20,11 +21,22 @@ class BackendUnavailable : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a device (or the machine, for the cpu) has in memory, in bytes.
+struct DeviceMemory {
+  uint64_t free = 0, total = 0;
+};
+
 struct BackendEntry {
   std::string name;
   // Whether the backend can run on this machine; when not, `why` says what is missing.
   std::function<bool(const EngineOptions& options, std::string* why)> usable;
   std::function<std::unique_ptr<Graphs>(const ModelDirectory& model, const EngineOptions& options)> open;
+  // The devices this backend can use here (cuda: the visible CUDA devices; 0 with `why` when none);
+  // empty for a backend that has no devices to choose (cpu).
+  std::function<int(std::string* why)> device_count;
+  // Device `device`'s memory as it is now (cuda: cudaMemGetInfo; cpu: the machine's available and
+  // total memory). Throws a DeviceFault when the device cannot be asked.
+  std::function<DeviceMemory(int device)> device_memory;
 };
 
 // Every backend this build has (cpu first).

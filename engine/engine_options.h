@@ -2,9 +2,12 @@
 // How a session opens its backend: which one, and the knobs each understands. A backend ignores the
 // knobs that are not its own (cpu: threads; cuda: device, precision, gpu_memory_gib).
 #include <cstddef>
+#include <memory>
 #include <string>
 
 namespace rgbaq::engine {
+
+class LoraCache;
 
 enum class Precision {
   kBf16,  // cuda: bf16 weights and GEMM inputs, fp32 accumulation and residual stream (the default)
@@ -19,6 +22,9 @@ struct EngineOptions {
   double gpu_memory_gib = 0;     // cuda: the device memory the session may use; 0 = what the device has
   bool force_block_streaming = false;  // cuda: stream the DiT's blocks even when they fit (tests)
   size_t lora_cache_bytes = size_t{1} << 30;  // LoRA adapters kept between renders (engine/lora_cache.h)
+  // A LoRA cache the session shares with other sessions (a daemon's workers on one device), or null for
+  // one of its own of lora_cache_bytes.
+  std::shared_ptr<LoraCache> lora_cache;
 };
 
 // "bf16" | "fp32"; throws std::invalid_argument naming the value.

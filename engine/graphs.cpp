@@ -49,6 +49,12 @@ const Tensor& Graphs::step(const Tensor& img_tokens, float timestep) {
   return vel;
 }
 
+void Graphs::reserve(int64_t text_tokens, int64_t image_tokens) {
+  host::check_text_tokens(static_cast<int>(text_tokens));
+  host::check_image_tokens(static_cast<int>(image_tokens));
+  run_reserve(text_tokens, image_tokens);
+}
+
 void Graphs::end_image() {
   if (image_text_len_ < 0) return;
   image_text_len_ = image_tokens_ = -1;

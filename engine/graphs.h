@@ -47,6 +47,11 @@ class Graphs {
   void set_loras(const LoraSet& set);
   // begin_image + step + end_image, for a single call (tests, tools).
   Tensor velocity(const VelocityInputs& in);
+  // Allocates now the work buffers that images of up to `image_tokens` with a text of up to
+  // `text_tokens` need, so that a size that does not fit fails here, not in a job. A backend whose
+  // buffers are not its device's (cpu) does nothing. Throws a DeviceFault (out of memory) naming what
+  // did not fit and the numbers.
+  void reserve(int64_t text_tokens, int64_t image_tokens);
 
   virtual std::string backend_name() const = 0;
   // What it runs on, for logs and status: "cpu, 8 threads", "NVIDIA H200 (device 0, sm_90, 140 GiB), bf16".
@@ -62,6 +67,7 @@ class Graphs {
   virtual void run_end_image() = 0;
   virtual void run_set_loras(const LoraSet& set) = 0;
   virtual Tensor run_decode(const Tensor& latents, const host::ImageSize& size) = 0;
+  virtual void run_reserve(int64_t /*text_tokens*/, int64_t /*image_tokens*/) {}
 
  private:
   int64_t image_text_len_ = -1, image_tokens_ = -1;  // of the image begun; -1 when none

@@ -57,6 +57,7 @@ std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, in
       m.engine = engine;
       m.size = side;
       m.weights = std::string(engine) == "cpu" ? mapped + copies : stored;
+      m.shared = std::string(engine) == "cpu" ? mapped : 0;
       m.text_encoder = text_encoder_work(model.text_encoder_config(), threads);
       m.dit = dit_work(model.dit_config(), int64_t{side / 16} * (side / 16), threads);
       m.vae = vae_work(model.vae_config(), side, threads);

@@ -15,9 +15,11 @@ namespace rgbaq::engine {
 struct RenderMemory {
   std::string engine;           // "cpu", "cuda"
   uint64_t weights = 0;         // resident weight bytes
+  uint64_t shared = 0;          // of them, the pages every session of a process shares (cpu: the mapped files)
   int size = 0;                 // square image side
   uint64_t text_encoder = 0, dit = 0, vae = 0;  // work bytes of each graph at this size (prompt of 512 tokens)
   uint64_t total() const;       // weights + the largest of the three
+  uint64_t per_session() const { return total() - shared; }  // what each further session adds
 };
 
 // For sizes 256, 512 and 1024 on each engine; `threads` sizes the per-thread scratch.

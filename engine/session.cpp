@@ -49,16 +49,33 @@ std::unique_ptr<Session> Session::open(const std::filesystem::path& model_dir, c
   s->template_ = std::make_unique<tokenizer::PromptTemplate>(*s->tokenizer_);
   s->scheduler_ = host::load_scheduler_config(model_dir);
   s->rope_tables_ = host::RopeTables::for_model(model_dir);
+  s->options_ = options;
+  s->options_.backend = backend.name;
   s->graphs_ = backend.open(dir, options);
   s->dit_config_ = load_dit_config(dir.transformer_dir() / "config.json");
-  s->lora_cache_.set_max_bytes(options.lora_cache_bytes);
+  s->lora_cache_ = options.lora_cache ? options.lora_cache : std::make_shared<LoraCache>(options.lora_cache_bytes);
   return s;
+}
+
+void Session::reopen_backend() {
+  graphs_.reset();  // first: a device holds one session's weights, not two
+  const BackendEntry& backend = resolve_backend(options_);
+  graphs_ = backend.open(ModelDirectory::open(model_dir_), options_);
+}
+
+Graphs& Session::graphs() {
+  if (!graphs_) throw std::logic_error("the session has no backend: opening it again failed");
+  return *graphs_;
+}
+
+std::string Session::device_description() const {
+  return graphs_ ? graphs_->device_description() : backend_ + " (not open: opening it again failed)";
 }
 
 tokenizer::TemplatedPrompt Session::tokenize(const std::string& prompt) const { return template_->apply(prompt); }
 
 Tensor Session::encode(const tokenizer::TemplatedPrompt& prompt) {
-  const Tensor hidden = graphs_->encode(prompt.ids);
+  const Tensor hidden = graphs().encode(prompt.ids);
   const int64_t d = hidden.dim(1), l = prompt.text_len();
   std::vector<float> embeds(hidden.f32() + prompt.drop_idx * d, hidden.f32() + (prompt.drop_idx + l) * d);
   return Tensor::from_f32({l, d}, std::move(embeds));
@@ -68,8 +85,9 @@ RenderResult Session::render_embedded(const Tensor& embeds, const RenderRequest&
   const auto start = Clock::now();
   host::check_image_size(request.size);
   RenderResult result;
-  result.loras = lora_cache_.resolve(request.loras, dit_config_);
-  graphs_->set_loras(result.loras);  // before begin_image: the text prefix runs with them too
+  result.loras = lora_cache_->resolve(request.loras, dit_config_);
+  Graphs& graphs = this->graphs();
+  graphs.set_loras(result.loras);  // before begin_image: the text prefix runs with them too
   result.size = request.size;
   result.text_tokens = static_cast<int>(embeds.dim(0));
   const host::RopeTensors rope = host::build_rope(rope_tables_, result.text_tokens, request.size);  // once per image
@@ -78,14 +96,14 @@ RenderResult Session::render_embedded(const Tensor& embeds, const RenderRequest&
   const int64_t n = request.size.tokens();
   Tensor x = Tensor::from_f32({n, 64}, host::initial_tokens(request.seed, request.size));
   result.timings.step_s.reserve(static_cast<size_t>(schedule.steps()));
-  graphs_->begin_image(embeds, rope);  // the text prefix, once for the image's steps
+  graphs.begin_image(embeds, rope);  // the text prefix, once for the image's steps
   struct EndImage {
     Graphs& g;
     ~EndImage() { g.end_image(); }
-  } end_image{*graphs_};
+  } end_image{graphs};
   for (int i = 0; i < schedule.steps(); ++i) {
     const auto t0 = Clock::now();
-    const Tensor& vel = graphs_->step(x, schedule.dit_timestep(i));
+    const Tensor& vel = graphs.step(x, schedule.dit_timestep(i));
     host::euler_step({x.mutable_f32(), static_cast<size_t>(x.numel())}, vel.f32_span(), schedule.sigmas[i],
                      schedule.sigmas[i + 1]);
     require_finite(x.f32_span(), "the latents after step " + std::to_string(i + 1) + " of " + std::to_string(schedule.steps()),
@@ -94,7 +112,7 @@ RenderResult Session::render_embedded(const Tensor& embeds, const RenderRequest&
     if (on_step && !on_step(i + 1, schedule.steps())) throw RenderCanceled();
   }
   const auto t0 = Clock::now();
-  const Tensor image = graphs_->decode(x, request.size);
+  const Tensor image = graphs.decode(x, request.size);
   require_finite(image.f32_span(), "the decoded image's values", result.loras);
   result.rgba.resize(static_cast<size_t>(request.size.width) * request.size.height * 4);
   host::image_to_rgba8(image.f32_span(), request.size.width, request.size.height, result.rgba);

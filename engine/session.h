@@ -85,13 +85,20 @@ class Session {
   Tensor encode(const tokenizer::TemplatedPrompt& prompt);
   RenderResult render_embedded(const Tensor& embeds, const RenderRequest& request, const StepCallback& on_step);
 
+  // Opens the backend again with the same options, after a DeviceFault that poisons the session: the
+  // old graphs go first (their device memory freed), then the new ones load the weights. Throws what
+  // open throws; the session then has no backend (renders throw std::logic_error) until a reopen
+  // succeeds. Only the thread that renders with the session may call it.
+  void reopen_backend();
+
   const std::filesystem::path& model_dir() const { return model_dir_; }
   const std::string& backend_name() const { return backend_; }
   // What the backend runs on ("cpu, 8 threads", "NVIDIA H200 (device 0, ...)").
-  std::string device_description() const { return graphs_->device_description(); }
-  Graphs& graphs() { return *graphs_; }
-  // The adapters read so far (kept, least recently used out first, within a byte budget).
-  LoraCache& lora_cache() { return lora_cache_; }
+  std::string device_description() const;
+  Graphs& graphs();
+  // The adapters read so far (kept, least recently used out first, within a byte budget); shared with
+  // other sessions when EngineOptions::lora_cache named one.
+  LoraCache& lora_cache() { return *lora_cache_; }
   const DitConfig& dit_config() const { return dit_config_; }
 
  private:
@@ -103,9 +110,10 @@ class Session {
   std::unique_ptr<tokenizer::PromptTemplate> template_;
   host::SchedulerConfig scheduler_;
   host::RopeTables rope_tables_;
+  EngineOptions options_;  // as opened, the backend resolved (for reopen_backend)
   std::unique_ptr<Graphs> graphs_;
   DitConfig dit_config_;
-  LoraCache lora_cache_;
+  std::shared_ptr<LoraCache> lora_cache_;
 };
 
 }  // namespace rgbaq::engine

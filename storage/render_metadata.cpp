@@ -51,6 +51,8 @@ std::string metadata_json(const RenderMetadata& m, bool with_local_path) {
   j["run_id"] = m.run_id ? nlohmann::json(*m.run_id) : nlohmann::json(nullptr);
   for (const auto& l : m.loras) j["loras"].push_back({{"name", l.name}, {"weight", l.weight}, {"sha256", l.sha256}});
   if (!m.host.empty()) j["host"] = m.host;
+  if (!m.device.empty()) j["device"] = m.device;
+  if (m.worker) j["worker"] = *m.worker;
   return j.dump();
 }
 

@@ -32,6 +32,8 @@ struct RenderMetadata {
   std::optional<int64_t> job_id, run_id;
   std::vector<LoraRecord> loras;  // in the order applied
   std::string host;  // the host that rendered it (rgbaqd --host, or the system's host name)
+  std::string device;  // the device it rendered on there ("cpu", "cuda:1"); empty: not recorded
+  std::optional<int> worker;  // the daemon's render worker that rendered it (0.., as `rgbaq status` lists them)
 };
 
 // The `parameters` text: "<prompt>\nSteps: 8, Sampler: Euler, Schedule type: FlowMatch, CFG scale: 1,

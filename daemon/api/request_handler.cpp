@@ -101,8 +101,13 @@ json job_json(const storage::Job& j, bool with_metadata) {
     out["steps"] = j.steps;
     out["decoding"] = j.decoding;
   }
+  // The worker that rendered it, as its record says: the host above, its device and the daemon's worker.
+  const json metadata = j.metadata_json.empty() ? json(nullptr) : json::parse(j.metadata_json, nullptr, false);
+  const bool recorded = metadata.is_object();
+  out["device"] = recorded && metadata.contains("device") ? metadata["device"] : json(nullptr);
+  out["worker"] = recorded && metadata.contains("worker") ? metadata["worker"] : json(nullptr);
   if (with_metadata) {
-    out["metadata"] = j.metadata_json.empty() ? json(nullptr) : json::parse(j.metadata_json, nullptr, false);
+    out["metadata"] = metadata;
     out["errors"] = json::parse(j.errors_json, nullptr, false);
   }
   return out;
@@ -218,8 +223,31 @@ json RequestHandler::status() {
   const auto& c = state_.counters;
   const auto now = std::chrono::steady_clock::now();
   const double uptime = std::chrono::duration<double>(now - state_.started).count();
-  json current = nullptr;
-  if (const int64_t id = c.current_job; id >= 0) current = {{"job", id}, {"step", c.current_step.load()}, {"steps", c.current_steps.load()}};
+  // This daemon's render workers; "current" is the first one's job in hand, for clients that know one.
+  json current = nullptr, render_workers = json::array();
+  std::string engine_device;
+  for (const auto& w : state_.workers()) {
+    const int64_t id = w->job;
+    const auto out_of_service = w->out_of_service();
+    json entry = {{"index", w->index()},
+                  {"label", w->label()},
+                  {"device", w->device()},
+                  {"description", w->description()},
+                  {"worker_id", w->queue_id.load()},
+                  {"state", out_of_service ? "out_of_service" : id >= 0 ? "rendering" : "idle"},
+                  {"job", id >= 0 ? json(id) : json(nullptr)},
+                  {"step", id >= 0 ? w->step.load() : 0},
+                  {"steps", id >= 0 ? w->steps.load() : 0},
+                  {"images_done", w->images_done.load()},
+                  {"images_per_hour", w->images_per_hour()},
+                  {"device_faults", w->device_faults.load()},
+                  {"session_restarts", w->session_restarts.load()},
+                  {"last_fault", w->last_fault()}};
+    if (out_of_service) entry["problem"] = *out_of_service;
+    if (id >= 0 && current.is_null()) current = {{"job", id}, {"step", entry["step"]}, {"steps", entry["steps"]}};
+    if (engine_device.empty()) engine_device = entry["description"];
+    render_workers.push_back(std::move(entry));
+  }
   auto health = state_.health();
   // Status answers even when the store does not: that is when a person needs it most.
   json paused = nullptr, jobs = nullptr, workers = nullptr;
@@ -251,7 +279,7 @@ json RequestHandler::status() {
           {"model", config_.model_dir.string()},
           {"model_identity", model_identity_},
           {"engine", session_.backend_name()},
-          {"engine_device", session_.device_description()},
+          {"engine_device", engine_device},
           {"socket", config_.socket_path.string()},
           {"http", state_.http_url.empty() ? json(nullptr) : json({{"url", state_.http_url}})},
           {"data_dir", config_.data_dir.string()},
@@ -270,6 +298,7 @@ json RequestHandler::status() {
             {"jobs_canceled", c.jobs_canceled.load()}}},
           {"jobs", jobs},
           {"workers", workers},
+          {"render_workers", render_workers},
           {"current", current}};
 }
 

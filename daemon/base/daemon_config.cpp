@@ -13,18 +13,28 @@ namespace rgbaq::daemon {
 const char* const kDaemonHelp = R"(usage: rgbaqd [serve] --model DIR [options]
        rgbaqd render --model DIR --prompt TEXT -o FILE.png [...]   (one image, no queue; see rgbaqd render --help)
 
-Serves the render queue: takes jobs from the queue database, renders them with one persistent engine
-session, writes the PNGs, and answers `rgbaq` over a Unix socket. Normally started by the service
-(`rgbaq service install`); it runs in the foreground and logs to stderr and a rotating file.
+Serves the render queue: takes jobs from the queue database, renders them with persistent engine
+sessions (one render worker per GPU, or --workers on the CPU), writes the PNGs, and answers `rgbaq`
+over a Unix socket. Normally started by the service (`rgbaq service install`); it runs in the
+foreground and logs to stderr and a rotating file.
 
 options (each may also be set in the config file; flags win):
   --model DIR             diffusers-layout model directory (required)
   --engine auto|cpu|cuda  backend (default auto: cuda when a CUDA device is visible, else cpu)
-  --threads N             CPU threads (default: all)
-  --device N              cuda: the device ordinal (default 0)
+  --threads N             CPU threads of each worker (default: all, shared out between --workers)
+  --workers N             cpu: N render workers, each its own session, all on the one queue
+                          (default 1; at most 64)
+  --devices all|LIST      cuda: one render worker per device, each its own session on its own device,
+                          all on the one queue: "all" (the default: every visible device) or ordinals
+                          "0,2,3"; a device listed twice runs two sessions on it. A worker whose device
+                          fails gives its job back and opens its session again, or goes out of service
+                          (see `rgbaq status`) while the others go on
+  --device N              cuda: one device, the same as --devices N
   --precision bf16|fp32   cuda: bf16 GEMMs with fp32 accumulation (default), or fp32 throughout
-  --gpu-memory GIB        cuda: device memory the session may use (default: all the device has); when
-                          the weights do not fit, DiT blocks stream from pinned host memory
+  --gpu-memory GIB        cuda: device memory each session may use (default: what the device has
+                          free, shared out equally between the sessions on it); when the weights do
+                          not fit, DiT blocks stream from pinned host memory. At start each session
+                          allocates its largest render's workspace; one that does not fit exits 2
   --socket PATH           Unix socket (default $XDG_RUNTIME_DIR/rgbaq/rgbaqd.sock, or $RGBAQ_SOCKET)
   --data-dir DIR          queue.db, cache/embeddings/, logs/rgbaqd.log (default ~/.local/share/rgbaq)
   --queue URL             the job queue: a path or sqlite:PATH (default DATA_DIR/queue.db), or
@@ -64,7 +74,8 @@ options (each may also be set in the config file; flags win):
                           --max-jobs cannot exceed it
   --create-queue          when DATA_DIR/queue.db exists but is not an rgbaq queue (empty, or another
                           database), make a new queue in it instead of refusing to start
-  --config FILE           a JSON file with any of: {"model", "engine", "threads", "device", "precision",
+  --config FILE           a JSON file with any of: {"model", "engine", "threads", "workers", "device",
+                          "devices" ("all", "0,2" or a list of ordinals), "precision",
                           "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
                           "encoder_cache_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
@@ -104,6 +115,9 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     throw common::UsageError(file.string() + ": not valid JSON: " + e.what());
   }
   if (!doc.is_object()) throw common::UsageError(file.string() + ": expected a JSON object");
+  if (doc.contains("device") && doc.contains("devices")) {
+    throw common::UsageError(file.string() + ": \"device\" and \"devices\" both name devices; keep \"devices\"");
+  }
   const auto base = file.parent_path();
   for (const auto& [key, value] : doc.items()) {
     auto text = [&] {
@@ -120,7 +134,30 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     if (key == "model") c.model_dir = path();
     else if (key == "engine") c.engine = text();
     else if (key == "threads") c.threads = static_cast<int>(number());
-    else if (key == "device") c.device = static_cast<int>(number());
+    else if (key == "device") {
+      c.device = static_cast<int>(number());
+      c.device_set = true;
+    }
+    else if (key == "devices") {
+      if (value.is_array()) {
+        c.devices.clear();
+        for (const auto& d : value) {
+          if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+            throw common::UsageError(file.string() + ": \"devices\" must be \"all\", \"0,2,...\" or a list of device ordinals");
+          }
+          c.devices += (c.devices.empty() ? "" : ",") + std::to_string(d.get<int64_t>());
+        }
+        if (c.devices.empty()) throw common::UsageError(file.string() + ": \"devices\" is an empty list");
+      } else {
+        c.devices = text();
+      }
+      try {
+        parse_device_list(c.devices);
+      } catch (const common::UsageError& e) {
+        throw common::UsageError(file.string() + ": \"devices\": " + e.what());
+      }
+    }
+    else if (key == "workers") c.workers = static_cast<int>(number());
     else if (key == "precision") c.precision = text();
     else if (key == "gpu_memory_gib") {
       if (!value.is_number() || value.get<double>() < 0) {
@@ -194,6 +231,28 @@ double parse_gpu_memory(const std::string& text) {
   return gib;
 }
 
+std::optional<std::vector<int>> parse_device_list(const std::string& text) {
+  if (text.empty() || text == "all") return std::nullopt;
+  std::vector<int> devices;
+  size_t begin = 0;
+  for (;;) {
+    const size_t comma = text.find(',', begin);
+    const std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    const auto n = common::parse_u64(item);
+    if (!n || *n > 1023) {
+      throw common::UsageError("--devices \"" + text + "\": \"" + item + "\" is not a device ordinal (say \"all\" or e.g. \"0,2,3\")");
+    }
+    devices.push_back(static_cast<int>(*n));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  if (devices.size() > static_cast<size_t>(kMostWorkers)) {
+    throw common::UsageError("--devices \"" + text + "\" lists " + std::to_string(devices.size()) + " devices; at most " +
+                             std::to_string(kMostWorkers) + " render workers");
+  }
+  return devices;
+}
+
 engine::EngineOptions DaemonConfig::engine_options() const {
   engine::EngineOptions o;
   o.backend = engine;
@@ -221,7 +280,7 @@ storage::StoreOptions DaemonConfig::store_options() const {
 
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
-                         {"model", "engine", "threads", "device", "precision", "gpu-memory", "socket", "data-dir",
+                         {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-memory", "socket", "data-dir",
                           "queue", "max-attempts", "encoder-cache-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
                           "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host",
@@ -233,7 +292,20 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (const auto v = a.get("model")) c.model_dir = made_absolute(*v);
   if (const auto v = a.get("engine")) c.engine = *v;
   c.threads = a.get_int("threads", c.threads);
-  c.device = a.get_int("device", c.device);
+  c.workers = a.get_int("workers", c.workers);
+  if (a.has("device") && a.has("devices")) {
+    throw common::UsageError("--device and --devices both name devices; --devices N alone is --device N");
+  }
+  if (a.has("device")) {  // flags win over the file's "devices"
+    c.device = a.get_int("device", c.device);
+    c.device_set = true;
+    c.devices.clear();
+  }
+  if (const auto v = a.get("devices")) {
+    c.devices = *v;
+    c.device_set = false;
+    parse_device_list(c.devices);
+  }
   if (const auto v = a.get("precision")) c.precision = *v;
   if (const auto v = a.get("gpu-memory")) c.gpu_memory_gib = parse_gpu_memory(*v);
   if (const auto v = a.get("socket")) c.socket_path = made_absolute(*v);
@@ -278,6 +350,9 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (c.data_dir.empty()) c.data_dir = paths::default_data_dir();
   if (c.threads < 0) throw common::UsageError("--threads must be 0 or more");
   if (c.device < 0) throw common::UsageError("--device must be 0 or more");
+  if (c.workers < 1 || c.workers > kMostWorkers) {
+    throw common::UsageError("--workers must be from 1 to " + std::to_string(kMostWorkers));
+  }
   if (c.engine != "auto" && c.engine != "cpu" && c.engine != "cuda") {
     throw common::UsageError("--engine \"" + c.engine + "\" is not one of auto, cpu, cuda");
   }

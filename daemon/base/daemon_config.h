@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ struct DaemonConfig {
   std::string engine = "auto";         // auto (cuda when a device is visible, else cpu) | cpu | cuda
   int threads = 0;                     // 0: all hardware threads
   int device = 0;                      // cuda: device ordinal
+  bool device_set = false;             // --device (or "device") given: one worker, on that device
+  // cuda: the devices to render on, one render worker (and session) each: "all", or ordinals "0,2,3"
+  // (one listed twice runs two sessions on it); empty: --device's, else every visible device.
+  std::string devices;
+  int workers = 1;                     // cpu: render workers, each its own session of `threads` threads
   std::string precision = "bf16";      // cuda: bf16 | fp32
   double gpu_memory_gib = 0;           // cuda: 0 = what the device has
   std::filesystem::path socket_path;   // default: paths::default_socket_path()
@@ -73,5 +79,11 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args);
 
 // "--gpu-memory 22.5" -> 22.5 (GiB); throws common::UsageError for anything but a non-negative number.
 double parse_gpu_memory(const std::string& text);
+
+inline constexpr int kMostWorkers = 64;  // render workers in one daemon, --devices and --workers alike
+
+// "0,2,3" -> {0, 2, 3} (repeats kept); "all" or "" -> nullopt (every visible device). Throws
+// common::UsageError naming the text for anything else, or more than kMostWorkers devices.
+std::optional<std::vector<int>> parse_device_list(const std::string& text);
 
 }  // namespace rgbaq::daemon

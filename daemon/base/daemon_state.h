@@ -1,15 +1,17 @@
 #pragma once
-// What the daemon shares between its worker, its writer and its socket server: counters since start,
-// the job in hand, a wake-up for the worker, and the stop flag.
+// What the daemon shares between its render workers, their writers and its socket server: counters
+// since start, each worker's state, a wake-up for the workers, and the stop flag.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
+
+#include "daemon/base/worker_state.h"
 
 namespace rgbaq::daemon {
 
@@ -19,8 +21,6 @@ struct DaemonCounters {
   std::atomic<uint64_t> encoder_runs{0};
   std::atomic<uint64_t> cache_memory_hits{0}, cache_disk_hits{0}, cache_corrupt{0};
   std::atomic<uint64_t> jobs_failed{0}, jobs_canceled{0};
-  std::atomic<int64_t> current_job{-1};
-  std::atomic<int> current_step{0}, current_steps{0};
 };
 
 class DaemonState {
@@ -36,7 +36,21 @@ class DaemonState {
     stop_ = true;
     wake_worker();
   }
-  // New work may be there (a submit, a resume, a retry): the worker stops waiting.
+  // The render workers, added at start before any thread runs (the list never changes after).
+  WorkerState& add_worker(int index, std::string device) {
+    workers_.push_back(std::make_unique<WorkerState>(index, std::move(device)));
+    return *workers_.back();
+  }
+  const std::vector<std::unique_ptr<WorkerState>>& workers() const { return workers_; }
+  // Whether a queue worker id is one of this daemon's render workers.
+  bool is_local_worker(int64_t queue_id) const {
+    for (const auto& w : workers_) {
+      if (w->queue_id.load() == queue_id) return true;
+    }
+    return false;
+  }
+
+  // New work may be there (a submit, a resume, a retry): the workers stop waiting.
   void wake_worker() {
     {
       std::lock_guard lock(mutex_);
@@ -62,35 +76,6 @@ class DaemonState {
     std::lock_guard lock(mutex_);
     return health_;
   }
-  // The jobs whose leases this daemon holds (claimed, rendering or waiting for the writer): the heartbeat
-  // extends exactly these, so a job we lost track of (a claim whose answer a dropped connection ate)
-  // lets its lease run out and goes back to the queue.
-  void hold(int64_t job) {
-    std::lock_guard lock(mutex_);
-    held_.insert(job);
-  }
-  void release(int64_t job) {
-    std::lock_guard lock(mutex_);
-    held_.erase(job);
-  }
-  std::vector<int64_t> held_jobs() const {
-    std::lock_guard lock(mutex_);
-    return {held_.begin(), held_.end()};
-  }
-  // The job in hand's render progress as the worker last reported it (its step callback): the heartbeat
-  // records it in the queue, where watchers on every host read it.
-  struct Progress {
-    int64_t job = 0;
-    int step = 0, steps = 0;
-  };
-  void set_progress(int64_t job, int step, int steps) {
-    std::lock_guard lock(mutex_);
-    progress_ = {job, step, steps};
-  }
-  Progress progress() const {
-    std::lock_guard lock(mutex_);
-    return progress_;
-  }
   // Waits up to `timeout` or until the stop, whatever wakes the worker meanwhile.
   void wait_for_stop(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
@@ -109,8 +94,7 @@ class DaemonState {
   std::condition_variable cv_;
   uint64_t wakeups_ = 0;
   Health health_;
-  std::set<int64_t> held_;
-  Progress progress_;
+  std::vector<std::unique_ptr<WorkerState>> workers_;
 };
 
 }  // namespace rgbaq::daemon

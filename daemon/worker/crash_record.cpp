@@ -13,12 +13,31 @@ namespace rgbaq::daemon {
 namespace {
 
 constexpr const char* kRecordName = "crashed-job";
+constexpr size_t kMostWorkers = 64;
 int g_record_fd = -1;
-const std::atomic<int64_t>* g_current_job = nullptr;
+// Fixed before the handlers are installed and never changed after: the handler reads them as they are.
+const std::atomic<int64_t>* g_jobs[kMostWorkers] = {};
+size_t g_job_count = 0;
+// The job of the render worker whose thread this is (initial-exec TLS in the executable: safe to read in
+// a signal handler).
+thread_local const std::atomic<int64_t>* t_job = nullptr;
+
+// The job to blame: this thread's worker's; on another thread, the only job in hand, if only one is.
+int64_t job_to_blame() {
+  if (t_job) return t_job->load();
+  int64_t only = -1;
+  for (size_t i = 0; i < g_job_count; ++i) {
+    const int64_t job = g_jobs[i]->load();
+    if (job < 0) continue;
+    if (only >= 0) return -1;  // two in hand: either may be at fault, or neither
+    only = job;
+  }
+  return only;
+}
 
 // Async-signal-safe: a pre-opened descriptor, pwrite, fsync; then the default action ends the process.
 void on_crash(int sig) {
-  const int64_t job = g_current_job ? g_current_job->load() : -1;
+  const int64_t job = job_to_blame();
   if (g_record_fd >= 0 && job >= 0) {
     char buf[24];
     int n = 0;
@@ -36,23 +55,37 @@ void on_crash(int sig) {
   raise(sig);
 }
 
+// An alternate signal stack for the calling thread (each thread has its own, or none).
+void use_alternate_stack(std::vector<char>& stack) {
+  stack.resize(1 << 16);
+  stack_t ss{};
+  ss.ss_sp = stack.data();
+  ss.ss_size = stack.size();
+  sigaltstack(&ss, nullptr);
+}
+
 }  // namespace
 
-void install_crash_record(const std::filesystem::path& data_dir, const std::atomic<int64_t>& current_job) {
+void install_crash_record(const std::filesystem::path& data_dir, const std::vector<const std::atomic<int64_t>*>& jobs_in_hand) {
+  if (jobs_in_hand.size() > kMostWorkers) throw std::invalid_argument("the crash record follows at most 64 workers");
   const auto path = data_dir / kRecordName;
   g_record_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (g_record_fd < 0) throw std::runtime_error(path.string() + ": cannot open the crash record");
-  g_current_job = &current_job;
-  static std::vector<char> alt_stack(1 << 16);
-  stack_t ss{};
-  ss.ss_sp = alt_stack.data();
-  ss.ss_size = alt_stack.size();
-  sigaltstack(&ss, nullptr);  // this thread's; other threads' overflows still die, unrecorded
+  for (size_t i = 0; i < jobs_in_hand.size(); ++i) g_jobs[i] = jobs_in_hand[i];
+  g_job_count = jobs_in_hand.size();
+  static std::vector<char> alt_stack;
+  use_alternate_stack(alt_stack);  // this thread's; a worker's thread gets its own (blame_crashes_on_this_thread)
   struct sigaction sa {};
   sa.sa_handler = on_crash;
   sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
   sigemptyset(&sa.sa_mask);
   for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(sig, &sa, nullptr);
+}
+
+void blame_crashes_on_this_thread(const std::atomic<int64_t>& job_in_hand) {
+  thread_local std::vector<char> alt_stack;
+  use_alternate_stack(alt_stack);
+  t_job = &job_in_hand;
 }
 
 std::optional<int64_t> take_crash_record(const std::filesystem::path& data_dir) {

@@ -1,20 +1,30 @@
 #pragma once
 // Telling a job that crashes the daemon from one that was merely interrupted. A crash signal (SIGSEGV,
-// SIGBUS, SIGFPE, SIGILL, SIGABRT) writes the id of the job in hand to DATA_DIR/crashed-job before the
+// SIGBUS, SIGFPE, SIGILL, SIGABRT) writes the id of the job to blame to DATA_DIR/crashed-job before the
 // process dies; SIGKILL, a power cut or a reboot leave no record. At the next start the recorded job
 // spends an attempt and every other running job gets its attempt back (QueueStore::recover).
+// With several render workers the job to blame is the one of the worker whose thread crashed; a crash
+// on another thread (an engine's helper thread, the writer) blames the job in hand only when there is
+// just one, and otherwise nobody (every job was interrupted).
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace rgbaq::daemon {
 
-// Installs the handlers (on an alternate stack, so a stack overflow is recorded too). `current_job`
-// is read in the handler: -1 when no job is in hand. Call once, before rendering starts.
-void install_crash_record(const std::filesystem::path& data_dir, const std::atomic<int64_t>& current_job);
+// Installs the handlers (on an alternate stack, so a stack overflow is recorded too). `jobs_in_hand`:
+// each render worker's job (-1 when none), read in the handler; at most 64. Call once, before
+// rendering starts.
+void install_crash_record(const std::filesystem::path& data_dir, const std::vector<const std::atomic<int64_t>*>& jobs_in_hand);
+
+// On a render worker's thread, before it renders: a crash on this thread blames `job_in_hand` (one of
+// those installed), and the thread gets an alternate stack of its own, so its stack overflow is
+// recorded too.
+void blame_crashes_on_this_thread(const std::atomic<int64_t>& job_in_hand);
 
 // The job the last run of the daemon crashed in, if it recorded one; the record is removed.
 std::optional<int64_t> take_crash_record(const std::filesystem::path& data_dir);

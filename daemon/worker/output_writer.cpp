@@ -70,8 +70,12 @@ storage::Failure write_failure_kind(std::error_code cause) {
 }
 
 OutputWriter::OutputWriter(const std::string& queue_url, const storage::StoreOptions& options, DaemonState& state,
-                           EventHub& events)
-    : store_(storage::open_queue_store(queue_url, options)), state_(state), events_(events), thread_([this] { loop(); }) {}
+                           WorkerState& worker, EventHub& events)
+    : store_(storage::open_queue_store(queue_url, options)),
+      state_(state),
+      worker_(worker),
+      events_(events),
+      thread_([this] { loop(); }) {}
 
 OutputWriter::~OutputWriter() { finish(); }
 
@@ -80,6 +84,11 @@ void OutputWriter::enqueue(FinishedRender render) {
   cv_.wait(lock, [&] { return pending_.size() + (busy_ ? 1 : 0) < 2; });
   pending_.push_back(std::move(render));
   cv_.notify_all();
+}
+
+void OutputWriter::wait_idle() {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return pending_.empty() && !busy_; });
 }
 
 void OutputWriter::finish() {
@@ -109,7 +118,7 @@ void OutputWriter::loop() {
     } catch (const std::exception& e) {
       record_failure(render.job, e.what());
     }
-    state_.release(render.job.id);  // recorded (or not recordable): its lease is no longer renewed
+    worker_.release(render.job.id);  // recorded (or not recordable): its lease is no longer renewed
     {
       std::lock_guard lock(mutex_);
       busy_ = false;
@@ -166,7 +175,8 @@ void OutputWriter::write(FinishedRender& r) {
     return;
   }
   ++state_.counters.images_rendered;
-  spdlog::info("job {} done: {}", job.id, job.output_path);
+  ++worker_.images_done;
+  spdlog::info("job {} done: {} ({})", job.id, job.output_path, worker_.label());
   events_.publish("job_done", {{"job", job.id}, {"run", job.run_id}, {"path", job.output_path},
                                {"seconds", r.metadata.total_s}});
   publish_if_run_finished(*store_, events_, job.run_id);

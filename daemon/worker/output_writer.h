@@ -30,11 +30,15 @@ struct FinishedRender {
 
 class OutputWriter {
  public:
-  OutputWriter(const std::string& queue_url, const storage::StoreOptions& options, DaemonState& state, EventHub& events);
+  // The writer of one render worker: it releases that worker's leases and counts its images.
+  OutputWriter(const std::string& queue_url, const storage::StoreOptions& options, DaemonState& state, WorkerState& worker,
+               EventHub& events);
   ~OutputWriter();
 
   // Waits while two renders are already pending (they hold whole images in memory).
   void enqueue(FinishedRender render);
+  // Waits until everything enqueued is written and recorded (the thread goes on).
+  void wait_idle();
   // Writes everything pending, then stops the thread.
   void finish();
 
@@ -47,6 +51,7 @@ class OutputWriter {
 
   std::unique_ptr<storage::QueueStore> store_;
   DaemonState& state_;
+  WorkerState& worker_;
   EventHub& events_;
   std::mutex mutex_;
   std::condition_variable cv_;

@@ -12,8 +12,8 @@ constexpr int64_t kMostJobs = 1000;                       // running at once: on
 
 }  // namespace
 
-RemoteProgress::RemoteProgress(const DaemonConfig& config, EventHub& events, const WorkerHeartbeat& heartbeat)
-    : config_(config), events_(events), heartbeat_(heartbeat), thread_([this] { loop(); }) {}
+RemoteProgress::RemoteProgress(const DaemonConfig& config, EventHub& events, const DaemonState& state)
+    : config_(config), events_(events), state_(state), thread_([this] { loop(); }) {}
 
 RemoteProgress::~RemoteProgress() {
   {
@@ -47,10 +47,9 @@ void RemoteProgress::loop() {
 
 void RemoteProgress::poll() {
   if (!store_) store_ = storage::open_queue_store(config_.queue_url(), config_.store_options());
-  const int64_t me = heartbeat_.worker_id();
   std::map<int64_t, storage::JobProgress> now;
   for (const auto& j : store_->list_jobs(std::nullopt, storage::JobState::kRunning, kMostJobs)) {
-    if (j.worker_id == me || j.steps == 0) continue;  // ours has its own events; nothing recorded yet
+    if (state_.is_local_worker(j.worker_id) || j.steps == 0) continue;  // ours have their own events; nothing recorded yet
     const storage::JobProgress p{j.id, j.step, j.steps, j.decoding};
     now[j.id] = p;
     const auto before = published_.find(j.id);

@@ -9,10 +9,12 @@
 
 #include "daemon/base/service_notify.h"
 #include "daemon/worker/crash_record.h"
+#include "daemon/worker/device_fault_injection.h"
 #include "daemon/base/finished_output.h"
 #include "daemon/base/lora_folders.h"
 #include "daemon/base/render_record.h"
 #include "engine/model_identity.h"
+#include "host/contract_limits.h"
 #include "jobs/lora_list.h"
 #include "storage/open_queue_store.h"
 #include "storage/png_file.h"
@@ -26,30 +28,39 @@ constexpr size_t kPreferredLoraSets = 8;
 
 }  // namespace
 
+void reserve_largest_render(engine::Session& session) {
+  session.graphs().reserve(host::kMaxTextTokens, host::kMaxImageTokens);
+}
+
 RenderWorker::RenderWorker(const DaemonConfig& config, engine::Session& session, const std::string& model_identity,
-                           DaemonState& state, EventHub& events, WorkerHeartbeat& heartbeat)
+                           DaemonState& state, WorkerState& worker, EventHub& events, SharedEncoderCache& encoder_cache,
+                           storage::WorkerInfo info)
     : config_(config),
       session_(session),
       model_identity_(model_identity),
       state_(state),
+      worker_(worker),
       events_(events),
+      encoder_cache_(encoder_cache),
+      heartbeat_(std::make_unique<WorkerHeartbeat>(config, std::move(info), worker, state)),
       store_(storage::open_queue_store(config.queue_url(), config.store_options())),
-      writer_(config.queue_url(), config.store_options(), state, events),
-      cache_(engine::text_encoder_identity(config.model_dir), config.encoder_cache_mb << 20, config.cache_dir()),
-      heartbeat_(heartbeat) {}
+      writer_(config.queue_url(), config.store_options(), state, worker, events) {
+  worker_.set_description(session_.device_description());
+}
 
 void RenderWorker::run() {
+  blame_crashes_on_this_thread(worker_.job);
   // A claim that fails (the database locked by another process, unreadable, its disk gone) makes the
   // daemon visibly unhealthy and is retried with backoff; one that keeps failing ends the daemon, so a
   // service manager restarts it or a person sees why, instead of a daemon that says "ready" and does nothing.
   bool failing = false;
   std::chrono::steady_clock::time_point failing_since;
   std::chrono::milliseconds backoff{250};
-  while (!state_.stopping()) {
+  while (!state_.stopping() && !worker_.out_of_service()) {
     std::optional<storage::Job> job;
     try {
-      job = store_->claim(heartbeat_.worker_id(), {cached_prompts_.begin(), cached_prompts_.end()}, loaded_loras());
-      if (job) state_.hold(job->id);  // from here the heartbeat renews its lease
+      job = store_->claim(heartbeat_->worker_id(), {cached_prompts_.begin(), cached_prompts_.end()}, loaded_loras());
+      if (job) worker_.hold(job->id);  // from here the heartbeat renews its lease
       if (failing) {
         spdlog::info("the queue database {} works again", store_->location());
         state_.clear_problem();
@@ -80,6 +91,7 @@ void RenderWorker::run() {
     handle(*job);
   }
   writer_.finish();
+  if (worker_.out_of_service()) heartbeat_.reset();  // it holds no lease: the queue forgets it now
 }
 
 std::vector<std::string> RenderWorker::loaded_loras() const {
@@ -126,30 +138,23 @@ bool RenderWorker::reuse_finished_output(const storage::Job& job) {
   return true;
 }
 
-engine::Tensor RenderWorker::embeddings(const tokenizer::TemplatedPrompt& prompt, bool& cache_hit) {
-  engine::CacheSource source{};
-  const uint64_t corrupt_before = cache_.corrupt_entries();
-  auto cached = cache_.find(prompt.ids, &source);
-  state_.counters.cache_corrupt += cache_.corrupt_entries() - corrupt_before;
-  cache_hit = cached.has_value();
-  if (cached) {
-    ++(source == engine::CacheSource::kMemory ? state_.counters.cache_memory_hits : state_.counters.cache_disk_hits);
-    return *cached;
-  }
-  ++state_.counters.encoder_runs;
-  engine::Tensor embeds = session_.encode(prompt);
-  cache_.put(prompt.ids, embeds);
-  return embeds;
-}
-
 void RenderWorker::handle(const storage::Job& job) {
-  state_.counters.current_job = job.id;
-  state_.counters.current_step = 0;
+  worker_.job = job.id;
+  worker_.step = 0;
+  worker_.steps = 0;
+  const auto began = std::chrono::steady_clock::now();
+  struct InHand {  // however the job ends: its time counts, and the worker holds no job
+    WorkerState& w;
+    std::chrono::steady_clock::time_point began;
+    ~InHand() {
+      w.busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - began).count();
+      w.job = -1;
+    }
+  } in_hand{worker_, began};
   abort_if_test_prompt(job.prompt);  // tests only: a job that crashes the daemon every time
   try {
     if (reuse_finished_output(job)) {
-      state_.release(job.id);
-      state_.counters.current_job = -1;
+      worker_.release(job.id);
       return;
     }
     // The prompt recorded as written; the tokenizer sees it without its <lora:...> tags (in job.lora).
@@ -158,8 +163,9 @@ void RenderWorker::handle(const storage::Job& job) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto prompt = session_.tokenize(jobs::prompt_text(job.prompt));
     const auto t1 = std::chrono::steady_clock::now();
-    bool cache_hit = false;
-    const engine::Tensor embeds = embeddings(prompt, cache_hit);
+    const SharedEncoderCache::Lookup lookup = encoder_cache_.get(prompt.ids, [&] { return session_.encode(prompt); });
+    const engine::Tensor& embeds = lookup.embeds;
+    const bool cache_hit = lookup.cache_hit;
     const auto t2 = std::chrono::steady_clock::now();
     cached_prompts_.push_front(job.prompt_key);
     if (cached_prompts_.size() > kPreferredPrompts) cached_prompts_.pop_back();
@@ -170,19 +176,20 @@ void RenderWorker::handle(const storage::Job& job) {
     }
     events_.publish("job_started", {{"job", job.id}, {"run", job.run_id}, {"prompt", job.prompt}, {"name", job.name},
                                     {"seed", job.seed}, {"width", job.width}, {"height", job.height},
-                                    {"encoder_cache_hit", cache_hit}});
+                                    {"encoder_cache_hit", cache_hit}, {"worker", worker_.label()}});
     bool canceled = false;
     auto step_began = std::chrono::steady_clock::now();
     engine::RenderResult result = session_.render_embedded(embeds, request, [&](int done, int total) {
-      state_.counters.current_step = done;
-      state_.counters.current_steps = total;
-      state_.set_progress(job.id, done, total);  // the heartbeat records it in the queue for other hosts
-      heartbeat_.beat_soon();
+      inject_test_device_fault(worker_.index());  // tests only: a device that fails mid-render
+      worker_.step = done;
+      worker_.steps = total;
+      worker_.set_progress(job.id, done, total);  // the heartbeat records it in the queue for other hosts
+      heartbeat_->beat_soon();
       kill_if_test_step(job.prompt, done, [&] { store_->record_progress(job.worker_id, {{job.id, done, total, false}}); });
       // step_s: this step's wall time, so a watcher's ETA comes from measured steps at this size.
       const auto now = std::chrono::steady_clock::now();
       events_.publish("progress", {{"job", job.id}, {"run", job.run_id}, {"step", done}, {"steps", total},
-                                   {"width", job.width}, {"height", job.height},
+                                   {"width", job.width}, {"height", job.height}, {"worker", worker_.label()},
                                    {"step_s", std::chrono::duration<double>(now - step_began).count()}});
       step_began = now;
       if (done == total) events_.publish("decoding", {{"job", job.id}, {"run", job.run_id}});
@@ -205,8 +212,12 @@ void RenderWorker::handle(const storage::Job& job) {
     m.job_id = job.id;
     m.run_id = job.run_id;
     m.host = job.host;
+    m.device = worker_.device();
+    m.worker = worker_.index();
     writer_.enqueue(std::move(render));  // the writer releases the job once it is recorded
-    state_.counters.current_job = -1;
+    return;
+  } catch (const engine::DeviceFault& fault) {
+    device_fault(job, fault);
     return;
   } catch (const engine::RenderCanceled&) {
     if (state_.stopping()) {
@@ -239,8 +250,48 @@ void RenderWorker::handle(const storage::Job& job) {
       spdlog::error("job {} failed ({}), and recording that failed too: {}", job.id, e.what(), store_error.what());
     }
   }
-  state_.release(job.id);
-  state_.counters.current_job = -1;
+  worker_.release(job.id);
+}
+
+void RenderWorker::device_fault(const storage::Job& job, const engine::DeviceFault& fault) {
+  ++worker_.device_faults;
+  spdlog::error("{}: job {}: the device failed ({}): {}", worker_.label(), job.id, engine::device_fault_kind_name(fault.kind()),
+                fault.what());
+  // Back to the queue as an interruption, as for a host that died: not the job's fault, so no attempt
+  // spent. The writer's jobs are recorded first, since every lease of this worker ends.
+  try {
+    writer_.wait_idle();
+    heartbeat_->give_back_leases();
+    events_.publish("job_interrupted", {{"job", job.id}, {"run", job.run_id}, {"worker", worker_.label()},
+                                        {"error", fault.what()}});
+  } catch (const std::exception& e) {
+    // Not renewed from here, its lease runs out and recovery takes the job back.
+    spdlog::error("{}: job {}: giving it back failed ({}); it returns to the queue when its lease runs out", worker_.label(),
+                  job.id, e.what());
+  }
+  worker_.release(job.id);
+  std::string outcome = std::string(engine::device_fault_kind_name(fault.kind())) + ": " + fault.what() + "; job " +
+                        std::to_string(job.id) + " given back";
+  if (fault.poisons_session()) {
+    try {
+      refuse_test_reopen(worker_.index());  // tests only: a device that stays gone
+      session_.reopen_backend();
+      reserve_largest_render(session_);
+      ++worker_.session_restarts;
+      worker_.set_description(session_.device_description());
+      outcome += "; session opened again";
+      spdlog::info("{}: session opened again on {}", worker_.label(), session_.device_description());
+    } catch (const std::exception& e) {
+      const std::string why = "its device failed (" + std::string(fault.what()) + ") and its session could not be opened again: " +
+                              e.what() + " (restart rgbaqd once the device is back)";
+      worker_.set_out_of_service(why);
+      outcome += "; out of service";
+      spdlog::critical("{}: out of service: {}", worker_.label(), why);
+      sd_notify("STATUS=degraded: " + worker_.label() + " out of service: " + why);
+      events_.publish("worker_out_of_service", {{"worker", worker_.label()}, {"error", why}});
+    }
+  }
+  worker_.set_last_fault(outcome);
 }
 
 }  // namespace rgbaq::daemon

@@ -53,15 +53,30 @@ int64_t expire_dead_local_workers(storage::QueueStore& store, const storage::Wor
   return jobs;
 }
 
-WorkerHeartbeat::WorkerHeartbeat(const DaemonConfig& config, storage::WorkerInfo info, DaemonState& state)
+WorkerHeartbeat::WorkerHeartbeat(const DaemonConfig& config, storage::WorkerInfo info, WorkerState& worker,
+                                 DaemonState& state)
     : config_(config),
       info_(std::move(info)),
+      worker_(worker),
       state_(state),
       store_(storage::open_queue_store(config.queue_url(), config.store_options())),
       interval_(std::max<int64_t>(100, static_cast<int64_t>(config.lease_s * 1000 / 6))) {
   worker_id_ = store_->register_worker(info_);
-  spdlog::info("registered as worker {} ({} pid {}), lease {} s", worker_id_.load(), info_.host, info_.pid, config.lease_s);
+  worker_.queue_id = worker_id_.load();
+  spdlog::info("{}: registered as worker {} ({} pid {}), lease {} s", worker_.label(), worker_id_.load(), info_.host, info_.pid,
+               config.lease_s);
   thread_ = std::thread([this] { loop(); });
+}
+
+void WorkerHeartbeat::give_back_leases() {
+  std::lock_guard lock(store_mutex_);
+  const int64_t ended = store_->expire_worker(worker_id_);
+  const auto r = store_->recover();
+  worker_id_ = store_->register_worker(info_);
+  worker_.queue_id = worker_id_.load();
+  spdlog::info("{}: {} lease(s) given back ({} job(s) back in the queue, {} failed); registered again as worker {}",
+               worker_.label(), ended, r.requeued, r.failed, worker_id_.load());
+  state_.wake_worker();  // the others may take the job at once
 }
 
 WorkerHeartbeat::~WorkerHeartbeat() {
@@ -72,6 +87,7 @@ WorkerHeartbeat::~WorkerHeartbeat() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   try {
+    std::lock_guard lock(store_mutex_);
     store_->unregister_worker(worker_id_);
   } catch (const std::exception& e) {
     spdlog::warn("unregistering worker {}: {}", worker_id_.load(), e.what());
@@ -87,14 +103,16 @@ void WorkerHeartbeat::beat_soon() {
 }
 
 void WorkerHeartbeat::beat() {
-  const auto held = state_.held_jobs();
+  std::lock_guard lock(store_mutex_);
+  const auto held = worker_.held_jobs();
   if (!store_->heartbeat(worker_id_, held)) {
     // Silent for a whole lease (a stalled host, a long network cut): its leases may be others' now.
     worker_id_ = store_->register_worker(info_);
-    spdlog::warn("the queue had forgotten this worker; registered again as worker {}", worker_id_.load());
+    worker_.queue_id = worker_id_.load();
+    spdlog::warn("{}: the queue had forgotten this worker; registered again as worker {}", worker_.label(), worker_id_.load());
     return;
   }
-  const auto p = state_.progress();
+  const auto p = worker_.progress();
   const storage::JobProgress progress{p.job, p.step, p.steps, p.steps > 0 && p.step >= p.steps};
   if (progress != recorded_ && std::find(held.begin(), held.end(), p.job) != held.end()) {
     store_->record_progress(worker_id_, {progress});
@@ -120,6 +138,7 @@ void WorkerHeartbeat::loop() {
       // Other workers' expired leases, once an interval: a host that died mid-job loses nothing.
       if (last_beat - last_recover >= interval_) {
         last_recover = last_beat;
+        std::lock_guard lock(store_mutex_);
         const auto r = store_->recover();
         if (r.requeued || r.failed) {
           spdlog::info("recovered expired leases: {} job(s) back in the queue, {} failed", r.requeued, r.failed);

@@ -1,9 +1,10 @@
 #pragma once
-// This daemon as a worker of the queue: registered at start (host, boot id, pid, engine, device), a
-// heartbeat every lease/6 (10 s for the default 60 s lease) and at each render step, which extends the
-// leases of the jobs in hand (DaemonState::held_jobs) and records the job in hand's step in the queue
-// (for watchers on other hosts), and recovery of other workers' expired leases every beat. A worker
-// the queue forgot (silent for a whole lease) registers again.
+// A render worker as a worker of the queue (each of a daemon's render workers is one, with its own
+// leases): registered at start (host, boot id, pid, engine, device), a heartbeat every lease/6 (10 s for
+// the default 60 s lease) and at each render step, which extends the leases of the jobs it holds
+// (WorkerState::held_jobs) and records its job's step in the queue (for watchers on other hosts), and
+// recovery of other workers' expired leases every beat. A worker the queue forgot (silent for a whole
+// lease) registers again.
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -25,13 +26,19 @@ int64_t expire_dead_local_workers(storage::QueueStore& store, const storage::Wor
 
 class WorkerHeartbeat {
  public:
-  // Registers the worker (throws what the store throws) and starts the heartbeat thread.
-  WorkerHeartbeat(const DaemonConfig& config, storage::WorkerInfo info, DaemonState& state);
+  // Registers the worker (throws what the store throws; its id goes to worker.queue_id) and starts
+  // the heartbeat thread.
+  WorkerHeartbeat(const DaemonConfig& config, storage::WorkerInfo info, WorkerState& worker, DaemonState& state);
   ~WorkerHeartbeat();  // stops the thread and unregisters (a clean stop)
 
   int64_t worker_id() const { return worker_id_.load(); }
   // A render step: beat now unless the last beat was under a second ago (never blocks the step).
   void beat_soon();
+  // A device fault: every lease of this worker ends now and recovery takes the jobs back as
+  // interruptions (their attempts given back, as for a host that died), then the worker registers
+  // again under a new id. Throws what the store throws (the leases then run out by themselves: the
+  // heartbeat no longer renews the jobs the caller released).
+  void give_back_leases();
 
  private:
   void loop();
@@ -39,8 +46,10 @@ class WorkerHeartbeat {
 
   const DaemonConfig& config_;
   storage::WorkerInfo info_;
+  WorkerState& worker_;
   DaemonState& state_;
   std::unique_ptr<storage::QueueStore> store_;
+  std::mutex store_mutex_;  // the store's one connection: the beat, or a give-back on the worker's thread
   std::atomic<int64_t> worker_id_{0};
   std::chrono::milliseconds interval_;
   std::mutex mutex_;

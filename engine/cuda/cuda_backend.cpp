@@ -18,6 +18,13 @@ BackendEntry cuda_backend_entry() {
           },
           [](const ModelDirectory& model, const EngineOptions& o) -> std::unique_ptr<Graphs> {
             return std::make_unique<CudaGraphs>(model, o);
+          },
+          [](std::string* why) { return visible_devices(why); },
+          [](int device) {
+            RGBAQ_CUDA_CHECK(cudaSetDevice(device), device);
+            size_t free_bytes = 0, total = 0;
+            RGBAQ_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total), device);
+            return DeviceMemory{free_bytes, total};
           }};
 }
 

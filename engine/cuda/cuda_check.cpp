@@ -21,6 +21,36 @@ std::string gib_string(size_t bytes) {
   return buf;
 }
 
+std::optional<DeviceFaultKind> device_fault_kind(cudaError_t status) {
+  switch (status) {
+    case cudaErrorMemoryAllocation:
+      return DeviceFaultKind::kOutOfMemory;
+    // Sticky: the context refuses all further work ("the process must be terminated and relaunched").
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContextIsDestroyed:
+      return DeviceFaultKind::kContextPoisoned;
+    // The device itself is not there (or not usable) any more.
+    case cudaErrorNoDevice:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorInitializationError:
+    case cudaErrorDeviceUninitialized:
+    case cudaErrorSystemNotReady:
+    case cudaErrorUnknown:
+      return DeviceFaultKind::kDeviceLost;
+    default:
+      return std::nullopt;
+  }
+}
+
 void check(cudaError_t status, int device, const char* what) {
   if (status == cudaSuccess) return;
   std::string message = device_label(device) + ": " + what + " failed: " + cudaGetErrorString(status);
@@ -32,13 +62,18 @@ void check(cudaError_t status, int device, const char* what) {
   }
   if (status == cudaErrorInsufficientDriver) message += " (the driver is older than CUDA runtime " + std::to_string(CUDART_VERSION) + " needs)";
   cudaGetLastError();
+  if (const auto kind = device_fault_kind(status)) throw DeviceFault(*kind, message);
   throw CudaError(message);
 }
 
 void check_cublas(int status, int device, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw CudaError(device_label(device) + ": " + what + " failed: cuBLASLt status " + std::to_string(status) + " (" +
-                  cublasLtGetStatusString(static_cast<cublasStatus_t>(status)) + ")");
+  const std::string message = device_label(device) + ": " + what + " failed: cuBLASLt status " + std::to_string(status) +
+                              " (" + cublasLtGetStatusString(static_cast<cublasStatus_t>(status)) + ")";
+  if (status == CUBLAS_STATUS_ALLOC_FAILED) throw DeviceFault(DeviceFaultKind::kOutOfMemory, message);
+  // A kernel that failed to run: the runtime's sticky error behind it poisons the context.
+  if (status == CUBLAS_STATUS_EXECUTION_FAILED) throw DeviceFault(DeviceFaultKind::kContextPoisoned, message);
+  throw CudaError(message);
 }
 
 int visible_devices(std::string* why) {

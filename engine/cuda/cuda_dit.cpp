@@ -228,6 +228,18 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
   check_launch(device, "a DiT block's kernels");
 }
 
+void CudaDit::reserve(int64_t text_tokens, int64_t image_tokens) {
+  const int64_t l = text_tokens, n = image_tokens, f = sizeof(float);
+  ensure_workspace(std::max(l, n), l + n);
+  arena_.ensure(txt_cos_, l * 64 * f, "DiT RoPE");
+  arena_.ensure(txt_sin_, l * 64 * f, "DiT RoPE");
+  arena_.ensure(img_cos_, n * 64 * f, "DiT RoPE");
+  arena_.ensure(img_sin_, n * 64 * f, "DiT RoPE");
+  const size_t prefix_bytes = static_cast<size_t>(config_.layers) * l * config_.dim() * esize_;
+  arena_.ensure(prefix_k_, prefix_bytes, "DiT text prefix keys");
+  arena_.ensure(prefix_v_, prefix_bytes, "DiT text prefix values");
+}
+
 void CudaDit::begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) {
   const int64_t l = txt_feats.dim(0), n = rope.image_tokens, dim = config_.dim();
   const int device = arena_.device();

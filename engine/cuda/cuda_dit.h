@@ -36,6 +36,10 @@ class CudaDit {
   // the GEMM type) and stay while recent sets use them; no weight is rewritten.
   void set_loras(const LoraSet& set);
 
+  // Allocates the workspaces of an image of `image_tokens` with a text of `text_tokens` now (see
+  // Graphs::reserve); throws a DeviceFault when they do not fit.
+  void reserve(int64_t text_tokens, int64_t image_tokens);
+
   bool streams_blocks() const { return streamer_ != nullptr; }
   // Bytes of every block's linears (what streaming keeps off the device).
   static size_t block_bytes(const cpu::Dit& dit, ElementType type);

@@ -133,3 +133,22 @@ Tensor CudaGraphs::run_decode(const Tensor& latents, const host::ImageSize& size
 }
 
 }  // namespace rgbaq::engine::cuda
+
+namespace rgbaq::engine::cuda {
+
+void CudaGraphs::run_reserve(int64_t text_tokens, int64_t image_tokens) {
+  use_device();
+  dit_->reserve(text_tokens, image_tokens);
+  vae_->reserve(image_tokens);
+  if (encoder_) return;
+  // Not resident: the encoder comes up for each prompt beside the workspaces held now.
+  const size_t encoder_bytes = CudaTextEncoder::weight_bytes(*text_views_, type_);
+  if (arena_->in_use() + encoder_bytes > arena_->budget()) {
+    throw DeviceFault(DeviceFaultKind::kOutOfMemory,
+                      device_label(device_) + ": the text encoder's weights (" + gib_string(encoder_bytes) +
+                          ", uploaded for each prompt) do not fit beside the " + gib_string(arena_->in_use()) +
+                          " in use at the largest size, within the " + gib_string(arena_->budget()) + " budget");
+  }
+}
+
+}  // namespace rgbaq::engine::cuda

@@ -41,6 +41,7 @@ class CudaGraphs final : public Graphs {
   void run_end_image() override;
   void run_set_loras(const LoraSet& set) override;
   Tensor run_decode(const Tensor& latents, const host::ImageSize& size) override;
+  void run_reserve(int64_t text_tokens, int64_t image_tokens) override;
 
  private:
   void load(const ModelDirectory& model, const EngineOptions& options);  // the constructor's work after the stream

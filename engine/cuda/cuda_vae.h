@@ -18,6 +18,9 @@ class CudaVae {
   CudaVae(const cpu::VaeDecoder& vae, DeviceArena& arena, Gemm& gemm, cudaStream_t stream, ElementType type);
   // latents [h w, 64] -> image [4, 16 h, 16 w] in [-1, 1].
   Tensor decode(const Tensor& latents, int grid_height, int grid_width);
+  // Allocates the feature maps of a decode of `grid_pixels` latents now; throws a DeviceFault when they
+  // do not fit.
+  void reserve(int64_t grid_pixels) { ensure_maps(grid_pixels); }
 
  private:
   struct Conv {

@@ -38,8 +38,9 @@ DeviceBuffer DeviceArena::allocate(size_t bytes, const std::string& what) {
   DeviceBuffer b;
   if (bytes == 0) return b;
   if (in_use_ + bytes > budget_) {
-    throw CudaError(device_label(device_) + ": " + what + " needs " + gib_string(bytes) + " more, " + gib_string(in_use_) +
-                    " of the " + gib_string(budget_) + " budget (--gpu-memory) are in use");
+    throw DeviceFault(DeviceFaultKind::kOutOfMemory, device_label(device_) + ": " + what + " needs " + gib_string(bytes) +
+                                                         " more, " + gib_string(in_use_) + " of the " + gib_string(budget_) +
+                                                         " budget (--gpu-memory) are in use");
   }
   check(cudaMalloc(&b.ptr_, bytes), device_, ("cudaMalloc of " + gib_string(bytes) + " (" + what + ")").c_str());
   b.bytes_ = bytes;

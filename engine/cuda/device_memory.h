@@ -38,7 +38,8 @@ class DeviceArena {
  public:
   // budget_bytes 0: what the device has free at open.
   DeviceArena(int device, size_t budget_bytes);
-  // Throws CudaError naming `what`, its size, the budget and the bytes in use when it does not fit.
+  // Throws a DeviceFault (out of memory) naming `what`, its size, the budget and the bytes in use when
+  // it does not fit.
   DeviceBuffer allocate(size_t bytes, const std::string& what);
   // A buffer at least `bytes` large: `buffer` kept when it is, else replaced (for per-size workspaces).
   void ensure(DeviceBuffer& buffer, size_t bytes, const std::string& what);

@@ -73,6 +73,26 @@ TEST(WatchDisplay, ManyJobsAreCutToTheTerminalsHeight) {
   EXPECT_EQ(lines[3], "… 5 more lines (a taller terminal shows them)");
 }
 
+TEST(WatchDisplay, SeveralWorkersEachHaveALine) {
+  WatchView v = busy_view();
+  v.jobs[0].label = "fox";
+  v.jobs[0].worker = "w0 cuda:0";
+  v.jobs.push_back({13, 3, "owl", 8, 512, 512, 2, 8, false, "w1 cuda:0"});
+  v.idle_workers.push_back({"w2 cuda:1", "idle"});
+  v.idle_workers.push_back({"w3 cuda:2", "out of service: CUDA device 2: the device is gone"});
+  const auto lines = render_watch(v, 120, 20);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0], "rgbaqd  all runs  2 jobs in hand");
+  EXPECT_EQ(lines[1], "w0 cuda:0  run 3 job 12  fox  seed 7  512x512  [############--------] step 5/8");
+  EXPECT_EQ(lines[2], "w1 cuda:0  run 3 job 13  owl  seed 8  512x512  [#####---------------] step 2/8");
+  EXPECT_EQ(lines[3], "w2 cuda:1  idle");
+  EXPECT_EQ(lines[4], "w3 cuda:2  out of service: CUDA device 2: the device is gone");
+  EXPECT_EQ(lines[5], "run 3  [##########------------------------------] 12/48 done, 1 failed  ETA 3m20s");
+  const auto narrow = render_watch(v, 40, 20);
+  ASSERT_EQ(narrow.size(), 8u) << "each job on two lines at 40 columns";
+  EXPECT_EQ(narrow[6], "w3 cuda:2  out of service: CUDA device …") << "cut to the width like every line";
+}
+
 TEST(WatchDisplay, TextIsCutByColumnsAndMadeSafe) {
   EXPECT_EQ(fit_columns("a red fox", 5), "a re…");
   EXPECT_EQ(fit_columns("a red fox", 9), "a red fox");

@@ -1,5 +1,5 @@
-// rgbaqd's engine flags: --engine auto|cpu|cuda (default auto), --device, --precision, --gpu-memory, and
-// their config-file keys; bad values are usage errors that name the flag.
+// rgbaqd's engine flags: --engine auto|cpu|cuda (default auto), --device, --devices, --workers,
+// --precision, --gpu-memory, and their config-file keys; bad values are usage errors that name the flag.
 #include "daemon/base/daemon_config.h"
 
 #include <gtest/gtest.h>
@@ -73,6 +73,49 @@ TEST(DaemonConfig, LoraFoldersFromFlagsRepeatedOrTheConfigFile) {
   EXPECT_NE(usage_error({"--lora-dir", (dir.path() / "none").string()}).find("is not a folder"), std::string::npos);
   std::ofstream(file) << R"({"lora_dirs": "c"})";
   EXPECT_NE(usage_error({"--config", file.string()}).find("\"lora_dirs\" must be a list of folders"), std::string::npos);
+}
+
+TEST(DaemonConfig, DevicesAndWorkersFlags) {
+  const DaemonConfig d = parse({});
+  EXPECT_EQ(d.devices, "");
+  EXPECT_FALSE(d.device_set);
+  EXPECT_EQ(d.workers, 1);
+  EXPECT_EQ(parse_device_list(""), std::nullopt);
+  EXPECT_EQ(parse_device_list("all"), std::nullopt);
+  EXPECT_EQ(parse_device_list("0,2,3"), (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(parse_device_list("0,0"), (std::vector<int>{0, 0})) << "two sessions on one device";
+  EXPECT_EQ(parse({"--devices", "1,0"}).devices, "1,0");
+  EXPECT_EQ(parse({"--workers", "4"}).workers, 4);
+  const DaemonConfig one = parse({"--device", "2"});
+  EXPECT_TRUE(one.device_set);
+  EXPECT_EQ(one.device, 2);
+  EXPECT_NE(usage_error({"--devices", "0,x"}).find("--devices \"0,x\": \"x\" is not a device ordinal"), std::string::npos);
+  EXPECT_NE(usage_error({"--devices", "0,,1"}).find("\"\" is not a device ordinal"), std::string::npos);
+  EXPECT_NE(usage_error({"--devices", "-1"}).find("is not a device ordinal"), std::string::npos);
+  EXPECT_NE(usage_error({"--device", "0", "--devices", "1"}).find("--device and --devices both name devices"), std::string::npos);
+  EXPECT_NE(usage_error({"--workers", "0"}).find("--workers must be from 1 to 64"), std::string::npos);
+  EXPECT_NE(usage_error({"--workers", "65"}).find("--workers must be from 1 to 64"), std::string::npos);
+  std::string many = "0";
+  for (int i = 1; i < 65; ++i) many += ",0";
+  EXPECT_NE(usage_error({"--devices", many}).find("lists 65 devices; at most 64"), std::string::npos);
+}
+
+TEST(DaemonConfig, DevicesAndWorkersInTheConfigFile) {
+  TempDir dir;
+  const auto file = dir.path() / "rgbaqd.json";
+  std::ofstream(file) << R"({"devices": [0, 0, 1], "workers": 3})";
+  const DaemonConfig c = parse({"--config", file.string()});
+  EXPECT_EQ(c.devices, "0,0,1");
+  EXPECT_EQ(c.workers, 3);
+  EXPECT_EQ(parse({"--config", file.string(), "--device", "1"}).devices, "") << "the flag wins over the file's list";
+  std::ofstream(file) << R"({"devices": "all"})";
+  EXPECT_EQ(parse({"--config", file.string()}).devices, "all");
+  std::ofstream(file) << R"({"devices": "0,1", "device": 1})";
+  EXPECT_NE(usage_error({"--config", file.string()}).find("\"device\" and \"devices\" both name devices"), std::string::npos);
+  std::ofstream(file) << R"({"devices": [0, "one"]})";
+  EXPECT_NE(usage_error({"--config", file.string()}).find("\"devices\" must be \"all\", \"0,2,...\" or a list"), std::string::npos);
+  std::ofstream(file) << R"({"devices": "two"})";
+  EXPECT_NE(usage_error({"--config", file.string()}).find("\"devices\": --devices \"two\""), std::string::npos);
 }
 
 }  // namespace

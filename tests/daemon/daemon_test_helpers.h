@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,35 @@ struct Raw {
 };
 
 inline void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary | std::ios::trunc) << text; }
+
+// Starts rgbaqd in `dir` again and again (at most `starts` times) until its queue has nothing queued or
+// running: `submit(d)` runs on the first start; a start that ends by SIGABRT (a render that crashes the
+// daemon) is counted, any other end fails the test. Returns the crashes.
+inline int crashes_until_the_queue_is_done(const fs::path& dir, const DaemonProcess::Options& opts,
+                                           const std::function<void(DaemonProcess&)>& submit, int starts = 8) {
+  int crashes = 0;
+  for (int start = 0; start < starts; ++start) {
+    DaemonProcess d(kRgbaqd, model().dir(), dir, opts);
+    if (start == 0) submit(d);
+    int code = -1;
+    bool finished = false;
+    for (int i = 0; i < 120 && code == -1 && !finished; ++i) {
+      code = d.wait_exit(std::chrono::seconds(1));
+      if (code == -1) {
+        const auto r = rgbaq(d, {"status", "--json"});
+        if (r.exit_code == 0) {
+          const json s = json::parse(r.out);
+          finished = s["jobs"]["queued"] == 0 && s["jobs"]["running"] == 0;
+        }
+      }
+    }
+    if (finished) break;
+    EXPECT_EQ(code, 128 + SIGABRT) << log_tail(d);
+    if (code != 128 + SIGABRT) break;
+    ++crashes;
+  }
+  return crashes;
+}
 
 
 }  // namespace rgbaq

@@ -25,6 +25,7 @@ struct Fixture {
   TempDir dir;
   fs::path db = dir.path() / "queue.db";
   DaemonState state;
+  WorkerState worker{0, "cpu"};
   EventHub events;
 
   storage::Job claim_one(const std::string& prompt, const fs::path& folder = {}) {
@@ -59,7 +60,7 @@ TEST(OutputWriter, AStoreErrorInCompleteFailsTheAttemptWithTheReasonAndTheWriter
     raw.exec("CREATE TRIGGER refuse_done BEFORE UPDATE OF state ON jobs WHEN NEW.state = 'done' AND NEW.prompt = 'first' "
              "BEGIN SELECT RAISE(ABORT, 'database or disk is full (simulated)'); END");
   }
-  OutputWriter writer(f.db, {.backoff_seconds = 0}, f.state, f.events);
+  OutputWriter writer(f.db, {.backoff_seconds = 0}, f.state, f.worker, f.events);
   writer.enqueue(f.render(job));
   writer.enqueue(f.render(second));
   writer.finish();
@@ -75,8 +76,9 @@ TEST(OutputWriter, ABusyDatabaseLeavesTheJobForRecoveryAndDoesNotEndTheProcess) 
   const auto job = f.claim_one("busy");
   SQLite::Database locker(f.db.string(), SQLite::OPEN_READWRITE);
   {
-    OutputWriter writer(f.db, {.busy_timeout_ms = 50}, f.state, f.events);
+    OutputWriter writer(f.db, {.busy_timeout_ms = 50}, f.state, f.worker, f.events);
     locker.exec("BEGIN EXCLUSIVE");
+    f.worker.hold(job.id);  // as the worker does at the claim
     writer.enqueue(f.render(job));
     writer.finish();
   }
@@ -84,7 +86,7 @@ TEST(OutputWriter, ABusyDatabaseLeavesTheJobForRecoveryAndDoesNotEndTheProcess) 
   storage::SqliteQueueStore store(f.db);
   EXPECT_EQ(store.job(job.id)->state, storage::JobState::kRunning);
   EXPECT_EQ(store.recover().requeued, 0) << "its lease has not run out";
-  EXPECT_TRUE(f.state.held_jobs().empty()) << "the writer no longer renews its lease";
+  EXPECT_TRUE(f.worker.held_jobs().empty()) << "the writer no longer renews its lease";
   store.expire_worker(job.worker_id);  // as a restart finds its dead process, or the lease runs out
   EXPECT_EQ(store.recover().requeued, 1);
   EXPECT_EQ(storage::read_png(job.output_path).rgba, std::vector<uint8_t>(16, 200)) << "the PNG itself was written";
@@ -114,7 +116,7 @@ TEST(OutputWriter, AnOutputThatCanNeverBeWrittenFailsAtOnceAndTheOthersAreWritte
   const auto dir_path = f.claim_one("dir_path");
   fs::create_directories(dir_path.output_path);
   const auto fine = f.claim_one("fine", f.dir.path() / "new" / "folder");
-  OutputWriter writer(f.db, {.max_attempts = 3, .backoff_seconds = 0}, f.state, f.events);
+  OutputWriter writer(f.db, {.max_attempts = 3, .backoff_seconds = 0}, f.state, f.worker, f.events);
   for (const auto& j : {in_file, dir_path, fine}) writer.enqueue(f.render(j));
   writer.finish();
   storage::SqliteQueueStore store(f.db);
@@ -132,6 +134,26 @@ TEST(OutputWriter, AnOutputThatCanNeverBeWrittenFailsAtOnceAndTheOthersAreWritte
   EXPECT_EQ(storage::read_png(fine.output_path).rgba, std::vector<uint8_t>(16, 200));
   EXPECT_EQ(f.state.counters.jobs_failed.load(), 2u);
   EXPECT_EQ(f.state.counters.images_rendered.load(), 1u);
+  EXPECT_EQ(f.worker.images_done.load(), 1u) << "the worker's own count";
+}
+
+TEST(OutputWriter, WaitIdleReturnsOnceEverythingEnqueuedIsRecordedAndTheWriterGoesOn) {
+  Fixture f;
+  const auto a = f.claim_one("a"), b = f.claim_one("b"), c = f.claim_one("c");
+  OutputWriter writer(f.db, {}, f.state, f.worker, f.events);
+  writer.enqueue(f.render(a));
+  writer.enqueue(f.render(b));
+  writer.wait_idle();  // a worker giving its leases back waits for this first
+  {
+    storage::SqliteQueueStore store(f.db);
+    EXPECT_EQ(store.job(a.id)->state, storage::JobState::kDone);
+    EXPECT_EQ(store.job(b.id)->state, storage::JobState::kDone);
+  }
+  EXPECT_EQ(f.worker.images_done.load(), 2u);
+  writer.enqueue(f.render(c));
+  writer.finish();
+  storage::SqliteQueueStore store(f.db);
+  EXPECT_EQ(store.job(c.id)->state, storage::JobState::kDone);
 }
 
 TEST(OutputWriter, AJobWhoseLeaseWasLostIsNotRecordedNorCounted) {
@@ -146,7 +168,7 @@ TEST(OutputWriter, AJobWhoseLeaseWasLostIsNotRecordedNorCounted) {
     other = store.register_worker({"other-host", "boot", 2, "none", "none"});
     ASSERT_EQ(store.claim(other)->id, mine.id);
   }
-  OutputWriter writer(f.db, {}, f.state, f.events);
+  OutputWriter writer(f.db, {}, f.state, f.worker, f.events);
   writer.enqueue(f.render(mine));
   writer.finish();
   storage::SqliteQueueStore store(f.db);

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#ifdef __linux__
+#include <sys/sysinfo.h>
+#endif
 
 #include "engine/session.h"
 #include "tests/engine/tiny_model_fixture.h"
@@ -19,6 +22,23 @@ bool cuda_usable(std::string* why) {
   *why = "not in this build";
   return false;
 }
+
+#ifdef __linux__
+// The cpu's "device" is the machine: its memory as the kernel counts it (sysinfo(2), read here apart
+// from /proc/meminfo, which the registry reads).
+TEST(BackendRegistry, TheCpusMemoryIsTheMachines) {
+  const BackendEntry& cpu = backends().front();
+  EXPECT_FALSE(cpu.device_count) << "the cpu has no devices to choose";
+  ASSERT_TRUE(cpu.device_memory);
+  const DeviceMemory m = cpu.device_memory(0);
+  struct sysinfo info {};
+  ASSERT_EQ(sysinfo(&info), 0);
+  const uint64_t total = static_cast<uint64_t>(info.totalram) * info.mem_unit;
+  EXPECT_EQ(m.total, total / 1024 * 1024) << "MemTotal is in KiB";
+  EXPECT_GT(m.free, 0u);
+  EXPECT_LE(m.free, m.total);
+}
+#endif
 
 TEST(BackendRegistry, CpuIsAlwaysFirstAndUsable) {
   ASSERT_FALSE(backends().empty());

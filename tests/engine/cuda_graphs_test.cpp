@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "engine/device_fault.h"
 #include "engine/session.h"
 #include "tests/engine/backend_params.h"
 #include "tests/engine/reference_math.h"
@@ -145,11 +146,36 @@ TEST(CudaGraphs, TooLittleMemoryIsAClearError) {
   try {
     Session::open(model.dir(), tiny);
     FAIL() << "opened in 1 MiB";
-  } catch (const std::runtime_error& e) {
+  } catch (const DeviceFault& e) {  // the daemon gives a job back for it, and refuses a start
+    EXPECT_EQ(e.kind(), DeviceFaultKind::kOutOfMemory);
     const std::string m = e.what();
     EXPECT_NE(m.find("CUDA device"), std::string::npos) << m;
     EXPECT_NE(m.find("--gpu-memory"), std::string::npos) << m;
   }
+}
+
+// What a daemon's worker does at start: a session that opens in its share of the device but cannot
+// hold the largest render's workspace (the tiny model's VAE maps alone take ~356 MiB at 1024x1024) fails
+// there, as out of memory, and still renders the sizes that fit.
+TEST(CudaGraphs, ReservingTheLargestRenderFailsWhereItDoesNotFit) {
+  const TinyModel model;
+  SKIP_WITHOUT_CUDA(model.dir());
+  EngineOptions small;
+  small.backend = "cuda";
+  small.gpu_memory_gib = 128.0 / 1024;
+  auto session = Session::open(model.dir(), small);
+  try {
+    session->graphs().reserve(512, 4096);
+    FAIL() << "reserved 1024x1024 in 128 MiB";
+  } catch (const DeviceFault& e) {
+    EXPECT_EQ(e.kind(), DeviceFaultKind::kOutOfMemory) << e.what();
+  }
+  EXPECT_EQ(session->render({"a red fox, game asset", 3, {128, 128}}).rgba.size(), size_t{128} * 128 * 4);
+  EngineOptions ample;
+  ample.backend = "cuda";
+  auto roomy = Session::open(model.dir(), ample);
+  roomy->graphs().reserve(512, 4096);  // all the device has free: fits
+  EXPECT_EQ(roomy->render({"a red fox, game asset", 3, {1024, 1024}}).rgba.size(), size_t{1024} * 1024 * 4);
 }
 
 }  // namespace

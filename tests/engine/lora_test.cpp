@@ -300,5 +300,23 @@ TEST(LoraSession, WeightZeroIsNoLoraFormatsAgreeAndALoraChangesTheImage) {
   EXPECT_EQ(session->render(request).rgba, plain);  // and the session goes on
 }
 
+TEST(LoraSession, SessionsGivenOneCacheReadEachFileOnce) {
+  const TinyModel model(DType::kBF16);
+  TempDir loras;
+  tools::write_tiny_loras(loras.path(), tiny());
+  EngineOptions options;
+  options.backend = "cpu";
+  options.threads = 1;
+  options.lora_cache = std::make_shared<LoraCache>();  // a daemon's workers on one device
+  auto first = Session::open(model.dir(), options), second = Session::open(model.dir(), options);
+  EXPECT_EQ(&first->lora_cache(), &second->lora_cache());
+  RenderRequest request{"a red fox, game asset", 7, {128, 128}};
+  request.loras = {{"style-diffusers", loras.path() / "style-diffusers.safetensors", 0.9f}};
+  const auto a = first->render(request).rgba;
+  EXPECT_EQ(second->render(request).rgba, a);
+  EXPECT_EQ(options.lora_cache->loads(), 1u) << "the second session found the adapter the first read";
+  EXPECT_EQ(Session::open(model.dir(), "cpu", 1)->lora_cache().loads(), 0u) << "without one, a session has its own";
+}
+
 }  // namespace
 }  // namespace rgbaq::engine

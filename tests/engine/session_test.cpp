@@ -65,6 +65,18 @@ TEST(Session, ProgressAndCancellation) {
   EXPECT_EQ(calls, 3);
 }
 
+TEST(Session, ReopenedBackendRendersAsAFreshSession) {
+  const TinyModel model;
+  const RenderRequest request{"a red fox, game asset", 3, {128, 128}};
+  const auto fresh = Session::open(model.dir(), "cpu", 1)->render(request).rgba;
+  auto session = Session::open(model.dir(), "cpu", 1);
+  session->render(request);
+  session->reopen_backend();  // as a worker does after a device fault that poisons its session
+  EXPECT_EQ(session->render(request).rgba, fresh);
+  EXPECT_EQ(session->backend_name(), "cpu");
+  EXPECT_EQ(session->device_description(), "cpu, 1 threads");
+}
+
 TEST(Session, CallerErrors) {
   const TinyModel model;
   auto session = Session::open(model.dir(), "cpu", 1);

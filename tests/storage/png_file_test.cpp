@@ -75,5 +75,21 @@ TEST(RenderMetadata, A1111ParametersAndJobId) {
   EXPECT_FALSE(job_id_of(img).has_value());
 }
 
+TEST(RenderMetadata, TheWorkerThatRenderedItHostDeviceAndIndex) {
+  RenderMetadata m;
+  m.prompt = "a red fox";
+  const auto bare = nlohmann::json::parse(metadata_json(m));
+  EXPECT_FALSE(bare.contains("host") || bare.contains("device") || bare.contains("worker")) << "none recorded: none written";
+  m.host = "gpu-box";
+  m.device = "cuda:1";
+  m.worker = 2;
+  for (const auto& text : {metadata_json(m), png_texts(m)[1].value}) {
+    const auto j = nlohmann::json::parse(text);
+    EXPECT_EQ(j["host"], "gpu-box");
+    EXPECT_EQ(j["device"], "cuda:1");
+    EXPECT_EQ(j["worker"], 2);
+  }
+}
+
 }  // namespace
 }  // namespace rgbaq::storage

@@ -1,0 +1,46 @@
+#include "daemon/worker/shared_encoder_cache.h"
+
+namespace rgbaq::daemon {
+
+SharedEncoderCache::SharedEncoderCache(std::string encoder_identity, size_t memory_budget_bytes,
+                                       std::filesystem::path disk_dir, DaemonCounters& counters)
+    : cache_(std::move(encoder_identity), memory_budget_bytes, std::move(disk_dir)), counters_(counters) {}
+
+SharedEncoderCache::Lookup SharedEncoderCache::get(const std::vector<int32_t>& ids,
+                                                   const std::function<engine::Tensor()>& encode) {
+  std::unique_lock lock(mutex_);
+  // Another worker encoding these ids: its result lands in the cache (or its failure leaves them to us).
+  encoded_.wait(lock, [&] { return encoding_.count(ids) == 0; });
+  engine::CacheSource source{};
+  const uint64_t corrupt_before = cache_.corrupt_entries();
+  auto cached = cache_.find(ids, &source);
+  counters_.cache_corrupt += cache_.corrupt_entries() - corrupt_before;
+  if (cached) {
+    ++(source == engine::CacheSource::kMemory ? counters_.cache_memory_hits : counters_.cache_disk_hits);
+    return {std::move(*cached), true};
+  }
+  encoding_.insert(ids);
+  lock.unlock();
+  struct Done {  // however encode ends, the waiters are let go
+    SharedEncoderCache& c;
+    const std::vector<int32_t>& ids;
+    ~Done() {
+      {
+        std::lock_guard l(c.mutex_);
+        c.encoding_.erase(ids);
+      }
+      c.encoded_.notify_all();
+    }
+  };
+  engine::Tensor embeds;
+  {
+    Done done{*this, ids};
+    ++counters_.encoder_runs;
+    embeds = encode();
+    std::lock_guard l(mutex_);
+    cache_.put(ids, embeds);
+  }
+  return {std::move(embeds), false};
+}
+
+}  // namespace rgbaq::daemon
