@@ -42,7 +42,7 @@ std::string join_fitting(const std::string& left, const std::string& right, int 
 }
 
 std::vector<std::string> job_lines(const JobInHand& j, int width) {
-  const std::string where = (j.worker.empty() ? "" : printable(j.worker) + "  ") + "run " + std::to_string(j.run) + " job " +
+  const std::string where = (j.worker.empty() ? "" : common::printable(j.worker) + "  ") + "run " + std::to_string(j.run) + " job " +
                             std::to_string(j.job) + "  ";
   std::string progress = j.decoding ? "decoding" : j.steps > 0 ? "step " + std::to_string(j.step) + "/" + std::to_string(j.steps) : "step ?";
   std::string facts = "  seed " + std::to_string(j.seed) + "  " + std::to_string(j.width) + "x" + std::to_string(j.height) + "  ";
@@ -121,7 +121,7 @@ std::vector<std::string> render_watch(const WatchView& view, int width, int max_
   for (const auto& j : view.jobs) {
     for (auto& l : job_lines(j, width)) lines.push_back(std::move(l));
   }
-  for (const auto& w : view.idle_workers) lines.push_back(fit_columns(printable(w.label) + "  " + printable(w.state), width));
+  for (const auto& w : view.idle_workers) lines.push_back(fit_columns(common::printable(w.label) + "  " + common::printable(w.state), width));
   for (const auto& r : view.runs) lines.push_back(run_line(r, view.paused, width));
   if (view.runs.empty() && view.daemon_gone.empty()) lines.push_back("no run in progress");
   max_lines = std::max(max_lines, 2);

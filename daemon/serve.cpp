@@ -270,9 +270,9 @@ int run_serve_command(const std::vector<std::string>& args) {
     try {
       const auto token = http::load_or_create_http_token(config.http_token_file());
       std::filesystem::create_directories(config.api_renders_dir());
-      http_quick = std::make_unique<RequestHandler>(config, *session, identity, state);
-      http_bulk = std::make_unique<RequestHandler>(config, *session, identity, state);
-      http_media = std::make_unique<RequestHandler>(config, *session, identity, state);
+      http_quick = std::make_unique<RequestHandler>(config, *sessions.front(), identity, state);
+      http_bulk = std::make_unique<RequestHandler>(config, *sessions.front(), identity, state);
+      http_media = std::make_unique<RequestHandler>(config, *sessions.front(), identity, state);
       thumbnails = std::make_unique<http::ThumbnailCache>(config.thumbnail_dir(), uint64_t{config.thumbnail_cache_mb} << 20);
       http_server = std::make_unique<http::HttpServer>(
           http_io, *http_endpoint, [&](const std::shared_ptr<http::HttpExchange>& e) { http_api->handle(e); },

@@ -92,7 +92,7 @@ export class Viewer {
       el('dl', {},
         row('prompt', job.prompt), row('seed', job.seed), row('size', `${job.width}x${job.height}`), row('LoRAs', loras),
         row('model', meta.model ? `${meta.model.name} (${String(meta.model.identity || '').slice(0, 10)})` : ''),
-        row('host and device', [job.host, meta.device || meta.engine].filter(Boolean).join(', ')),
+        row('host and device', [job.host, job.device || meta.device || meta.engine].filter(Boolean).join(', ')),
         row('timings', timings(t)),
         row('job', `#${job.id}, ${job.state}${job.error ? ': ' + job.error : ''}`),
         el('dt', {}, 'mark'), el('dd', { class: `mark-${job.mark || 'none'}` }, markText)),
