@@ -194,15 +194,10 @@ int run_serve_command(const std::vector<std::string>& args) {
       }
     } catch (const std::exception& e) {
       // --engine cuda on a machine without a device, devices that are not there, workers that do not
-      // fit their device: usage, not a failure of the daemon.
+      // fit their device, a model directory it cannot use: usage or bad input, not a failure of the daemon.
       const bool usage = dynamic_cast<const engine::BackendUnavailable*>(&e) || dynamic_cast<const common::UsageError*>(&e) ||
-                         dynamic_cast<const MemoryDoesNotFit*>(&e);
+                         dynamic_cast<const MemoryDoesNotFit*>(&e) || dynamic_cast<const engine::InvalidModel*>(&e);
       if (!usage) throw;
-      spdlog::error("cannot start: {}", e.what());
-      std::cerr << "rgbaqd: " << e.what() << "\n";
-      if (bound_here) unlink(config.socket_path.c_str());
-      return 2;
-    } catch (const engine::InvalidModel& e) {  // a model directory it cannot use: bad input
       spdlog::error("cannot start: {}", e.what());
       std::cerr << "rgbaqd: " << e.what() << "\n";
       if (bound_here) unlink(config.socket_path.c_str());
