@@ -131,6 +131,16 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
       return value.get<int64_t>();
     };
     auto path = [&] { return made_absolute(base / text()); };  // relative to the config file
+    auto texts = [&](const char* what) {  // a list of strings ("folders", "names")
+      std::vector<std::string> out;
+      const auto refuse = [&] { throw common::UsageError(file.string() + ": \"" + key + "\" must be a list of " + what); };
+      if (!value.is_array()) refuse();
+      for (const auto& v : value) {
+        if (!v.is_string()) refuse();
+        out.push_back(v.get<std::string>());
+      }
+      return out;
+    };
     if (key == "model") c.model_dir = path();
     else if (key == "engine") c.engine = text();
     else if (key == "threads") c.threads = static_cast<int>(number());
@@ -184,32 +194,14 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "busy_timeout_ms") c.busy_timeout_ms = static_cast<int>(number());
     else if (key == "unhealthy_exit_s") c.unhealthy_exit_s = static_cast<int>(number());
     else if (key == "max_jobs_per_submit") c.max_jobs_per_submit = static_cast<uint64_t>(number());
-    else if (key == "lora_dirs") {
-      if (!value.is_array()) throw common::UsageError(file.string() + ": \"lora_dirs\" must be a list of folders");
-      for (const auto& d : value) {
-        if (!d.is_string()) throw common::UsageError(file.string() + ": \"lora_dirs\" must be a list of folders");
-        c.lora_dirs.push_back(made_absolute(base / d.get<std::string>()));
-      }
-    }
+    else if (key == "lora_dirs") for (const auto& d : texts("folders")) c.lora_dirs.push_back(made_absolute(base / d));
     else if (key == "lora_cache_mb") c.lora_cache_mb = static_cast<size_t>(number());
     else if (key == "http") c.http = text();
-    else if (key == "http_hosts") {
-      if (!value.is_array()) throw common::UsageError(file.string() + ": \"http_hosts\" must be a list of names");
-      for (const auto& h : value) {
-        if (!h.is_string()) throw common::UsageError(file.string() + ": \"http_hosts\" must be a list of names");
-        c.http_hosts.push_back(h.get<std::string>());
-      }
-    }
+    else if (key == "http_hosts") c.http_hosts = texts("names");
     else if (key == "http_cors") c.http_cors = text();
     else if (key == "api_out") c.api_out_dir = path();
     else if (key == "thumbnail_cache_mb") c.thumbnail_cache_mb = static_cast<size_t>(number());
-    else if (key == "copy_roots") {
-      if (!value.is_array()) throw common::UsageError(file.string() + ": \"copy_roots\" must be a list of folders");
-      for (const auto& d : value) {
-        if (!d.is_string()) throw common::UsageError(file.string() + ": \"copy_roots\" must be a list of folders");
-        c.copy_roots.push_back(made_absolute(base / d.get<std::string>()));
-      }
-    }
+    else if (key == "copy_roots") for (const auto& d : texts("folders")) c.copy_roots.push_back(made_absolute(base / d));
     else if (key == "create_queue") {
       if (!value.is_boolean()) throw common::UsageError(file.string() + ": \"create_queue\" must be true or false");
       c.create_queue = value.get<bool>();

@@ -3,6 +3,7 @@
 // (EventHub's history), or, when they are no longer kept or the daemon restarted, a `resync` event: it
 // must read the state afresh (GET /api/v1/runs/N). A client that stops reading is dropped at the
 // watcher bound (--client-queue-kb), as on the socket.
+#include <limits>
 #include <string>
 
 #include "daemon/http/http_api.h"
@@ -38,16 +39,7 @@ std::optional<uint64_t> resume_point(const std::string& id, uint64_t epoch) {
 }  // namespace
 
 void route_events(const std::shared_ptr<RouteCall>& call) {
-  int64_t run = 0;
-  if (const auto v = call->query("run")) {
-    size_t used = 0;
-    try {
-      run = std::stoll(*v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != v->size() || run < 1) throw RequestError(protocol::error_code::kBadRequest, "run \"" + *v + "\" is not a positive id");
-  }
+  const int64_t run = call->query_int("run", 1, std::numeric_limits<int64_t>::max()).value_or(0);
   EventHub& events = call->context.events;
   std::string last_id(call->request()["Last-Event-ID"]);
   if (last_id.empty()) last_id = call->query("last_event_id").value_or("");

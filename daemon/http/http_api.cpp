@@ -1,5 +1,7 @@
 #include "daemon/http/http_api.h"
 
+#include <limits>
+
 #include <spdlog/spdlog.h>
 
 #include "daemon/protocol.h"
@@ -45,24 +47,14 @@ bool matches(std::string_view pattern, const std::vector<std::string_view>& got,
   return true;
 }
 
-// Query parameters that a queue list takes, as the core's params.
+// Query parameters that a queue list takes, as the core's params (which checks them as on the socket).
 json list_params(const RouteCall& call) {
   json p = json::object();
-  for (const char* key : {"state", "marked", "limit", "offset"}) {
-    if (const auto v = call.query(key)) {
-      if (std::string_view(key) == "state" || std::string_view(key) == "marked") {
-        p[key] = *v;
-      } else {
-        try {
-          size_t used = 0;
-          const long long n = std::stoll(*v, &used);
-          if (used != v->size()) throw std::invalid_argument(*v);
-          p[key] = n;
-        } catch (const std::exception&) {
-          throw RequestError(ec::kBadRequest, std::string("query parameter \"") + key + "\" (\"" + *v + "\") is not an integer");
-        }
-      }
-    }
+  for (const char* key : {"state", "marked"}) {
+    if (const auto v = call.query(key)) p[key] = *v;
+  }
+  for (const char* key : {"limit", "offset"}) {
+    if (const auto v = call.query_int(key, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) p[key] = *v;
   }
   return p;
 }
@@ -109,15 +101,7 @@ void route_submit(const std::shared_ptr<RouteCall>& call) {
       if (const auto v = call->query(key)) defaults[key] = *v;
     }
     for (const char* key : {"count", "priority"}) {
-      if (const auto v = call->query(key)) {
-        try {
-          size_t used = 0;
-          defaults[key] = std::stoll(*v, &used);
-          if (used != v->size()) throw std::invalid_argument(*v);
-        } catch (const std::exception&) {
-          throw RequestError(ec::kBadRequest, std::string("query parameter \"") + key + "\" (\"" + *v + "\") is not an integer");
-        }
-      }
+      if (const auto v = call->query_int(key, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) defaults[key] = *v;
     }
     for (const char* key : {"skip_duplicates", "dry_run"}) {
       if (const auto v = call->query(key)) params[key] = *v == "1" || *v == "true";

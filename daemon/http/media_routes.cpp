@@ -40,19 +40,7 @@ void route_job_image(const std::shared_ptr<RouteCall>& call) {
 
 void route_job_thumbnail(const std::shared_ptr<RouteCall>& call) {
   const auto job = call->id(0, "job");
-  int size = 256;
-  if (const auto v = call->query("size")) {
-    size_t used = 0;
-    try {
-      size = std::stoi(*v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != v->size() || size < kMinThumbnail || size > kMaxThumbnail) {
-      throw RequestError(protocol::error_code::kBadRequest, "size \"" + *v + "\" is not a number from " + std::to_string(kMinThumbnail) +
-                                                                " to " + std::to_string(kMaxThumbnail));
-    }
-  }
+  const int size = static_cast<int>(call->query_int("size", kMinThumbnail, kMaxThumbnail).value_or(256));
   call->respond_on_lane(call->context.lanes.media, [call, job, size](RequestHandler& h) {
     const auto path = finished_output(h, job);
     if (!std::filesystem::exists(path)) throw RequestError(protocol::error_code::kNotFound, "job " + std::to_string(job) + "'s image " + path + " is gone");

@@ -45,6 +45,23 @@ std::optional<std::string> RouteCall::query(std::string_view key) const {
   return query_value(target.substr(q + 1), key);
 }
 
+std::optional<int64_t> RouteCall::query_int(std::string_view key, int64_t lo, int64_t hi) const {
+  const auto text = query(key);
+  if (!text) return std::nullopt;
+  size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(*text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text->size() || value < lo || value > hi) {
+    throw RequestError(ec::kBadRequest, "query parameter \"" + std::string(key) + "\" (\"" + *text + "\") is not an integer from " +
+                                            std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  return value;
+}
+
 json RouteCall::json_body() const {
   const std::string& body = request().body();
   if (body.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();

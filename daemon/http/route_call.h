@@ -52,6 +52,8 @@ class RouteCall : public std::enable_shared_from_this<RouteCall> {
   int64_t id(size_t i, const char* what) const;
   const std::string& capture(size_t i) const { return captures_.at(i); }
   std::optional<std::string> query(std::string_view key) const;
+  // The query's integer `key` from lo to hi, or nullopt when absent; throws RequestError naming it.
+  std::optional<int64_t> query_int(std::string_view key, int64_t lo, int64_t hi) const;
   // The body as a JSON object ({} when empty); throws RequestError for another type, bad JSON or JSON
   // nested deeper than the protocol allows.
   nlohmann::json json_body() const;
