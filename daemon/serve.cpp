@@ -32,6 +32,7 @@
 #include "daemon/base/private_files.h"
 #include "daemon/base/service_notify.h"
 #include "daemon/socket/listen_socket.h"
+#include "daemon/worker/pending_outputs.h"
 #include "daemon/worker/remote_progress.h"
 #include "daemon/worker/render_worker.h"
 #include "daemon/api/request_handler.h"
@@ -215,6 +216,8 @@ int run_serve_command(const std::vector<std::string>& args) {
       spdlog::info("recovered after a stop: {} job(s) back in the queue, {} failed after too many interruptions",
                    recovered.requeued, recovered.failed);
     }
+    // Before the stale temporaries go: a PNG recorded done when a crash came, not yet in place.
+    settle_pending_outputs(*store, config.pending_outputs_dir());
     remove_stale_temporaries(*store, storage::parse_queue_url(config.queue_url()).kind == storage::QueueKind::kPostgres);
   } catch (const std::exception& e) {
     spdlog::error("cannot start: {}", e.what());

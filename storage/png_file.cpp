@@ -190,16 +190,28 @@ int create_temporary(int dfd, const std::string& name, std::string& tmp_name) {
 void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, int width, int height,
                       const std::vector<PngText>& texts, std::optional<mode_t> mode) {
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  const std::string name = path.filename().string();
   // Everything below is relative to this one directory descriptor: the temporary, the rename and the
   // fsync all act on the same directory even if its path is swapped meanwhile.
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) fail_write(path, "cannot open the directory " + dir.string() + ": ", errno);
-  std::string tmp;
-  const int fd = create_temporary(dfd, name, tmp);
+  PendingPng(dfd, path, rgba, width, height, texts, mode).commit();
+}
+
+PendingPng::PendingPng(int dir_fd, const std::filesystem::path& path, const uint8_t* rgba, int width, int height,
+                       const std::vector<PngText>& texts, std::optional<mode_t> mode)
+    : dfd_(dir_fd), path_(path) {
+  const std::string name = path.filename().string();
+  // A folder at the path would refuse the rename; the caller may record the job done before renaming,
+  // so that is found now.
+  struct stat at {};
+  if (::fstatat(dfd_, name.c_str(), &at, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(at.st_mode)) {
+    ::close(dfd_);
+    fail_write(path, "writing the PNG failed: ", EISDIR);
+  }
+  const int fd = create_temporary(dfd_, name, tmp_);
   if (fd < 0) {
     const int why = errno;
-    ::close(dfd);
+    ::close(dfd_);
     fail_write(path, "cannot create a temporary file: ", why);
   }
   int os_error = mode && fchmod(fd, *mode) != 0 ? errno : 0;  // behind `error`; 0 for libpng's own
@@ -211,16 +223,26 @@ void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, in
   if (error.empty() && std::fflush(f) != 0) error = std::strerror(os_error = errno);
   if (error.empty() && fsync(fileno(f)) != 0) error = std::strerror(os_error = errno);
   if (f && std::fclose(f) != 0 && error.empty()) error = std::strerror(os_error = errno);
-  // renameat replaces whatever entry is at the path (a planted symlink or FIFO included) without
-  // following it.
-  if (error.empty() && ::renameat(dfd, tmp.c_str(), dfd, name.c_str()) != 0) error = std::strerror(os_error = errno);
   if (!error.empty()) {
-    ::unlinkat(dfd, tmp.c_str(), 0);
-    ::close(dfd);
+    ::unlinkat(dfd_, tmp_.c_str(), 0);
+    ::close(dfd_);
     fail_write(path, "writing the PNG failed: " + (os_error ? "" : error), os_error);
   }
-  fsync(dfd);  // the rename is durable only once the directory entry is
-  ::close(dfd);
+}
+
+PendingPng::~PendingPng() {
+  if (!settled_) ::unlinkat(dfd_, tmp_.c_str(), 0);
+  ::close(dfd_);
+}
+
+void PendingPng::commit() {
+  // renameat replaces whatever entry is at the path (a planted symlink or FIFO included) without
+  // following it.
+  if (::renameat(dfd_, tmp_.c_str(), dfd_, path_.filename().c_str()) != 0) {
+    fail_write(path_, "writing the PNG failed: ", errno);  // the destructor removes the temporary
+  }
+  settled_ = true;
+  fsync(dfd_);  // the rename is durable only once the directory entry is
 }
 
 static PngImage read_png_file(const std::filesystem::path& path, const PixelRule& rule) {

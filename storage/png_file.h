@@ -38,6 +38,32 @@ struct PngText {
 void write_png_atomic(const std::filesystem::path& path, const uint8_t* rgba, int width, int height,
                       const std::vector<PngText>& texts, std::optional<mode_t> mode = std::nullopt);
 
+// write_png_atomic in two steps, for a writer that may rename only while it still holds the job: the
+// PNG is written to its temporary (fsynced) in the folder `dir_fd` (held, e.g. from
+// common::open_trusted_folder; the object closes it), and commit() renames it over `name` there. A
+// PendingPng destroyed before its commit removes its temporary. `path` names it in messages.
+class PendingPng {
+ public:
+  PendingPng(int dir_fd, const std::filesystem::path& path, const uint8_t* rgba, int width, int height,
+             const std::vector<PngText>& texts, std::optional<mode_t> mode = std::nullopt);
+  ~PendingPng();
+  PendingPng(const PendingPng&) = delete;
+  PendingPng& operator=(const PendingPng&) = delete;
+  // The temporary's name in the folder (".NAME.tmpXXXXXXXXXXXXXXXX").
+  const std::string& temp_name() const { return tmp_; }
+  // renameat over the entry at the path (a planted symlink or FIFO included, never followed), then the
+  // folder fsynced. Throws PngWriteError.
+  void commit();
+  // Leaves the temporary where it is when the object goes (a note says what becomes of it).
+  void keep() { settled_ = true; }
+
+ private:
+  int dfd_;
+  std::filesystem::path path_;
+  std::string tmp_;
+  bool settled_ = false;
+};
+
 struct PngImage {
   int width = 0, height = 0;
   int channels = 0;              // as stored: 4 for RGBA

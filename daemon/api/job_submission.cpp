@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/trusted_folder.h"
 #include "daemon/base/finished_output.h"
 #include "daemon/base/lora_folders.h"
 #include "daemon/protocol.h"
@@ -38,7 +39,9 @@ json file_error_details(const std::vector<jobs::FileError>& errors, const std::s
 
 // Refuses an output directory that can never be written (a file where a directory must be, no write
 // permission), so its jobs are not queued, rendered and failed one by one: the nearest existing
-// ancestor must be a directory this daemon (the client's own uid) may create entries in.
+// ancestor must be a directory this daemon (the client's own uid) may create entries in. And one that
+// another user could swap for a link elsewhere (common/trusted_folder.h): every existing component
+// this user's or root's, none writable by another user unless sticky.
 void check_output_dir(const std::filesystem::path& out_dir) {
   std::filesystem::path at = out_dir;
   struct stat st {};
@@ -54,6 +57,19 @@ void check_output_dir(const std::filesystem::path& out_dir) {
   };
   if (!S_ISDIR(st.st_mode)) refuse("is not a directory");
   if (::access(at.c_str(), W_OK | X_OK) != 0) refuse(std::string("cannot be written to (") + std::strerror(errno) + ")");
+  try {
+    ::close(common::open_trusted_folder(at));
+  } catch (const common::FolderError& e) {
+    throw RequestError(protocol::error_code::kBadRequest, "output directory " + out_dir.string() + " is not safe to write into: " + e.what());
+  }
+}
+
+std::filesystem::path resolve_output_dir(const std::filesystem::path& out_dir) {
+  try {
+    return common::resolve_folder(out_dir);
+  } catch (const common::FolderError& e) {
+    throw RequestError(protocol::error_code::kBadRequest, "output directory " + out_dir.string() + ": " + e.what());
+  }
 }
 
 // What the file at a job's output path holds, as the worker will judge it when it claims the job.
@@ -112,9 +128,9 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
   if (!file_text || !file_text->is_string()) bad_param("file", "is required (a string)");
   const auto file_name = text_param(params, "file_name", "-");
   const auto format = text_param(params, "format", "csv");
-  const std::filesystem::path out_dir = text_param(params, "out_dir", "");
-  if (out_dir.empty()) bad_param("out_dir", "is required");
-  if (!out_dir.is_absolute()) throw RequestError(protocol::error_code::kBadRequest, "out_dir must be an absolute path");
+  const std::filesystem::path typed_out_dir = text_param(params, "out_dir", "");
+  if (typed_out_dir.empty()) bad_param("out_dir", "is required");
+  if (!typed_out_dir.is_absolute()) throw RequestError(protocol::error_code::kBadRequest, "out_dir must be an absolute path");
   if (format != "csv" && format != "jsonl") throw RequestError(protocol::error_code::kBadRequest, "format must be csv or jsonl");
   const json* defaults_param = find_param(params, "defaults");
   const json defaults = defaults_param ? *defaults_param : json::object();
@@ -163,6 +179,9 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
     result["dry_run"] = true;
     return result;
   }
+  // Resolved once, here: the jobs' paths name the folder as the file system does (a symlink the user
+  // typed followed now, never at write time), so two names of one folder own their outputs as one.
+  const std::filesystem::path out_dir = resolve_output_dir(typed_out_dir);
   check_output_dir(out_dir);
   storage::RunOptions run;
   run.name = text_param(params, "name", std::filesystem::path(file_name).stem().string());

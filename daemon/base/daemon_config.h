@@ -64,6 +64,8 @@ struct DaemonConfig {
   storage::StoreOptions store_options() const;
 
   std::filesystem::path queue_db() const { return data_dir / "queue.db"; }
+  // Notes of PNGs recorded done and not yet renamed into place (daemon/worker/pending_outputs.h).
+  std::filesystem::path pending_outputs_dir() const { return data_dir / "pending-outputs"; }
   // The queue every store of this daemon opens: --queue, or the data directory's database.
   std::string queue_url() const { return queue.empty() ? queue_db().string() : queue; }
   std::filesystem::path cache_dir() const { return data_dir / "cache" / "embeddings"; }

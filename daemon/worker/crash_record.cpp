@@ -104,14 +104,23 @@ void abort_if_test_prompt(const std::string& prompt) {
   if (target && prompt == target) std::abort();
 }
 
-void kill_if_test_step(const std::string& prompt, int step, const std::function<void()>& record_step) {
-  const char* target = std::getenv("RGBAQ_TEST_SIGKILL_AT_STEP");
-  if (!target) return;
+// Whether the test variable `name` ("N:prompt") names this step of this prompt.
+static bool test_step_is(const char* name, const std::string& prompt, int step) {
+  const char* target = std::getenv(name);
+  if (!target) return false;
   const std::string spec = target;
   const auto colon = spec.find(':');
-  if (colon == std::string::npos || spec.substr(0, colon) != std::to_string(step) || spec.substr(colon + 1) != prompt) return;
+  return colon != std::string::npos && spec.substr(0, colon) == std::to_string(step) && spec.substr(colon + 1) == prompt;
+}
+
+void kill_if_test_step(const std::string& prompt, int step, const std::function<void()>& record_step) {
+  if (!test_step_is("RGBAQ_TEST_SIGKILL_AT_STEP", prompt, step)) return;
   record_step();
   ::kill(::getpid(), SIGKILL);
+}
+
+void stop_if_test_step(const std::string& prompt, int step) {
+  if (test_step_is("RGBAQ_TEST_SIGSTOP_AT_STEP", prompt, step)) ::kill(::getpid(), SIGSTOP);
 }
 
 }  // namespace rgbaq::daemon

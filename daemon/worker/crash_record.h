@@ -37,5 +37,8 @@ void abort_if_test_prompt(const std::string& prompt);
 // `prompt` reaches STEP, calls `record_step` (the heartbeat's record of the step, had it lasted a
 // second) and SIGKILLs the process, as the kernel's OOM killer ends a render too big for memory.
 void kill_if_test_step(const std::string& prompt, int step, const std::function<void()>& record_step);
+// Tests only: RGBAQ_TEST_SIGSTOP_AT_STEP="N:prompt" stops the whole process (SIGSTOP, as a stalled host)
+// at the end of step N of a job with that prompt, until a SIGCONT.
+void stop_if_test_step(const std::string& prompt, int step);
 
 }  // namespace rgbaq::daemon

@@ -4,7 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/trusted_folder.h"
 #include "daemon/base/private_files.h"
+#include "daemon/worker/pending_outputs.h"
 #include "storage/open_queue_store.h"
 #include "storage/png_file.h"
 
@@ -69,9 +71,10 @@ storage::Failure write_failure_kind(std::error_code cause) {
   }
 }
 
-OutputWriter::OutputWriter(const std::string& queue_url, const storage::StoreOptions& options, DaemonState& state,
-                           WorkerState& worker, EventHub& events)
+OutputWriter::OutputWriter(const std::string& queue_url, const storage::StoreOptions& options,
+                           std::filesystem::path pending_dir, DaemonState& state, WorkerState& worker, EventHub& events)
     : store_(storage::open_queue_store(queue_url, options)),
+      pending_dir_(std::move(pending_dir)),
       state_(state),
       worker_(worker),
       events_(events),
@@ -146,12 +149,17 @@ void OutputWriter::write(FinishedRender& r) {
     record_failure(job, kind == storage::Failure::kPermanent ? reason + " (not retried: trying again cannot fix this)" : reason,
                    kind);
   };
+  std::optional<storage::PendingPng> png;
   try {
-    create_output_dirs(folder);  // the user's folders and files: the user's umask, not the data directory's
-    storage::write_png_atomic(job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata),
-                              output_file_mode());
-  } catch (const std::filesystem::filesystem_error& e) {
-    cannot_write(job.output_path + ": cannot make its folder " + folder.string() + ": " + e.code().message(), e.code());
+    // The folder as resolved at submit, opened a component at a time, none a symbolic link and none
+    // another user could change, so nobody can redirect the write (made with the user's umask, not the
+    // data directory's).
+    const int dfd = common::open_trusted_folder(folder, output_dir_mode());
+    png.emplace(dfd, job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata), output_file_mode());
+  } catch (const common::FolderError& e) {
+    const bool refused = e.code() == std::errc::operation_not_permitted || e.code() == std::errc::too_many_symbolic_link_levels;
+    cannot_write(job.output_path + (refused ? ": refusing its folder " : ": cannot make its folder ") + folder.string() + ": " + e.what(),
+                 e.code());
     return;
   } catch (const storage::PngWriteError& e) {
     cannot_write(e.what(), e.code());
@@ -160,18 +168,35 @@ void OutputWriter::write(FinishedRender& r) {
     record_failure(job, e.what());
     return;
   }
+  // Recorded done first (fenced by the lease), renamed into place only then: a worker that stalled past
+  // its lease and lost the job never replaces the PNG of the worker that finished it. The note lets a
+  // start after a crash between the two finish the rename (pending_outputs.h).
+  const std::string metadata = storage::metadata_json(r.metadata);
+  std::optional<PendingOutputNote> note;
   try {
-    if (!store_->complete(job.id, job.worker_id, job.output_path, storage::metadata_json(r.metadata))) {
-      // This host stalled longer than a lease and the queue gave the job to another worker: the PNG is
-      // the same image, but the job is not ours to finish (nor the image ours to count).
-      spdlog::warn("job {}: lease lost; its PNG {} is written but the job is not recorded done: {}", job.id,
-                   job.output_path, lost_lease(*store_, job));
+    note.emplace(pending_dir_, job.id, job.output_path, png->temp_name(), metadata);
+    if (!store_->complete(job.id, job.worker_id, job.output_path, metadata)) {
+      spdlog::warn("job {}: lease lost; its PNG is not put at {} (its temporary is removed) nor the job recorded done: {}",
+                   job.id, job.output_path, lost_lease(*store_, job));
       return;
     }
   } catch (const std::exception& e) {
-    // The PNG is in place; the job fails this attempt with the reason (a retry finds the finished
-    // PNG, with its job id, and marks it done without rendering again).
+    // Whether the store recorded it is unknown (a connection lost at the commit): the temporary and its
+    // note stay for the next start to settle; this attempt fails with the reason.
+    if (note) {
+      note->keep();
+      png->keep();
+    }
     record_failure(job, std::string("recording the finished job failed: ") + e.what());
+    return;
+  }
+  try {
+    png->commit();
+  } catch (const storage::PngWriteError& e) {
+    note->keep();  // recorded done: the next start tries the rename again
+    png->keep();
+    spdlog::error("job {} is recorded done but its PNG could not be put in place ({}); the next start of rgbaqd tries again",
+                  job.id, e.what());
     return;
   }
   ++state_.counters.images_rendered;

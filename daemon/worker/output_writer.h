@@ -1,7 +1,7 @@
 #pragma once
 // The writer thread: PNG encoding and writing run here, off the worker, so the next job's DiT work does
-// not wait. Each PNG goes to a temporary file, is fsynced and renamed into place, and only then is the
-// job marked done. A write error or a store error (busy, disk full) fails that job's attempt with the
+// not wait. Each PNG goes to a temporary file in its folder (opened as common/trusted_folder.h says) and
+// is fsynced; the job is marked done (fenced by its lease), and only then is the PNG renamed into place. A write error or a store error (busy, disk full) fails that job's attempt with the
 // reason; one that no retry can fix (the output folder is a file, read-only, not ours) fails the job at
 // once. The daemon carries on.
 #include <condition_variable>
@@ -30,9 +30,10 @@ struct FinishedRender {
 
 class OutputWriter {
  public:
-  // The writer of one render worker: it releases that worker's leases and counts its images.
-  OutputWriter(const std::string& queue_url, const storage::StoreOptions& options, DaemonState& state, WorkerState& worker,
-               EventHub& events);
+  // The writer of one render worker: it releases that worker's leases and counts its images. Its notes
+  // of PNGs between their record and their rename go to `pending_dir` (pending_outputs.h).
+  OutputWriter(const std::string& queue_url, const storage::StoreOptions& options, std::filesystem::path pending_dir,
+               DaemonState& state, WorkerState& worker, EventHub& events);
   ~OutputWriter();
 
   // Waits while two renders are already pending (they hold whole images in memory).
@@ -50,6 +51,7 @@ class OutputWriter {
                       storage::Failure failure = storage::Failure::kRetry);
 
   std::unique_ptr<storage::QueueStore> store_;
+  std::filesystem::path pending_dir_;
   DaemonState& state_;
   WorkerState& worker_;
   EventHub& events_;

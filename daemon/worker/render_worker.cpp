@@ -44,7 +44,7 @@ RenderWorker::RenderWorker(const DaemonConfig& config, engine::Session& session,
       encoder_cache_(encoder_cache),
       heartbeat_(std::make_unique<WorkerHeartbeat>(config, std::move(info), worker, state)),
       store_(storage::open_queue_store(config.queue_url(), config.store_options())),
-      writer_(config.queue_url(), config.store_options(), state, worker, events) {
+      writer_(config.queue_url(), config.store_options(), config.pending_outputs_dir(), state, worker, events) {
   worker_.set_description(session_.device_description());
 }
 
@@ -152,6 +152,7 @@ void RenderWorker::handle(const storage::Job& job) {
     }
   } in_hand{worker_, began};
   abort_if_test_prompt(job.prompt);  // tests only: a job that crashes the daemon every time
+  bool lease_lost = false;  // found at a step: the job is no longer this worker's
   try {
     if (reuse_finished_output(job)) {
       worker_.release(job.id);
@@ -194,8 +195,13 @@ void RenderWorker::handle(const storage::Job& job) {
       step_began = now;
       if (done == total) events_.publish("decoding", {{"job", job.id}, {"run", job.run_id}});
       if (state_.stopping()) return false;
-      canceled = store_->cancel_requested(job.id);
-      return !canceled;
+      // Still ours? A host that stalled past its lease (stopped, swapped out) may find the job given to
+      // another worker: it stops rendering it (the writer's fenced complete is what guarantees the rest).
+      const auto now_in_queue = store_->job(job.id);
+      lease_lost = !now_in_queue || now_in_queue->state != storage::JobState::kRunning || now_in_queue->worker_id != job.worker_id;
+      canceled = !lease_lost && now_in_queue->cancel_requested;
+      stop_if_test_step(job.prompt, done);  // tests only: a host that stalls here
+      return !canceled && !lease_lost;
     });
     FinishedRender render;
     render.job = job;
@@ -220,7 +226,9 @@ void RenderWorker::handle(const storage::Job& job) {
     device_fault(job, fault);
     return;
   } catch (const engine::RenderCanceled&) {
-    if (state_.stopping()) {
+    if (lease_lost) {
+      spdlog::warn("job {}: lease lost; stopped rendering it at step {}: {}", job.id, worker_.step.load(), lost_lease(*store_, job));
+    } else if (state_.stopping()) {
       if (store_->requeue(job.id, job.worker_id)) {
         spdlog::info("job {} returned to the queue for shutdown", job.id);
       } else {

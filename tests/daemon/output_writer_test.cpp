@@ -3,6 +3,7 @@
 // An output that can never be written fails its job at once; one whose lease was lost is not recorded.
 #include "daemon/worker/output_writer.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -12,6 +13,7 @@
 #include <future>
 #include <cstring>
 
+#include "daemon/worker/pending_outputs.h"
 #include "storage/png_file.h"
 #include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/test_temp_dir.h"
@@ -24,6 +26,7 @@ namespace fs = std::filesystem;
 struct Fixture {
   TempDir dir;
   fs::path db = dir.path() / "queue.db";
+  fs::path pending = dir.path() / "pending-outputs";
   DaemonState state;
   WorkerState worker{0, "cpu"};
   EventHub events;
@@ -60,7 +63,7 @@ TEST(OutputWriter, AStoreErrorInCompleteFailsTheAttemptWithTheReasonAndTheWriter
     raw.exec("CREATE TRIGGER refuse_done BEFORE UPDATE OF state ON jobs WHEN NEW.state = 'done' AND NEW.prompt = 'first' "
              "BEGIN SELECT RAISE(ABORT, 'database or disk is full (simulated)'); END");
   }
-  OutputWriter writer(f.db, {.backoff_seconds = 0}, f.state, f.worker, f.events);
+  OutputWriter writer(f.db, {.backoff_seconds = 0}, f.pending, f.state, f.worker, f.events);
   writer.enqueue(f.render(job));
   writer.enqueue(f.render(second));
   writer.finish();
@@ -76,7 +79,7 @@ TEST(OutputWriter, ABusyDatabaseLeavesTheJobForRecoveryAndDoesNotEndTheProcess) 
   const auto job = f.claim_one("busy");
   SQLite::Database locker(f.db.string(), SQLite::OPEN_READWRITE);
   {
-    OutputWriter writer(f.db, {.busy_timeout_ms = 50}, f.state, f.worker, f.events);
+    OutputWriter writer(f.db, {.busy_timeout_ms = 50}, f.pending, f.state, f.worker, f.events);
     locker.exec("BEGIN EXCLUSIVE");
     f.worker.hold(job.id);  // as the worker does at the claim
     writer.enqueue(f.render(job));
@@ -89,7 +92,11 @@ TEST(OutputWriter, ABusyDatabaseLeavesTheJobForRecoveryAndDoesNotEndTheProcess) 
   EXPECT_TRUE(f.worker.held_jobs().empty()) << "the writer no longer renews its lease";
   store.expire_worker(job.worker_id);  // as a restart finds its dead process, or the lease runs out
   EXPECT_EQ(store.recover().requeued, 1);
-  EXPECT_EQ(storage::read_png(job.output_path).rgba, std::vector<uint8_t>(16, 200)) << "the PNG itself was written";
+  EXPECT_FALSE(fs::exists(job.output_path)) << "not known to be recorded done: not renamed into place";
+  EXPECT_EQ(settle_pending_outputs(store, f.pending), 1) << "its note was left for the next start";
+  for (const auto& e : fs::directory_iterator(f.dir.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".busy.png.tmp"), std::string::npos) << "the job is queued again: its temporary removed";
+  }
 }
 
 TEST(OutputWriter, WriteErrorsNoRetryCanFixArePermanentOthersAreRetried) {
@@ -116,7 +123,7 @@ TEST(OutputWriter, AnOutputThatCanNeverBeWrittenFailsAtOnceAndTheOthersAreWritte
   const auto dir_path = f.claim_one("dir_path");
   fs::create_directories(dir_path.output_path);
   const auto fine = f.claim_one("fine", f.dir.path() / "new" / "folder");
-  OutputWriter writer(f.db, {.max_attempts = 3, .backoff_seconds = 0}, f.state, f.worker, f.events);
+  OutputWriter writer(f.db, {.max_attempts = 3, .backoff_seconds = 0}, f.pending, f.state, f.worker, f.events);
   for (const auto& j : {in_file, dir_path, fine}) writer.enqueue(f.render(j));
   writer.finish();
   storage::SqliteQueueStore store(f.db);
@@ -140,7 +147,7 @@ TEST(OutputWriter, AnOutputThatCanNeverBeWrittenFailsAtOnceAndTheOthersAreWritte
 TEST(OutputWriter, WaitIdleReturnsOnceEverythingEnqueuedIsRecordedAndTheWriterGoesOn) {
   Fixture f;
   const auto a = f.claim_one("a"), b = f.claim_one("b"), c = f.claim_one("c");
-  OutputWriter writer(f.db, {}, f.state, f.worker, f.events);
+  OutputWriter writer(f.db, {}, f.pending, f.state, f.worker, f.events);
   writer.enqueue(f.render(a));
   writer.enqueue(f.render(b));
   writer.wait_idle();  // a worker giving its leases back waits for this first
@@ -168,7 +175,7 @@ TEST(OutputWriter, AJobWhoseLeaseWasLostIsNotRecordedNorCounted) {
     other = store.register_worker({"other-host", "boot", 2, "none", "none"});
     ASSERT_EQ(store.claim(other)->id, mine.id);
   }
-  OutputWriter writer(f.db, {}, f.state, f.worker, f.events);
+  OutputWriter writer(f.db, {}, f.pending, f.state, f.worker, f.events);
   writer.enqueue(f.render(mine));
   writer.finish();
   storage::SqliteQueueStore store(f.db);
@@ -176,7 +183,38 @@ TEST(OutputWriter, AJobWhoseLeaseWasLostIsNotRecordedNorCounted) {
   EXPECT_EQ(now.state, storage::JobState::kRunning);
   EXPECT_EQ(now.worker_id, other);
   EXPECT_EQ(f.state.counters.images_rendered.load(), 0u) << "not this worker's image to count";
-  EXPECT_TRUE(fs::exists(mine.output_path)) << "the same image: the PNG stays for the holder to find";
+  EXPECT_FALSE(fs::exists(mine.output_path)) << "the path is the holder's to write: a fenced-out worker never renames into it";
+  for (const auto& e : fs::directory_iterator(f.dir.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".stalled.png.tmp"), std::string::npos) << "its temporary is removed";
+  }
+  EXPECT_TRUE(fs::is_empty(f.pending)) << "and its note";
+}
+
+// A crash between the record and the rename: the note left in the data directory lets the next start
+// put the PNG recorded done in place, and remove the temporary of a job the queue gave to another.
+TEST(OutputWriter, APngRecordedDoneBeforeACrashIsPutInPlaceAtTheNextStartAnotherJobsTemporaryRemoved) {
+  Fixture f;
+  const auto done = f.claim_one("done");
+  const auto lost = f.claim_one("lost");
+  storage::SqliteQueueStore store(f.db);
+  const auto leave = [&](const storage::Job& job, const std::string& metadata) {
+    const auto r = f.render(job);
+    storage::PendingPng png(::open(f.dir.path().c_str(), O_RDONLY | O_DIRECTORY), job.output_path, r.rgba.data(), 2, 2, {});
+    PendingOutputNote note(f.pending, job.id, job.output_path, png.temp_name(), metadata);
+    png.keep();  // the crash: neither the rename nor the note's removal happens
+    note.keep();
+    return png.temp_name();
+  };
+  const std::string done_temp = leave(done, R"({"job_id":1,"host":"here"})");
+  ASSERT_TRUE(store.complete(done.id, done.worker_id, done.output_path, R"({"job_id":1,"host":"here"})"));
+  const std::string lost_temp = leave(lost, R"({"job_id":2,"host":"here"})");
+  ASSERT_EQ(store.fail(lost.id, lost.worker_id, "taken back"), storage::JobState::kQueued);
+  EXPECT_EQ(settle_pending_outputs(store, f.pending), 2);
+  EXPECT_EQ(storage::read_png(done.output_path).width, 2) << "recorded done with this note's metadata: renamed into place";
+  EXPECT_FALSE(fs::exists(f.dir.path() / done_temp));
+  EXPECT_FALSE(fs::exists(lost.output_path)) << "not recorded done: never put at the path";
+  EXPECT_FALSE(fs::exists(f.dir.path() / lost_temp)) << "its temporary removed";
+  EXPECT_TRUE(fs::is_empty(f.pending));
 }
 
 }  // namespace
