@@ -180,6 +180,13 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
   ctx.out << "since start: " << c.value("images_rendered", 0) << " images rendered, " << c.value("outputs_reused", 0)
           << " finished outputs reused, " << c.value("encoder_runs", 0) << " encoder runs, embedding cache hits "
           << c.value("cache_memory_hits", 0) << " in memory and " << c.value("cache_disk_hits", 0) << " on disk\n";
+  if (const json cache = s.value("encoder_cache", json::object()); cache.contains("disk_budget")) {
+    char line[128];
+    std::snprintf(line, sizeof line, "embedding cache on disk: %.1f of %.1f MiB, %llu entries\n",
+                  cache.value("disk_bytes", 0.0) / (1 << 20), cache.value("disk_budget", 0.0) / (1 << 20),
+                  static_cast<unsigned long long>(cache.value("disk_entries", uint64_t{0})));
+    ctx.out << line;
+  }
   return code;
 }
 

@@ -296,6 +296,8 @@ json RequestHandler::status() {
             {"cache_corrupt", c.cache_corrupt.load()},
             {"jobs_failed", c.jobs_failed.load()},
             {"jobs_canceled", c.jobs_canceled.load()}}},
+          {"encoder_cache",
+           {{"disk_bytes", c.cache_disk_bytes.load()}, {"disk_budget", c.cache_disk_budget.load()}, {"disk_entries", c.cache_disk_entries.load()}}},
           {"jobs", jobs},
           {"workers", workers},
           {"render_workers", render_workers},
