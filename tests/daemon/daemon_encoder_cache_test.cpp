@@ -1,9 +1,10 @@
 // The embedding cache's folder has a byte budget (issue 26, item 14): it grew ~1 MB a prompt at real
 // dims (100-650 GB for one 100,000-prompt submit), and another model's entries stayed for ever.
-// Through the real binaries, with --encoder-cache-disk-mb 1 (about eleven of the tiny model's long
-// prompts): two stranded entries (another encoder's, one named the old way) go first, the folder stays
-// within 1 MiB while 16 long prompts render, the prompt used again last survives the ones used
-// before it (found on disk after a restart, no encoder run), and `rgbaq status` shows the folder.
+// Through the real binaries, with --encoder-cache-disk-mb 1 (about twelve of the tiny model's long
+// prompts): two stranded entries (another encoder's, one named the old way; both "used" later than
+// the rest) go first, the folder stays within 1 MiB while 16 long prompts render, the prompt used
+// again last survives the ones used before it (found on disk after a restart, no encoder run), and
+// `rgbaq status` shows the folder.
 #include <gtest/gtest.h>
 
 #include "tests/daemon/daemon_test_helpers.h"
@@ -36,8 +37,11 @@ TEST(DaemonEncoderCache, TheFolderStaysWithinItsBudgetStrandedEntriesFirstTheRec
   const fs::path cache = dir.path() / "data" / "cache" / "embeddings", out = dir.path() / "out";
   fs::create_directories(cache);
   const fs::path other_model = cache / "ffffffffffffffff-0000000000000001.emb", old_name = cache / "0000000000000002.emb";
-  std::ofstream(other_model) << std::string(300 << 10, 'x');
-  std::ofstream(old_name) << std::string(300 << 10, 'x');
+  for (const auto& f : {other_model, old_name}) {
+    std::ofstream(f) << std::string(300 << 10, 'x');
+    // Used "later" than anything this test renders: least-recently-used alone would keep them.
+    fs::last_write_time(f, fs::file_time_type::clock::now() + std::chrono::hours(1));
+  }
   const std::vector<std::string> args = {"--encoder-cache-disk-mb", "1"};
   {
     DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = args});
@@ -51,15 +55,18 @@ TEST(DaemonEncoderCache, TheFolderStaysWithinItsBudgetStrandedEntriesFirstTheRec
     std::cout << "one long prompt's entry: " << entry << " bytes\n";
     ASSERT_GT(entry, 64u << 10) << "a few entries fill the budget";
     ASSERT_LT(entry, 128u << 10);
-    for (int p = 1; p <= 5; ++p) render(d, p, 1, out);
-    EXPECT_FALSE(fs::exists(other_model)) << "another encoder's entry goes before any of this one's";
-    EXPECT_FALSE(fs::exists(old_name));
+    for (int p = 1; p <= 5; ++p) render(d, p, 1, out);  // 6 entries and the 2 stranded: over 1 MiB
+    size_t files = 0;
+    folder_bytes(cache, &files);
+    EXPECT_EQ(fs::exists(other_model) + fs::exists(old_name), 1) << "one stranded entry went";
+    EXPECT_EQ(files, 7u) << "and none of this encoder's";
     render(d, 0, 2, out);  // prompt 0 again (from memory): a use of its disk copy
     for (int p = 6; p <= 15; ++p) {
       render(d, p, 1, out);
       EXPECT_LE(folder_bytes(cache), 1u << 20) << "after prompt " << p;
     }
-    size_t files = 0;
+    EXPECT_FALSE(fs::exists(other_model));
+    EXPECT_FALSE(fs::exists(old_name));
     const uint64_t bytes = folder_bytes(cache, &files);
     const json after = status(d)["encoder_cache"];
     EXPECT_EQ(after.value("disk_bytes", uint64_t{0}), bytes) << after.dump();
