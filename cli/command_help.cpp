@@ -93,8 +93,9 @@ in place and for the terminal's width; otherwise one line per event.
 )"},
       {"status", R"(usage: rgbaq status [--json]
 
-The daemon (version, pid, uptime, model, engine), its queue's counts, the job in hand and the counters
-since it started. Exit 1 when the daemon reports its queue database unhealthy.
+The daemon (version, pid, uptime, model, engine), its queue's counts, the job in hand, the counters
+since it started, and the embedding cache's folder (its size, budget and entries; the budget is
+rgbaqd's --encoder-cache-disk-mb). Exit 1 when the daemon reports its queue database unhealthy.
 )"},
       {"ls", R"(usage: rgbaq ls runs [--json]
        rgbaq ls jobs [--run R] [--state S] [--marked M] [--limit N] [--offset N] [--all] [--json]

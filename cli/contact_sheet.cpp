@@ -11,6 +11,7 @@
 #include "common/arguments.h"
 #include "common/printable_text.h"
 #include "cli/daemon_client.h"
+#include "cli/run_export.h"
 #include "cli/text_renderer.h"
 #include "jobs/lora_list.h"
 #include "storage/png_file.h"
@@ -413,19 +414,25 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   nlohmann::json params = {{"run", *run}};
   const auto marked = a.get("marked");
   if (marked) params["marked"] = *marked;
-  const auto r = client.call("export", params);
-  std::vector<SheetJob> jobs;
-  for (const auto& j : r["jobs"]) {
-    jobs.push_back({j.value("prompt", ""), j.value("seed", uint64_t{0}), j.value("width", 0), j.value("height", 0),
-                    j.value("state", ""), j.value("state", "") == "done" ? j.value("output", "") : "", j.value("lora", "")});
-  }
+  std::vector<SheetJob> jobs;  // what a cell needs of each job, read a page at a time (not the run's JSON whole)
+  std::string run_name, run_out_dir;
+  for_each_exported_job(client, params,
+                        [&](const nlohmann::json& run) {
+                          run_name = run.value("name", "");
+                          run_out_dir = run.value("out_dir", ".");
+                        },
+                        [&](const nlohmann::json& j) {
+                          jobs.push_back({j.value("prompt", ""), j.value("seed", uint64_t{0}), j.value("width", 0),
+                                          j.value("height", 0), j.value("state", ""),
+                                          j.value("state", "") == "done" ? j.value("output", "") : "", j.value("lora", "")});
+                        });
   if (jobs.empty()) throw std::runtime_error("run " + a.positionals()[0] + " has no jobs" + (marked ? " marked " + *marked : ""));
   for (const char* option : {"x", "y"}) {
     if (const std::string why = sheet_axis_problem(jobs, option[0] == 'x' ? x : y); !why.empty())
       throw UsageError(std::string("--") + option + " " + *a.get(option) + ": run " + a.positionals()[0] + ": " + why);
   }
   std::string title = "run " + a.positionals()[0];
-  if (const std::string name = r["run"].value("name", ""); !name.empty()) title += " (" + name + ")";
+  if (!run_name.empty()) title += " (" + run_name + ")";
   const SheetLayout whole = layout_sheet(title, jobs, x, y);
   const int per_page = a.has("per-page") ? a.get_int("per-page", 0) : std::max<int>(1, int(whole.rows.size()));
   if (per_page < 1) throw UsageError("--per-page must be a positive number of rows");
@@ -448,7 +455,7 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   }
   const std::string page_suffix = pages > 1 ? "_p" + std::to_string(page) : "";
   const std::string out = a.get("output").value_or(
-      (std::filesystem::path(r["run"].value("out_dir", ".")) / ("sheet_run" + a.positionals()[0] + page_suffix + ".png")).string());
+      (std::filesystem::path(run_out_dir) / ("sheet_run" + a.positionals()[0] + page_suffix + ".png")).string());
   nlohmann::json legend = {{"run", *run}, {"rows", layout.rows}, {"row_details", layout.row_details}, {"columns", layout.columns},
                            {"loras", layout.loras}, {"thumb", thumb}, {"page", page}, {"pages", pages}};
   if (marked) legend["marked"] = *marked;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "common/printable_text.h"
 #include "cli/daemon_client.h"
 #include "cli/plural.h"
+#include "cli/run_export.h"
 #include "daemon/protocol.h"
 
 namespace rgbaq::cli {
@@ -180,6 +182,13 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
   ctx.out << "since start: " << c.value("images_rendered", 0) << " images rendered, " << c.value("outputs_reused", 0)
           << " finished outputs reused, " << c.value("encoder_runs", 0) << " encoder runs, embedding cache hits "
           << c.value("cache_memory_hits", 0) << " in memory and " << c.value("cache_disk_hits", 0) << " on disk\n";
+  if (const json cache = s.value("encoder_cache", json::object()); cache.contains("disk_budget")) {
+    char line[128];
+    std::snprintf(line, sizeof line, "embedding cache on disk: %.1f of %.1f MiB, %llu entries\n",
+                  cache.value("disk_bytes", 0.0) / (1 << 20), cache.value("disk_budget", 0.0) / (1 << 20),
+                  static_cast<unsigned long long>(cache.value("disk_entries", uint64_t{0})));
+    ctx.out << line;
+  }
   return code;
 }
 
@@ -362,29 +371,42 @@ int export_command(const std::vector<std::string>& args, CliContext& ctx) {
   DaemonClient client(ctx.socket);
   json params = {{"run", positive_id(a.positionals()[0], "run")}};
   if (const auto marked = a.get("marked")) params["marked"] = *marked;
-  const json r = client.call("export", params);
-  std::ostringstream text;
-  if (format == "jsonl") {
-    for (const auto& j : r["jobs"]) text << j.dump() << "\n";
-  } else {
+  // Written as the pages arrive: a run of 100,000 jobs never sits in memory whole. FILE is opened once
+  // the daemon has answered, so an export that is refused (no such run) leaves it as it was.
+  const auto out = a.get("output");
+  std::ofstream file;
+  std::ostream* text = &ctx.out;
+  const auto begin = [&](const json&) {
+    if (out) {
+      file.open(*out, std::ios::binary | std::ios::trunc);
+      if (!file) throw std::runtime_error(*out + ": cannot write");
+      text = &file;
+    }
     // The host that rendered each job; a job record names no device yet (a column once it does).
-    text << "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,host,mark\n";
-    for (const auto& j : r["jobs"]) {
+    if (format == "csv") *text << "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,host,mark\n";
+  };
+  try {
+    for_each_exported_job(client, params, begin, [&](const json& j) {
+      if (format == "jsonl") {
+        *text << j.dump() << "\n";
+        return;
+      }
       const json& m = j["metadata"];
       const double seconds = m.is_object() && m.contains("timings") ? m["timings"].value("total_s", 0.0) : 0.0;
-      text << j.value("id", 0) << "," << j.value("run", 0) << "," << csv_text(j.value("state", "")) << ","
-           << csv_text(j.value("prompt", "")) << "," << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << ","
-           << j.value("height", 0) << "," << csv_text(j.value("name", "")) << "," << csv_text(j.value("lora", "")) << ","
-           << csv_text(j.value("output", "")) << "," << csv_text(j.value("error", "")) << "," << j.value("attempts", 0) << ","
-           << seconds << "," << csv_text(j.value("host", "")) << "," << mark_of(j, "") << "\n";
+      *text << j.value("id", 0) << "," << j.value("run", 0) << "," << csv_text(j.value("state", "")) << ","
+            << csv_text(j.value("prompt", "")) << "," << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << ","
+            << j.value("height", 0) << "," << csv_text(j.value("name", "")) << "," << csv_text(j.value("lora", "")) << ","
+            << csv_text(j.value("output", "")) << "," << csv_text(j.value("error", "")) << "," << j.value("attempts", 0) << ","
+            << seconds << "," << csv_text(j.value("host", "")) << "," << mark_of(j, "") << "\n";
+    });
+    if (out && !file.flush()) throw std::runtime_error(*out + ": cannot write");
+  } catch (...) {
+    if (file.is_open()) {  // no half an export left behind as if it were one
+      file.close();
+      std::error_code ec;
+      std::filesystem::remove(*out, ec);
     }
-  }
-  if (const auto out = a.get("output")) {
-    std::ofstream f(*out, std::ios::binary | std::ios::trunc);
-    f << text.str();
-    if (!f) throw std::runtime_error(*out + ": cannot write");
-  } else {
-    ctx.out << text.str();
+    throw;
   }
   return 0;
 }

@@ -21,9 +21,13 @@
 //               A job that does not exist: not_found naming the first, and nothing is marked.
 //   retry_jobs  {"jobs": [id, ...]} -> {"requeued": N}: the failed and canceled ones back to the queue.
 //   ls_jobs and export take "marked": star | reject | none | any (starred or rejected).
+//   export      {"run", "marked", "after": job id (default 0), "limit": 1..kMaxExportPageJobs (default
+//               kExportPageJobs)} -> {"run": {id, name, out_dir, counts}, "jobs": the next jobs after
+//               "after" in id order, "next_after": the id to ask after for the next page, or null at the end}.
 // A job's JSON has "mark" (star, reject or null), "marked_at" (unix seconds or null), "marked_by". A malformed or oversized frame costs its connection (after an error response), nothing else.
 // Header-only: the client (cli/) and the server (daemon/) share these names and limits, nothing more.
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "common/json_nesting.h"
@@ -36,6 +40,7 @@ inline constexpr size_t kMaxFrameBytes = 16u << 20;  // default; a submit carrie
 // so a 100,000-deep array would overflow the stack. Real frames nest 4 deep.
 inline constexpr int kMaxJsonDepth = 64;
 inline constexpr size_t kMaxJobIdsPerRequest = 100000;  // mark, retry_jobs
+inline constexpr int64_t kExportPageJobs = 1000, kMaxExportPageJobs = 10000;  // jobs in one export answer
 
 namespace error_code {
 inline constexpr std::string_view kBadRequest = "bad_request";      // not JSON, no method, wrong params

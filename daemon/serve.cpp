@@ -38,6 +38,7 @@
 #include "daemon/api/request_handler.h"
 #include "daemon/socket/socket_server.h"
 #include "daemon/worker/shared_encoder_cache.h"
+#include "daemon/worker/stale_temporaries.h"
 #include "daemon/worker/worker_heartbeat.h"
 #include "daemon/worker/worker_plan.h"
 #include "engine/backend_registry.h"
@@ -74,23 +75,6 @@ void setup_logging(const DaemonConfig& c) {
   logger->set_level(spdlog::level::from_str(c.log_level));
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
-}
-
-// Temporary files a killed writer left next to the outputs of unfinished runs. On a shared queue the
-// output folder is shared too, and another host may be writing one right now: only old ones go there.
-void remove_stale_temporaries(storage::QueueStore& store, bool shared_queue) {
-  const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::minutes(10);
-  for (const auto& run : store.list_runs()) {
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(run.out_dir, ec)) {
-      const auto name = e.path().filename().string();
-      if (name.size() > 1 && name[0] == '.' && name.find(".png.tmp") != std::string::npos &&
-          (!shared_queue || e.last_write_time(ec) < old)) {
-        std::filesystem::remove(e.path(), ec);
-        spdlog::info("removed a stale temporary file {}", e.path().string());
-      }
-    }
-  }
 }
 
 // What each cpu worker's session adds at the largest size (1024x1024): its copies of weights and its
@@ -171,6 +155,8 @@ int run_serve_command(const std::vector<std::string>& args) {
   std::string identity;
   std::unique_ptr<DataDirLock> data_dir_lock;  // held until the process ends
   storage::WorkerInfo me;
+  std::vector<std::filesystem::path> stale_folders;  // scanned in the background once the daemon answers
+  std::filesystem::file_time_type stale_before;
   try {
     setup_logging(config);
     make_data_dir_private(config.data_dir);  // one from before, 0755 with 0644 files, is tightened (logged)
@@ -218,7 +204,11 @@ int run_serve_command(const std::vector<std::string>& args) {
     }
     // Before the stale temporaries go: a PNG recorded done when a crash came, not yet in place.
     settle_pending_outputs(*store, config.pending_outputs_dir());
-    remove_stale_temporaries(*store, storage::parse_queue_url(config.queue_url()).kind == storage::QueueKind::kPostgres);
+    stale_folders = unfinished_output_folders(store->list_runs());
+    // A temporary written since this start is a live writer's; on a shared queue the folder is shared
+    // too, and another host may be writing one right now: only old ones go there.
+    const bool shared_queue = storage::parse_queue_url(config.queue_url()).kind == storage::QueueKind::kPostgres;
+    stale_before = std::filesystem::file_time_type::clock::now() - (shared_queue ? std::chrono::minutes(10) : std::chrono::minutes(0));
   } catch (const std::exception& e) {
     spdlog::error("cannot start: {}", e.what());
     std::cerr << "rgbaqd: " << e.what() << "\n";
@@ -240,7 +230,7 @@ int run_serve_command(const std::vector<std::string>& args) {
   }
   EventHub events;
   SharedEncoderCache encoder_cache(engine::text_encoder_identity(config.model_dir), config.encoder_cache_mb << 20,
-                                   config.cache_dir(), state.counters);
+                                   config.cache_dir(), config.encoder_cache_disk_bytes(), state.counters);
   // Submits tokenize with the first session's tokenizer, which a reopen of its backend leaves alone.
   RequestHandler quick_handler(config, *sessions.front(), identity, state);
   RequestHandler bulk_handler(config, *sessions.front(), identity, state);
@@ -356,6 +346,7 @@ int run_serve_command(const std::vector<std::string>& args) {
     });
   };
   std::thread io_thread;
+  std::thread stale_scan;
 
   std::atomic<int> code = 0;
   try {
@@ -377,6 +368,12 @@ int run_serve_command(const std::vector<std::string>& args) {
     }
     sd_notify("READY=1");
     spdlog::info("ready: {} render worker{}", workers.size(), workers.size() == 1 ? "" : "s");
+    stale_scan = std::thread([&] {
+      pthread_setname_np(pthread_self(), "rgbaqd-scan");
+      const StaleScan scan = remove_stale_temporaries(stale_folders, stale_before, state);
+      spdlog::info("scanned {} output folder{} of unfinished runs for stale temporary files: {} removed", scan.folders,
+                   scan.folders == 1 ? "" : "s", scan.removed);
+    });
     std::vector<std::thread> threads;
     for (size_t i = 0; i < workers.size(); ++i) {
       threads.emplace_back([&, i] {
@@ -408,6 +405,7 @@ int run_serve_command(const std::vector<std::string>& args) {
   }
   if (!io_thread.joinable()) io_thread = start_io();  // to run the stop below
   state.request_stop();
+  if (stale_scan.joinable()) stale_scan.join();
   asio::post(io, [&] {
     server.stop();
     signals.cancel();

@@ -44,8 +44,14 @@ struct Reader {
 
 }  // namespace
 
-EncoderCache::EncoderCache(std::string encoder_identity, size_t memory_budget_bytes, std::filesystem::path disk_dir)
-    : identity_(std::move(encoder_identity)), budget_(memory_budget_bytes), dir_(std::move(disk_dir)) {}
+EncoderCache::EncoderCache(std::string encoder_identity, size_t memory_budget_bytes, std::filesystem::path disk_dir,
+                           uint64_t disk_budget_bytes)
+    : identity_(std::move(encoder_identity)), budget_(memory_budget_bytes), dir_(std::move(disk_dir)), disk_budget_(disk_budget_bytes) {
+  char prefix[24];
+  std::snprintf(prefix, sizeof prefix, "%016llx-", static_cast<unsigned long long>(common::fnv1a(identity_.data(), identity_.size())));
+  name_prefix_ = prefix;
+  if (!dir_.empty()) scan_disk();
+}
 
 uint64_t EncoderCache::key_of(const std::vector<int32_t>& ids) const {
   return common::fnv1a(ids.data(), ids.size() * sizeof(int32_t), common::fnv1a(identity_.data(), identity_.size()));
@@ -54,7 +60,58 @@ uint64_t EncoderCache::key_of(const std::vector<int32_t>& ids) const {
 std::filesystem::path EncoderCache::disk_path(const std::vector<int32_t>& ids) const {
   char name[40];
   std::snprintf(name, sizeof name, "%016llx.emb", static_cast<unsigned long long>(key_of(ids)));
-  return dir_ / name;
+  return dir_ / (name_prefix_ + name);
+}
+
+void EncoderCache::scan_disk() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+    std::error_code fe;
+    if (!e.is_regular_file(fe)) continue;
+    const auto name = e.path().filename().string();
+    // Another identity's entry, one named before names carried the identity, or a killed writer's
+    // temporary: none of them is ever read again, so they go first.
+    const bool ours = name.starts_with(name_prefix_) && name.ends_with(".emb");
+    const uint64_t bytes = e.file_size(fe);
+    const auto used = e.last_write_time(fe);
+    if (!fe) index_disk(name, {bytes, used, ours});
+  }
+  evict_disk_over_budget();
+}
+
+void EncoderCache::index_disk(const std::string& name, DiskEntry entry) {
+  forget_disk(name);
+  disk_bytes_ += entry.bytes;
+  disk_order_.emplace(entry.ours, entry.used, name);
+  disk_.emplace(name, entry);
+}
+
+void EncoderCache::forget_disk(const std::string& name) {
+  const auto it = disk_.find(name);
+  if (it == disk_.end()) return;
+  disk_bytes_ -= it->second.bytes;
+  disk_order_.erase({it->second.ours, it->second.used, name});
+  disk_.erase(it);
+}
+
+void EncoderCache::touch_disk(const std::filesystem::path& path) {
+  const auto it = disk_.find(path.filename().string());
+  if (it == disk_.end()) return;
+  const std::string name = it->first;
+  DiskEntry entry = it->second;
+  entry.used = std::filesystem::file_time_type::clock::now();
+  std::error_code ec;
+  std::filesystem::last_write_time(path, entry.used, ec);  // the order for the next start; best effort
+  index_disk(name, entry);
+}
+
+void EncoderCache::evict_disk_over_budget() {
+  while (disk_bytes_ > disk_budget_ && !disk_order_.empty()) {
+    const std::string victim = std::get<2>(*disk_order_.begin());
+    std::error_code ec;
+    std::filesystem::remove(dir_ / victim, ec);
+    forget_disk(victim);
+  }
 }
 
 bool EncoderCache::in_memory(const std::vector<int32_t>& ids) const {
@@ -113,8 +170,10 @@ std::optional<Tensor> EncoderCache::read_disk(const std::vector<int32_t>& ids) {
     ++corrupt_;
     std::error_code ec;
     std::filesystem::remove(path, ec);
+    forget_disk(path.filename().string());
     return std::nullopt;
   }
+  touch_disk(path);
   return Tensor::from_f32({rows, cols}, std::move(values));
 }
 
@@ -122,6 +181,7 @@ std::optional<Tensor> EncoderCache::find(const std::vector<int32_t>& ids, CacheS
   const uint64_t key = key_of(ids);
   if (const auto it = entries_.find(key); it != entries_.end() && it->second.ids == ids) {
     lru_.splice(lru_.begin(), lru_, it->second.lru);
+    if (!dir_.empty()) touch_disk(disk_path(ids));  // a use of the disk copy too: it stays while the prompt is in use
     if (source) *source = CacheSource::kMemory;
     return it->second.embeds;
   }
@@ -147,6 +207,7 @@ void EncoderCache::put(const std::vector<int32_t>& ids, const Tensor& embeds) {
   w.put(static_cast<uint32_t>(owned.dim(1)));
   w.put_raw(owned.data(), owned.nbytes());
   w.put(common::fnv1a(w.bytes.data(), w.bytes.size()));
+  if (w.bytes.size() > disk_budget_) return;  // it would evict everything, itself too
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   const auto path = disk_path(ids);
@@ -160,7 +221,15 @@ void EncoderCache::put(const std::vector<int32_t>& ids, const Tensor& embeds) {
     }
   }
   std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return;
+  }
+  // The use time set here, not the kernel's coarser write time, so that it orders with the hits' times.
+  const auto now = std::filesystem::file_time_type::clock::now();
+  std::filesystem::last_write_time(path, now, ec);
+  index_disk(path.filename().string(), {w.bytes.size(), now, true});
+  evict_disk_over_budget();
 }
 
 }  // namespace rgbaq::engine

@@ -296,6 +296,8 @@ json RequestHandler::status() {
             {"cache_corrupt", c.cache_corrupt.load()},
             {"jobs_failed", c.jobs_failed.load()},
             {"jobs_canceled", c.jobs_canceled.load()}}},
+          {"encoder_cache",
+           {{"disk_bytes", c.cache_disk_bytes.load()}, {"disk_budget", c.cache_disk_budget.load()}, {"disk_entries", c.cache_disk_entries.load()}}},
           {"jobs", jobs},
           {"workers", workers},
           {"render_workers", render_workers},
@@ -305,17 +307,17 @@ json RequestHandler::status() {
 json RequestHandler::export_run(const json& params) {
   const auto run = run_param(*store_, params);
   const auto marked = marked_param(params);
+  // One page a request, never the whole run (100,000 jobs as one document took ~500 MiB): by id, not
+  // offset, so a job marked or unmarked meanwhile moves no other job between pages.
+  const int64_t after = int_param(params, "after", 0, 0, kMaxId);
+  const int64_t limit = int_param(params, "limit", protocol::kExportPageJobs, 1, protocol::kMaxExportPageJobs);
+  const auto page = store_->list_jobs({.run = run, .marked = marked, .after_id = after, .limit = limit});
   json jobs = json::array();
-  // Pages by id, not offset: a job marked or unmarked meanwhile moves no other job between pages.
-  for (int64_t after = 0;;) {
-    const auto page = store_->list_jobs({.run = run, .marked = marked, .after_id = after, .limit = 10000});
-    for (const auto& j : page) jobs.push_back(job_json(j, true));
-    if (page.size() < 10000) break;
-    after = page.back().id;
-  }
+  for (const auto& j : page) jobs.push_back(job_json(j, true));
   const auto r = store_->run(run);
   return {{"run", {{"id", r->id}, {"name", r->name}, {"out_dir", r->out_dir}, {"counts", counts_json(r->counts)}}},
-          {"jobs", jobs}};
+          {"jobs", std::move(jobs)},
+          {"next_after", int64_t(page.size()) == limit ? json(page.back().id) : json(nullptr)}};
 }
 
 }  // namespace rgbaq::daemon

@@ -1,5 +1,6 @@
 #include "daemon/base/daemon_config.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -49,6 +50,10 @@ options (each may also be set in the config file; flags win):
                           taken back and counted as an interruption
   --host NAME             this host's name in the queue (default: the system's host name)
   --encoder-cache-mb N    prompt embeddings kept in memory (default 1024); they are also kept on disk
+  --encoder-cache-disk-mb N
+                          the embeddings kept on disk under DATA_DIR/cache/embeddings (default: 10 GiB
+                          or 5% of its file system, whichever is smaller); past it, another model's
+                          entries go first, then the least recently used
   --log-level LEVEL       trace, debug, info, warn, error (default info)
   --max-frame-mb N        longest request line, so largest submitted file (default 16)
   --max-connections N     clients served at once (default 64; kept under the descriptor limit)
@@ -77,7 +82,7 @@ options (each may also be set in the config file; flags win):
   --config FILE           a JSON file with any of: {"model", "engine", "threads", "workers", "device",
                           "devices" ("all", "0,2" or a list of ordinals), "precision",
                           "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
-                          "encoder_cache_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
+                          "encoder_cache_mb", "encoder_cache_disk_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
                           "create_queue", "lora_dirs" (a list of folders), "lora_cache_mb", "http", "http_hosts"
                           (a list), "http_cors", "api_out", "thumbnail_cache_mb", "copy_roots" (a list)}
@@ -186,6 +191,7 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     }
     else if (key == "host") c.host_name = text();
     else if (key == "encoder_cache_mb") c.encoder_cache_mb = static_cast<size_t>(number());
+    else if (key == "encoder_cache_disk_mb") c.encoder_cache_disk_mb = static_cast<uint64_t>(number());
     else if (key == "log_level") c.log_level = text();
     else if (key == "max_frame_mb") c.max_frame_mb = static_cast<size_t>(number());
     else if (key == "max_connections") c.max_connections = static_cast<int>(number());
@@ -211,6 +217,14 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
 }
 
 }  // namespace
+
+uint64_t DaemonConfig::encoder_cache_disk_bytes() const {
+  if (encoder_cache_disk_mb) return std::min(*encoder_cache_disk_mb, UINT64_MAX >> 20) << 20;
+  constexpr uint64_t kMost = 10ull << 30;
+  std::error_code ec;
+  const auto space = std::filesystem::space(data_dir, ec);
+  return ec ? kMost : std::min(kMost, space.capacity / 20);
+}
 
 double parse_gpu_memory(const std::string& text) {
   size_t used = 0;
@@ -273,7 +287,7 @@ storage::StoreOptions DaemonConfig::store_options() const {
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
                          {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-memory", "socket", "data-dir",
-                          "queue", "max-attempts", "encoder-cache-mb", "log-level", "config", "max-frame-mb", "max-connections",
+                          "queue", "max-attempts", "encoder-cache-mb", "encoder-cache-disk-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
                           "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host",
                           "http", "http-host", "http-cors", "api-out", "thumbnail-cache-mb", "copy-root"},
@@ -315,6 +329,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   }
   if (const auto v = a.get("host")) c.host_name = *v;
   c.encoder_cache_mb = static_cast<size_t>(a.get_int("encoder-cache-mb", static_cast<int>(c.encoder_cache_mb)));
+  if (a.has("encoder-cache-disk-mb")) c.encoder_cache_disk_mb = a.get_u64("encoder-cache-disk-mb", 0);
   if (const auto v = a.get("log-level")) c.log_level = *v;
   c.max_frame_mb = static_cast<size_t>(a.get_int("max-frame-mb", static_cast<int>(c.max_frame_mb)));
   c.max_connections = a.get_int("max-connections", c.max_connections);

@@ -33,6 +33,7 @@ struct DaemonConfig {
   double lease_s = 60;                 // a claimed job's lease; the heartbeat (every lease/6) extends it
   std::string host_name;               // this host in the queue; empty: the system's host name
   size_t encoder_cache_mb = 1024;      // embeddings kept in memory
+  std::optional<uint64_t> encoder_cache_disk_mb;  // and on disk; unset: encoder_cache_disk_bytes()'s default
   std::string log_level = "info";
   // What one client may take (daemon/socket_server.h).
   size_t max_frame_mb = 16;            // a request line, so a submitted file, is at most this
@@ -69,6 +70,9 @@ struct DaemonConfig {
   // The queue every store of this daemon opens: --queue, or the data directory's database.
   std::string queue_url() const { return queue.empty() ? queue_db().string() : queue; }
   std::filesystem::path cache_dir() const { return data_dir / "cache" / "embeddings"; }
+  // The embeddings' disk budget: --encoder-cache-disk-mb, else 10 GiB or 5% of the data directory's
+  // file system, whichever is smaller (a 100,000-prompt run alone would need 100-650 GB).
+  uint64_t encoder_cache_disk_bytes() const;
   std::filesystem::path log_file() const { return data_dir / "logs" / "rgbaqd.log"; }
 };
 

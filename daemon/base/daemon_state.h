@@ -21,6 +21,8 @@ struct DaemonCounters {
   std::atomic<uint64_t> encoder_runs{0};
   std::atomic<uint64_t> cache_memory_hits{0}, cache_disk_hits{0}, cache_corrupt{0};
   std::atomic<uint64_t> jobs_failed{0}, jobs_canceled{0};
+  // Not counters: what the encoder cache's folder holds now (every model's entries) and its budget.
+  std::atomic<uint64_t> cache_disk_bytes{0}, cache_disk_entries{0}, cache_disk_budget{0};
 };
 
 class DaemonState {

@@ -133,11 +133,31 @@ void route_export_run(const std::shared_ptr<RouteCall>& call) {
   if (const auto marked = call->query("marked")) params["marked"] = *marked;
   call->respond_on_lane(call->context.lanes.bulk, [call, params, format](RequestHandler& h) {
     const int64_t run = params["run"];
-    json result = h.handle("export", params);
-    if (format == "json") return call->make_response(beast_http::status::ok, "application/json", result.dump() + "\n");
-    std::string lines;
-    for (const auto& job : result["jobs"]) lines += job.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    auto r = call->make_response(beast_http::status::ok, "application/x-ndjson", std::move(lines));
+    // The body is written a page of jobs at a time: the run's jobs are never one JSON document in
+    // memory, only their text. As json, it is what {"jobs": [...], "run": {...}}.dump() gives.
+    std::string body = format == "json" ? "{\"jobs\":[" : "", run_text;
+    json page_params = params;
+    page_params["limit"] = protocol::kMaxExportPageJobs;
+    for (int64_t after = 0;;) {
+      page_params["after"] = after;
+      const json page = h.handle("export", page_params);
+      if (after == 0) run_text = page["run"].dump();
+      for (const auto& job : page["jobs"]) {
+        if (format == "json") {
+          if (body.back() != '[') body += ',';
+          body += job.dump();
+        } else {
+          body += job.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+        }
+      }
+      if (!page["next_after"].is_number_integer()) break;
+      after = page["next_after"].get<int64_t>();
+    }
+    if (format == "json") {
+      body += "],\"run\":" + run_text + "}\n";
+      return call->make_response(beast_http::status::ok, "application/json", std::move(body));
+    }
+    auto r = call->make_response(beast_http::status::ok, "application/x-ndjson", std::move(body));
     r.set(beast_http::field::content_disposition, "attachment; filename=\"run-" + std::to_string(run) + ".jsonl\"");
     return r;
   });

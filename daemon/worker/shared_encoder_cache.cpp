@@ -3,8 +3,17 @@
 namespace rgbaq::daemon {
 
 SharedEncoderCache::SharedEncoderCache(std::string encoder_identity, size_t memory_budget_bytes,
-                                       std::filesystem::path disk_dir, DaemonCounters& counters)
-    : cache_(std::move(encoder_identity), memory_budget_bytes, std::move(disk_dir)), counters_(counters) {}
+                                       std::filesystem::path disk_dir, uint64_t disk_budget_bytes, DaemonCounters& counters)
+    : cache_(std::move(encoder_identity), memory_budget_bytes, std::move(disk_dir), disk_budget_bytes), counters_(counters) {
+  publish_disk_usage();
+}
+
+void SharedEncoderCache::publish_disk_usage() {
+  const auto usage = cache_.disk_usage();
+  counters_.cache_disk_bytes = usage.bytes;
+  counters_.cache_disk_entries = usage.entries;
+  counters_.cache_disk_budget = usage.budget;
+}
 
 SharedEncoderCache::Lookup SharedEncoderCache::get(const std::vector<int32_t>& ids,
                                                    const std::function<engine::Tensor()>& encode) {
@@ -15,6 +24,7 @@ SharedEncoderCache::Lookup SharedEncoderCache::get(const std::vector<int32_t>& i
   const uint64_t corrupt_before = cache_.corrupt_entries();
   auto cached = cache_.find(ids, &source);
   counters_.cache_corrupt += cache_.corrupt_entries() - corrupt_before;
+  publish_disk_usage();
   if (cached) {
     ++(source == engine::CacheSource::kMemory ? counters_.cache_memory_hits : counters_.cache_disk_hits);
     return {std::move(*cached), true};
@@ -39,6 +49,7 @@ SharedEncoderCache::Lookup SharedEncoderCache::get(const std::vector<int32_t>& i
     embeds = encode();
     std::lock_guard l(mutex_);
     cache_.put(ids, embeds);
+    publish_disk_usage();
   }
   return {std::move(embeds), false};
 }

@@ -19,9 +19,10 @@ namespace rgbaq::daemon {
 
 class SharedEncoderCache {
  public:
-  // Counts its hits, misses (encoder runs) and corrupt disk entries in `counters`.
+  // Counts its hits, misses (encoder runs) and corrupt disk entries in `counters`, and keeps its disk
+  // folder's size there.
   SharedEncoderCache(std::string encoder_identity, size_t memory_budget_bytes, std::filesystem::path disk_dir,
-                     DaemonCounters& counters);
+                     uint64_t disk_budget_bytes, DaemonCounters& counters);
 
   struct Lookup {
     engine::Tensor embeds;
@@ -33,6 +34,7 @@ class SharedEncoderCache {
   Lookup get(const std::vector<int32_t>& ids, const std::function<engine::Tensor()>& encode);
 
  private:
+  void publish_disk_usage();  // under mutex_
   std::mutex mutex_;
   std::condition_variable encoded_;
   engine::EncoderCache cache_;              // used under mutex_ only

@@ -118,5 +118,23 @@ TEST(DaemonConfig, DevicesAndWorkersInTheConfigFile) {
   EXPECT_NE(usage_error({"--config", file.string()}).find("\"devices\": --devices \"two\""), std::string::npos);
 }
 
+// The embeddings' disk budget (issue 26, item 14): the flag or the config key in MiB; by default 10 GiB
+// or 5% of the data directory's file system, whichever is smaller.
+TEST(DaemonConfig, EncoderCacheDiskBudget) {
+  TempDir dir;
+  EXPECT_EQ(parse({"--encoder-cache-disk-mb", "7"}).encoder_cache_disk_bytes(), uint64_t{7} << 20);
+  EXPECT_EQ(parse({"--encoder-cache-disk-mb", "0"}).encoder_cache_disk_bytes(), 0u);
+  const auto file = dir.path() / "rgbaqd.json";
+  std::ofstream(file) << R"({"encoder_cache_disk_mb": 300})";
+  EXPECT_EQ(parse({"--config", file.string()}).encoder_cache_disk_bytes(), uint64_t{300} << 20);
+  EXPECT_EQ(parse({"--config", file.string(), "--encoder-cache-disk-mb", "5"}).encoder_cache_disk_bytes(), uint64_t{5} << 20);
+  DaemonConfig d = parse({});
+  d.data_dir = dir.path();
+  const uint64_t capacity = std::filesystem::space(dir.path()).capacity;
+  EXPECT_EQ(d.encoder_cache_disk_bytes(), capacity / 20 < (uint64_t{10} << 30) ? capacity / 20 : uint64_t{10} << 30);
+  std::ofstream(file) << R"({"encoder_cache_disk_mb": -1})";
+  EXPECT_NE(usage_error({"--config", file.string()}).find("\"encoder_cache_disk_mb\" must be a non-negative integer"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rgbaq::daemon

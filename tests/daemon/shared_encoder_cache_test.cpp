@@ -21,7 +21,7 @@ engine::Tensor embedding(float value) { return engine::Tensor::from_f32({2, 3}, 
 TEST(SharedEncoderCache, TwoWorkersAskingForOnePromptAtOnceEncodeItOnce) {
   TempDir dir;
   DaemonCounters counters;
-  SharedEncoderCache cache("encoder-a", 1 << 20, dir.path() / "cache", counters);
+  SharedEncoderCache cache("encoder-a", 1 << 20, dir.path() / "cache", UINT64_MAX, counters);
   const std::vector<int32_t> fox = {1, 2, 3};
   std::promise<void> started, release;
   std::shared_future<void> go = release.get_future().share();
@@ -59,7 +59,7 @@ TEST(SharedEncoderCache, TwoWorkersAskingForOnePromptAtOnceEncodeItOnce) {
 TEST(SharedEncoderCache, AFailedEncodeLeavesThePromptToTheWorkerWaitingForIt) {
   TempDir dir;
   DaemonCounters counters;
-  SharedEncoderCache cache("encoder-a", 1 << 20, dir.path() / "cache", counters);
+  SharedEncoderCache cache("encoder-a", 1 << 20, dir.path() / "cache", UINT64_MAX, counters);
   const std::vector<int32_t> owl = {9, 9};
   std::promise<void> started, release;
   std::shared_future<void> go = release.get_future().share();
@@ -80,7 +80,7 @@ TEST(SharedEncoderCache, AFailedEncodeLeavesThePromptToTheWorkerWaitingForIt) {
   EXPECT_EQ(counters.encoder_runs.load(), 2u);
   // And kept it: on disk too, for the next daemon.
   DaemonCounters later;
-  SharedEncoderCache next("encoder-a", 1 << 20, dir.path() / "cache", later);
+  SharedEncoderCache next("encoder-a", 1 << 20, dir.path() / "cache", UINT64_MAX, later);
   EXPECT_TRUE(next.get(owl, []() -> engine::Tensor { throw std::logic_error("not encoded again"); }).cache_hit);
   EXPECT_EQ(later.cache_disk_hits.load(), 1u);
 }
