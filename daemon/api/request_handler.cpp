@@ -310,8 +310,18 @@ json RequestHandler::export_run(const json& params) {
   // One page a request, never the whole run (100,000 jobs as one document took ~500 MiB): by id, not
   // offset, so a job marked or unmarked meanwhile moves no other job between pages.
   const int64_t after = int_param(params, "after", 0, 0, kMaxId);
-  const int64_t limit = int_param(params, "limit", protocol::kExportPageJobs, 1, protocol::kMaxExportPageJobs);
-  const auto page = store_->list_jobs({.run = run, .marked = marked, .after_id = after, .limit = limit});
+  // A request without "limit" comes from a client that reads one answer only (an rgbaq older than this
+  // daemon): it gets the run whole up to a page's bound, and past it a refusal, never a silent part.
+  const bool pages = params.contains("limit");
+  const int64_t limit = pages ? int_param(params, "limit", protocol::kExportPageJobs, 1, protocol::kMaxExportPageJobs)
+                              : protocol::kMaxExportPageJobs + 1;
+  auto page = store_->list_jobs({.run = run, .marked = marked, .after_id = after, .limit = limit});
+  if (!pages && int64_t(page.size()) == limit) {
+    throw RequestError(protocol::error_code::kBadRequest,
+                       "run " + std::to_string(run) + " has more than " + std::to_string(protocol::kMaxExportPageJobs) +
+                           " jobs, and this client does not read an export in pages (\"limit\"): use the rgbaq of this "
+                           "rgbaqd's version");
+  }
   json jobs = json::array();
   for (const auto& j : page) jobs.push_back(job_json(j, true));
   const auto r = store_->run(run);

@@ -63,6 +63,16 @@ TEST(ExportPages, ARunOf100000JobsIsExportedInBoundedMemoryByDaemonAndClient) {
     EXPECT_EQ(expected_id - 1, kJobs);
   }
 
+  // A client that sends no "limit" reads one answer only (an rgbaq older than the daemon): past one
+  // page's bound it is refused, not given the first page as if it were the run.
+  {
+    Raw c(d.socket());
+    c.send_all(R"({"v":1,"id":1,"method":"export","params":{"run":1}})" "\n");
+    const std::string reply = c.read_line();
+    EXPECT_NE(reply.find("bad_request"), std::string::npos) << reply.substr(0, 300);
+    EXPECT_NE(reply.find("has more than 10000 jobs"), std::string::npos) << reply.substr(0, 300);
+  }
+
   // The HTTP route pages too; its body is still the whole run's text (the JSON a page at a time).
   const int port = http_port(d);
   const Header auth{"Authorization", "Bearer " + http_token(d)};
