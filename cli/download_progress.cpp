@@ -60,9 +60,11 @@ std::string DownloadProgress::line(const std::string& label, uint64_t done, uint
     right += "  " + format_bytes(static_cast<uint64_t>(rate)) + "/s";
     if (total > done) right += "  ETA " + format_duration(static_cast<double>(total - done) / rate);
   }
-  const int bar_width = std::min(30, width - display_columns(right) - 24);
-  std::string left = fit_columns(label, std::max(8, width - display_columns(right) - std::max(bar_width, 0) - 3));
-  left += std::string(static_cast<size_t>(std::max(0, 22 - display_columns(left))), ' ');
+  // label (22 columns) + " [" + bar + "]" + right
+  constexpr int kLabel = 22;
+  const int bar_width = std::min(30, width - display_columns(right) - kLabel - 3);
+  std::string left = fit_columns(label, kLabel);
+  left += std::string(static_cast<size_t>(std::max(0, kLabel - display_columns(left))), ' ');
   if (bar_width >= 5) left += " " + progress_bar(static_cast<int64_t>(done), static_cast<int64_t>(total), bar_width);
   return fit_columns(left + right, width);
 }
