@@ -147,6 +147,7 @@ TEST_F(ModelPull, PullsIntoTheHuggingFaceCacheAndRendersTheSameImage) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, snapshot().string() + "\n");
   EXPECT_NE(r.err.find("commit " + std::string(kCommit) + ", 12 files"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;  // not a terminal: no bars
   expect_cache_holds_the_model(hub);
 
   const auto from_folder = render(model_.string(), "folder");
@@ -170,14 +171,24 @@ TEST_F(ModelPull, PullsIntoTheHuggingFaceCacheAndRendersTheSameImage) {
 TEST_F(ModelPull, PullsIntoAFolder) {
   FakeHub hub(tmp_.path() / "server", model_, {});
   const auto dir = tmp_.path() / "plain";
-  const auto r = pull(hub, {"--to", dir.string()});
+  auto r = pull(hub, {"--to", dir.string(), "--quantize", "int8"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, dir.string() + "\n");
+  EXPECT_EQ(r.out, dir.string() + "\n" + dir.string() + "-int8\n");
   for (const auto& [rel, e] : hub.manifest().items()) {
     EXPECT_FALSE(fs::is_symlink(dir / rel)) << rel;
     EXPECT_TRUE(slurp(dir / rel) == slurp(model_ / rel)) << rel;
   }
+  for (const char* form : {"bf16 on cpu at 1024x1024 needs about ", "int8 on cpu at 1024x1024 needs about "})
+    EXPECT_NE(r.err.find(form), std::string::npos) << r.err;
   EXPECT_EQ(run_process({kRgbaq, "model", "check", dir.string()}).exit_code, 0);
+  r = run_process({kRgbaq, "model", "check", dir.string() + "-int8", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& c : json::parse(r.out)["components"])
+    if (c["role"] == "transformer") EXPECT_EQ(c["int8_linears"], 22);  // every Linear of the tiny DiT
+  // Pulled again into the folder: nothing is downloaded.
+  const size_t before = hub.requests().size();
+  ASSERT_EQ(pull(hub, {"--to", dir.string()}).exit_code, 0);
+  EXPECT_EQ(hub.requests().size(), before + 1);
 }
 
 TEST_F(ModelPull, ResumesAfterTheServerDropsTheConnectionHalfWay) {
