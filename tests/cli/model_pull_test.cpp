@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "storage/png_file.h"
+#include "tests/daemon/tmux_terminal.h"
 #include "tests/run_process.h"
 #include "tests/test_temp_dir.h"
 
@@ -238,6 +239,27 @@ TEST_F(ModelPull, ResumesAfterTheClientIsKilled) {
     }
   }
   EXPECT_TRUE(asked_for_the_rest);
+}
+
+// On a terminal: the file in hand and the whole pull, each a bar with its bytes, the rate and the ETA.
+TEST_F(ModelPull, ATerminalShowsABarPerFileAndOneForTheWhole) {
+  FakeHub hub(tmp_.path() / "server", model_, {"--slow", kShard});
+  const uint64_t size = hub.manifest()[kShard]["size"];
+  char mib[32];
+  std::snprintf(mib, sizeof mib, "/ %.1f MiB", static_cast<double>(size) / (1 << 20));
+  Tmux term(tmp_.path() / "tmux.sock", "pull", 100, 10,
+            "env HF_HUB_CACHE=" + hub_cache_.string() + " " + kRgbaq + " model pull Org/Tiny --endpoint " + hub.url() +
+                "; sleep 60");
+  const bool shown = term.wait_for([&](const std::vector<std::string>& lines) {
+    bool file = false, total = false;
+    for (const auto& l : lines) {
+      file |= l.rfind("text_encoder/model-00", 0) == 0 && l.find(mib) != std::string::npos && l.find("/s  ETA ") != std::string::npos &&
+              l.find("-]") != std::string::npos;
+      total |= l.rfind("total (file ", 0) == 0 && l.find("/s  ETA ") != std::string::npos && l.find("-]") != std::string::npos;
+    }
+    return file && total;
+  });
+  EXPECT_TRUE(shown) << term.screen();
 }
 
 TEST_F(ModelPull, ACorruptedByteIsRefusedNamingTheFileAndBothHashes) {
