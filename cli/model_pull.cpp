@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <thread>
@@ -26,8 +29,9 @@
 #include "engine/render_memory.h"
 
 namespace rgbaq::cli {
+namespace {
 
-const char* const kModelPullHelp = R"(usage: rgbaq model pull [REPO[@REV]] [--to DIR] [--endpoint URL] [--token-file FILE] [--quantize int8]
+constexpr const char* kModelPullHelp = R"(usage: rgbaq model pull [REPO[@REV]] [--to DIR] [--endpoint URL] [--token-file FILE] [--quantize int8]
 
 Downloads a Qwen-Image-2.1 pipeline from the Hugging Face Hub (default Qwen/Qwen-Image-2.1-Turbo at
 main): the model index, the component configs, the tokenizer and the weight shards the graphs read,
@@ -45,8 +49,6 @@ is checked against the Hub's.
                     cache DATA_DIR/models/ORG--NAME-COMMIT-int8; prints the memory each form needs
 Exit: 0 done, 1 network, disk or a hash that does not match, 2 usage, not found, token refused.
 )";
-
-namespace {
 
 using common::UsageError;
 using common::printable;

@@ -11,8 +11,6 @@
 
 namespace rgbaq::cli {
 
-extern const char* const kModelPullHelp;
-
 // The words after `model pull`. Returns the exit code: 0 ok, 1 failure (network, disk, a hash that
 // does not match), 2 usage, a repo or revision not found, a token refused, a repo that lacks files.
 int model_pull_command(const std::vector<std::string>& words, std::ostream& out, std::ostream& err);

@@ -365,6 +365,10 @@ TEST_F(ModelPull, ReadsACacheWrittenTheHuggingFaceWayInPlace) {
   auto r = run_process({kRgbaq, "model", "check", "Org/Tiny", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["model"], snap.string());
+  // The service runs rgbaqd on the snapshot's folder (its environment may name another cache).
+  r = run_process({kRgbaq, "service", "install", "--model", "Org/Tiny", "--print"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--model \"" + snap.string() + "\""), std::string::npos) << r.out;
 
   // A blob gone (a cleaned cache, an interrupted huggingface_hub download): the dangling link is named.
   fs::remove(fs::canonical(snap / kShard));
