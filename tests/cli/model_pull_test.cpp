@@ -343,8 +343,9 @@ TEST_F(ModelPull, NotFoundNoNetworkAndAFullDiskAreSaidPlainly) {
     if (e["lfs"].get<bool>()) EXPECT_FALSE(fs::exists(snapshot() / rel)) << rel;
 }
 
-// A cache as huggingface_hub writes it (blobs named by hash, relative symlinks, refs/main), made here
-// by hand: read in place; a missing blob is named; a folder that exists wins over a repo id.
+// A cache as huggingface_hub writes it (snapshot files as relative symlinks into blobs/, refs/main
+// naming the commit), made here by hand; the blobs' names, which the reader never looks at, are
+// arbitrary. Read in place; a missing blob is named; a folder that exists wins over a repo id.
 TEST_F(ModelPull, ReadsACacheWrittenTheHuggingFaceWayInPlace) {
   const fs::path snap = repo_dir() / "snapshots" / kCommit;
   int n = 0;
