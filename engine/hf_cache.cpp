@@ -74,6 +74,15 @@ bool is_commit_hash(const std::string& revision) {
   return revision.size() == 40 && revision.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
+std::string model_folder_name(const std::filesystem::path& dir) {
+  const auto folder = dir.lexically_normal();
+  const std::string repo = folder.parent_path().parent_path().filename().string();
+  if (folder.parent_path().filename() == "snapshots" && repo.rfind("models--", 0) == 0) {
+    if (const auto sep = repo.find("--", 8); sep != std::string::npos) return repo.substr(sep + 2);
+  }
+  return folder.filename().string();
+}
+
 std::filesystem::path resolve_model_argument(const std::string& text) {
   std::error_code ec;
   if (std::filesystem::is_directory(text, ec)) return text;

@@ -27,6 +27,11 @@ std::filesystem::path hub_repo_dir(const std::filesystem::path& hub, const std::
 // A commit is 40 lower-case hex digits.
 bool is_commit_hash(const std::string& revision);
 
+// The name a model folder goes by (A1111's "Model", the OpenAI API's model id): NAME for a cache
+// snapshot HUB/models--ORG--NAME/snapshots/COMMIT (its own name is only the commit), else the
+// folder's name.
+std::string model_folder_name(const std::filesystem::path& dir);
+
 // What `--model TEXT` names: TEXT itself when it is a directory (a path always wins, so a folder
 // ./ORG/NAME is read as that folder); else, for a repo id, its snapshot in the cache, which must hold
 // every file rgbaq reads (engine/model_files.h); else TEXT, which ModelDirectory::open then refuses.

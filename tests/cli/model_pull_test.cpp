@@ -156,6 +156,9 @@ TEST_F(ModelPull, PullsIntoTheHuggingFaceCacheAndRendersTheSameImage) {
   EXPECT_EQ(render("Org/Tiny", "repo"), from_folder);
   EXPECT_EQ(render("Org/Tiny@main", "repo-main"), from_folder);
   EXPECT_EQ(render(std::string("Org/Tiny@") + kCommit, "repo-commit"), from_folder);
+  // The image's parameters name the model by its repo's name, not by the snapshot's commit.
+  const auto parameters = storage::read_png_info(tmp_.path() / "repo.png").texts.at("parameters");
+  EXPECT_NE(parameters.find(", Model: Tiny, "), std::string::npos) << parameters;
   r = run_process({kRgbaq, "model", "check", "Org/Tiny", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["model"], snapshot().string());
