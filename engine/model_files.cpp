@@ -37,7 +37,10 @@ void add_weights(const std::set<std::string>& listing, const std::string& folder
   }
   if (index.empty() && indexes.size() == 1) index = indexes.front();
   if (index.empty()) {
-    const auto files = files_in(listing, folder, ".safetensors");
+    auto files = files_in(listing, folder, ".safetensors");
+    for (const char* plain : {"/model.safetensors", "/diffusion_pytorch_model.safetensors"}) {
+      if (listing.count(folder + plain)) files = {folder + plain};  // not its dtype variants beside it
+    }
     if (files.empty()) out.push_back(folder + "/*.safetensors");
     out.insert(out.end(), files.begin(), files.end());
     return;

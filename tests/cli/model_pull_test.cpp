@@ -172,13 +172,24 @@ TEST_F(ModelPull, PullsIntoTheHuggingFaceCacheAndRendersTheSameImage) {
   EXPECT_NE(after.back()["path"].get<std::string>().find("/api/models/Org/Tiny/revision/main"), std::string::npos);
 }
 
+// Into a plain folder; files of the repo no graph reads (another dtype's variant, another format, a
+// README) stay on the Hub.
 TEST_F(ModelPull, PullsIntoAFolder) {
-  FakeHub hub(tmp_.path() / "server", model_, {});
+  const auto served = tmp_.path() / "served";
+  fs::copy(model_, served, fs::copy_options::recursive);
+  const std::vector<std::string> unread = {"transformer/diffusion_pytorch_model.fp16.safetensors",
+                                           "vae/diffusion_pytorch_model.bin", "README.md"};
+  for (const auto& f : unread) std::ofstream(served / f) << "not read by rgbaq";
+  FakeHub hub(tmp_.path() / "server", served, {});
   const auto dir = tmp_.path() / "plain";
   auto r = pull(hub, {"--to", dir.string(), "--quantize", "int8"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, dir.string() + "\n" + dir.string() + "-int8\n");
   for (const auto& [rel, e] : hub.manifest().items()) {
+    if (std::find(unread.begin(), unread.end(), rel) != unread.end()) {
+      EXPECT_FALSE(fs::exists(dir / rel)) << rel;
+      continue;
+    }
     EXPECT_FALSE(fs::is_symlink(dir / rel)) << rel;
     EXPECT_TRUE(slurp(dir / rel) == slurp(model_ / rel)) << rel;
   }
