@@ -27,12 +27,14 @@ const char* const kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]    
   sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]] [--font FILE.ttf] [--marked M]
                           a labelled contact sheet PNG: seeds across, prompts down (AXIS: prompt,
                           seed, size, lora or lora:NAME; default font DejaVu Sans from fonts-dejavu-core)
-  service install|uninstall|status [--model DIR] [--print]
+  service install|uninstall|status [--model DIR|REPO] [--print]
                           rgbaqd as a launchd agent (macOS) or systemd --user service (Linux)
   host noise|rope|sigmas|tokenize
                           the host contract's values, computed locally (see rgbaq host --help)
-  model check DIR [--json] | model quantize SRC DST [--components transformer,text_encoder]
-                          inspect a model directory; write int8 weights (see rgbaq model --help)
+  model pull [REPO[@REV]] [--to DIR] | model check DIR|REPO [--json]
+  model quantize SRC DST [--components transformer,text_encoder]
+                          fetch a model from the Hugging Face Hub; inspect a model directory;
+                          write int8 weights (see rgbaq model --help)
   --version               the version, the git commit and the engines built in
 
 Read commands take --json. The socket is --socket, $RGBAQ_SOCKET, or the platform default.
@@ -189,7 +191,8 @@ service (~/.config/systemd/user/rgbaqd.socket and .service), on macOS a launchd 
 (~/Library/LaunchAgents/com.rgbaq.rgbaqd.plist). The renderer runs at batch priority (Linux: Nice=10,
 CPUSchedulingPolicy=batch, IOSchedulingClass=idle; macOS: ProcessType Standard, see the plist).
 
-  --model DIR     the model directory rgbaqd serves (required)
+  --model DIR     the model directory rgbaqd serves (required); a Hugging Face repo id ORG/NAME[@REV]
+                  stands for its snapshot in the cache (the folder is written into the service)
   --data-dir DIR  the queue and caches (default: the platform's data directory)
   --rgbaqd PATH   the daemon (default: the rgbaqd beside this rgbaq, else the one on PATH)
   --print         print exactly the files install would write, and write nothing

@@ -7,8 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/download_progress.h"
+#include "cli/model_pull.h"
 #include "common/arguments.h"
 #include "common/printable_text.h"
+#include "engine/hf_cache.h"
 #include "engine/model_directory.h"
 #include "engine/model_quantizer.h"
 #include "engine/render_memory.h"
@@ -24,23 +27,17 @@ using nlohmann::json;
 constexpr const char* kModelHelp = R"(usage: rgbaq model COMMAND [options]
 
 commands:
-  check DIR [--json]      read a model directory without rendering: per component its class, dtypes,
-                          tensors (used / ignored), bytes; the sampler; the memory a render needs on
-                          each engine at 256, 512 and 1024 (estimated). Exit 2 when rgbaq cannot use it.
+  pull [REPO[@REV]] [--to DIR] [--endpoint URL] [--token-file F] [--quantize int8]
+                          download a pipeline from the Hugging Face Hub (default
+                          Qwen/Qwen-Image-2.1-Turbo) into its cache or DIR (see rgbaq model pull --help)
+  check DIR|REPO [--json] read a model directory (or a repo's snapshot in the Hugging Face cache)
+                          without rendering: per component its class, dtypes, tensors (used /
+                          ignored), bytes; the sampler; the memory a render needs on each engine
+                          at 256, 512 and 1024 (estimated). Exit 2 when rgbaq cannot use it.
   quantize SRC DST [--components transformer,text_encoder]
                           write a copy of SRC whose Linear weights are int8 (one bf16 scale per 32
                           inputs, stored as WEIGHT_scale); norms, embeddings and the VAE as stored
 )";
-
-std::string gib(uint64_t bytes) {
-  std::ostringstream s;
-  if (bytes >= (1ull << 30)) {
-    s << std::fixed << std::setprecision(2) << static_cast<double>(bytes) / (1ull << 30) << " GiB";
-  } else {
-    s << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1ull << 20) << " MiB";
-  }
-  return s.str();
-}
 
 int threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
@@ -82,8 +79,8 @@ void print_check(const engine::ModelDirectory& model, std::ostream& out) {
       if (r.component != c.role) continue;
       std::string dtypes;
       for (const auto& [name, count] : r.dtypes) dtypes += (dtypes.empty() ? "" : " ") + name + "x" + std::to_string(count);
-      out << "\n      " << r.tensors << " tensors (" << r.used << " used, " << r.ignored << " ignored), " << gib(r.bytes)
-          << " (" << gib(r.used_bytes) << " used), dtypes " << dtypes;
+      out << "\n      " << r.tensors << " tensors (" << r.used << " used, " << r.ignored << " ignored), " << format_bytes(r.bytes)
+          << " (" << format_bytes(r.used_bytes) << " used), dtypes " << dtypes;
       if (r.quantized) out << ", " << r.quantized << " int8 Linear weights";
     }
     out << "\n";
@@ -92,8 +89,8 @@ void print_check(const engine::ModelDirectory& model, std::ostream& out) {
       << " threads, a 512-token prompt):\n";
   for (const auto& m : engine::estimate_render_memory(model, threads())) {
     out << "  " << std::left << std::setw(5) << m.engine << std::right << std::setw(5) << m.size << "x" << std::left
-        << std::setw(5) << m.size << " " << gib(m.total()) << " (weights " << gib(m.weights) << ", encoder "
-        << gib(m.text_encoder) << ", DiT " << gib(m.dit) << ", VAE " << gib(m.vae) << ")\n";
+        << std::setw(5) << m.size << " " << format_bytes(m.total()) << " (weights " << format_bytes(m.weights) << ", encoder "
+        << format_bytes(m.text_encoder) << ", DiT " << format_bytes(m.dit) << ", VAE " << format_bytes(m.vae) << ")\n";
   }
 }
 
@@ -103,10 +100,10 @@ int check_command(const std::vector<std::string>& words, std::ostream& out, std:
     out << kModelHelp;
     return 0;
   }
-  if (a.positionals().size() != 1) throw UsageError("model check takes one directory");
+  if (a.positionals().size() != 1) throw UsageError("model check takes one directory or repo id");
   const std::string dir = a.positionals()[0];
   try {
-    const auto model = engine::ModelDirectory::open(dir);
+    const auto model = engine::ModelDirectory::open(engine::resolve_model_argument(dir));
     if (a.has("json")) {
       out << check_json(model).dump(2) << "\n";
     } else {
@@ -139,8 +136,8 @@ int quantize_command(const std::vector<std::string>& words, std::ostream& out, s
   try {
     const auto result = engine::quantize_model(a.positionals()[0], a.positionals()[1], roles);
     for (const auto& c : result.components) {
-      out << c.role << ": " << c.quantized << " Linear weights to int8, " << gib(c.bytes_before) << " -> "
-          << gib(c.bytes_after) << "\n";
+      out << c.role << ": " << c.quantized << " Linear weights to int8, " << format_bytes(c.bytes_before) << " -> "
+          << format_bytes(c.bytes_after) << "\n";
     }
     out << "wrote " << printable(a.positionals()[1]) << "\n";
     return 0;
@@ -161,6 +158,7 @@ int run_model_command(const std::vector<std::string>& args, std::ostream& out, s
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "check") return check_command(rest, out, err);
     if (args[0] == "quantize") return quantize_command(rest, out, err);
+    if (args[0] == "pull") return model_pull_command(rest, out, err);
     throw UsageError("unknown model command \"" + args[0] + "\"");
   } catch (const UsageError& e) {
     err << "rgbaq model: " << printable(e.what()) << "\n" << kModelHelp;

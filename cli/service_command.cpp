@@ -10,6 +10,8 @@
 #include "common/data_files.h"
 #include "common/printable_text.h"
 #include "daemon/socket_paths.h"
+#include "engine/hf_cache.h"
+#include "engine/model_directory.h"
 #include "launchd/service_templates.h"
 
 namespace rgbaq::cli {
@@ -162,7 +164,13 @@ int service_command(const std::vector<std::string>& args, CliContext& ctx) {
 
   const auto model = a.get("model");
   if (!model) throw UsageError("--model DIR is required: the service runs rgbaqd with it");
-  const auto model_dir = std::filesystem::absolute(*model).lexically_normal();
+  // A repo id becomes its snapshot's folder: the service's environment may not name the same cache.
+  std::filesystem::path model_dir;
+  try {
+    model_dir = std::filesystem::absolute(engine::resolve_model_argument(*model)).lexically_normal();
+  } catch (const engine::InvalidModel& e) {
+    throw UsageError(std::string("--model ") + e.what());
+  }
   if (!std::filesystem::exists(model_dir / "model_index.json")) {
     throw UsageError("--model " + model_dir.string() + " has no model_index.json");
   }

@@ -32,11 +32,6 @@ void for_each_char(std::string_view text, F f) {
   }
 }
 
-std::string bar(int64_t done, int64_t total, int width) {
-  const int64_t filled = total > 0 ? std::clamp<int64_t>(done * width / total, 0, width) : 0;
-  return "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '-') + "]";
-}
-
 std::string join_fitting(const std::string& left, const std::string& right, int width) {
   return fit_columns(left + right, width);
 }
@@ -50,7 +45,7 @@ std::vector<std::string> job_lines(const JobInHand& j, int width) {
   // A bar only where the prompt keeps a fair share of the line.
   const int bar_width = std::min(20, (width - 80) / 2);
   if (bar_width >= 8 && j.steps > 0) {
-    progress = bar(j.decoding ? j.steps : j.step, j.steps, bar_width) + " " + progress;
+    progress = progress_bar(j.decoding ? j.steps : j.step, j.steps, bar_width) + " " + progress;
   }
   const int room = width - display_columns(where) - display_columns(facts) - display_columns(progress);
   if (room >= kMinLabelColumns || room >= display_columns(label)) {
@@ -68,11 +63,16 @@ std::string run_line(const RunInProgress& r, bool paused, int width) {
   const bool finished = r.done + r.failed + r.canceled >= r.total;
   if (!finished) right += paused ? "  paused" : r.eta_s ? "  ETA " + format_duration(*r.eta_s) : "  ETA ?";
   const int bar_width = std::min(40, width - display_columns(left) - display_columns(right) - 4);
-  if (bar_width >= 5) left += "  " + bar(r.done, r.total, bar_width);
+  if (bar_width >= 5) left += "  " + progress_bar(r.done, r.total, bar_width);
   return join_fitting(left, right, width);
 }
 
 }  // namespace
+
+std::string progress_bar(int64_t done, int64_t total, int width) {
+  const int64_t filled = total > 0 ? std::clamp<int64_t>(done * width / total, 0, width) : 0;
+  return "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '-') + "]";
+}
 
 int display_columns(std::string_view text) {
   int columns = 0;

@@ -54,6 +54,8 @@ std::vector<std::string> render_watch(const WatchView& view, int width, int max_
 int display_columns(std::string_view text);
 // `text` cut to at most `columns` columns, ending in "…" when cut.
 std::string fit_columns(std::string_view text, int columns);
+// "[####------]": `done` of `total` in `width` cells between the brackets.
+std::string progress_bar(int64_t done, int64_t total, int width);
 // "45s", "3m20s", "2h05m".
 std::string format_duration(double seconds);
 

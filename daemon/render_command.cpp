@@ -10,6 +10,8 @@
 #include "daemon/base/lora_folders.h"
 #include "daemon/base/render_record.h"
 #include "engine/backend_registry.h"
+#include "engine/hf_cache.h"
+#include "engine/model_directory.h"
 #include "engine/model_identity.h"
 #include "engine/session.h"
 #include "host/image_size.h"
@@ -26,7 +28,8 @@ constexpr const char* kHelp = R"(usage: rgbaqd render --model DIR --prompt TEXT 
 
 Renders one image with no queue: tokenize, encode, 8 Euler steps, decode, then an RGBA PNG with its
 parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an `rgbaq` JSON chunk).
-  --model DIR    a diffusers-layout model directory (tools/make_tiny_model writes a tiny one)
+  --model DIR    a diffusers-layout model directory (tools/make_tiny_model writes a tiny one), or a
+                 Hugging Face repo id ORG/NAME[@REV] in the huggingface_hub cache (rgbaq model pull)
   --seed S       0..2^64-1 (default 0); the noise is torch's randn for this seed
   --size SIZE    256, 512, 1024 or WxH in pixels (multiples of 16; default 256)
   --engine E     auto (default: cuda when a CUDA device is visible, else cpu), cpu or cuda
@@ -75,7 +78,12 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
       throw common::UsageError(std::string("--size: ") + e.what());
     }
     const std::string output = a.require("output");
-    const std::string model = a.require("model");
+    std::filesystem::path model;
+    try {
+      model = engine::resolve_model_argument(a.require("model"));
+    } catch (const engine::InvalidModel& e) {
+      throw common::UsageError(std::string("--model: ") + e.what());
+    }
     engine::EngineOptions options;
     options.backend = a.get("engine").value_or("auto");
     options.threads = a.get_int("threads", 0);

@@ -42,6 +42,7 @@
 #include "daemon/worker/worker_heartbeat.h"
 #include "daemon/worker/worker_plan.h"
 #include "engine/backend_registry.h"
+#include "engine/hf_cache.h"
 #include "engine/model_directory.h"
 #include "engine/model_identity.h"
 #include "engine/render_memory.h"
@@ -298,7 +299,7 @@ int run_serve_command(const std::vector<std::string>& args) {
           .guard = *http_guard,
           .thumbnails = *thumbnails,
           .base_url = "http://" + hosts.front(),
-          .model_name = config.model_dir.filename().string(),
+          .model_name = engine::model_folder_name(config.model_dir),
           .model_identity = identity});
       http_api = std::make_unique<http::HttpApi>(*http_context);
       state.http_url = http_context->base_url;

@@ -7,11 +7,13 @@
 
 #include "common/arguments.h"
 #include "daemon/socket_paths.h"
+#include "engine/hf_cache.h"
+#include "engine/model_directory.h"
 #include "storage/open_queue_store.h"
 
 namespace rgbaq::daemon {
 
-const char* const kDaemonHelp = R"(usage: rgbaqd [serve] --model DIR [options]
+const char* const kDaemonHelp = R"(usage: rgbaqd [serve] --model DIR|REPO [options]
        rgbaqd render --model DIR --prompt TEXT -o FILE.png [...]   (one image, no queue; see rgbaqd render --help)
 
 Serves the render queue: takes jobs from the queue database, renders them with persistent engine
@@ -20,7 +22,8 @@ over a Unix socket. Normally started by the service (`rgbaq service install`); i
 foreground and logs to stderr and a rotating file.
 
 options (each may also be set in the config file; flags win):
-  --model DIR             diffusers-layout model directory (required)
+  --model DIR|REPO        diffusers-layout model directory, or a Hugging Face repo id ORG/NAME[@REV]
+                          read from the huggingface_hub cache (see rgbaq model pull) (required)
   --engine auto|cpu|cuda  backend (default auto: cuda when a CUDA device is visible, else cpu)
   --threads N             CPU threads of each worker (default: all, shared out between --workers)
   --workers N             cpu: N render workers, each its own session, all on the one queue
@@ -110,6 +113,17 @@ std::filesystem::path made_absolute(const std::filesystem::path& p) {
   return p.empty() ? p : std::filesystem::absolute(p).lexically_normal();
 }
 
+// --model's folder: a directory (relative to `base`), or a Hugging Face repo id's cached snapshot.
+std::filesystem::path model_folder(const std::string& text, const std::filesystem::path& base, const std::string& where) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(base / text, ec) || !engine::parse_hub_repo_ref(text)) return made_absolute(base / text);
+  try {
+    return made_absolute(engine::resolve_model_argument(text));
+  } catch (const engine::InvalidModel& e) {
+    throw common::UsageError(where + e.what());
+  }
+}
+
 void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
   std::ifstream in(file);
   if (!in) throw common::UsageError("--config " + file.string() + ": cannot open");
@@ -146,7 +160,7 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
       }
       return out;
     };
-    if (key == "model") c.model_dir = path();
+    if (key == "model") c.model_dir = model_folder(text(), base, file.string() + ": \"model\": ");
     else if (key == "engine") c.engine = text();
     else if (key == "threads") c.threads = static_cast<int>(number());
     else if (key == "device") {
@@ -295,7 +309,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
   if (const auto file = a.get("config")) apply_file(c, made_absolute(*file));
-  if (const auto v = a.get("model")) c.model_dir = made_absolute(*v);
+  if (const auto v = a.get("model")) c.model_dir = model_folder(*v, std::filesystem::current_path(), "--model ");
   if (const auto v = a.get("engine")) c.engine = *v;
   c.threads = a.get_int("threads", c.threads);
   c.workers = a.get_int("workers", c.workers);

@@ -1,5 +1,7 @@
 #include "daemon/base/render_record.h"
 
+#include "engine/hf_cache.h"
+
 namespace rgbaq::daemon {
 
 storage::RenderMetadata describe_render(const engine::RenderRequest& request, const engine::RenderResult& result,
@@ -12,7 +14,7 @@ storage::RenderMetadata describe_render(const engine::RenderRequest& request, co
   m.width = result.size.width;
   m.height = result.size.height;
   m.sigmas = result.sigmas;
-  m.model_name = model.filename().string();
+  m.model_name = engine::model_folder_name(model);
   m.model_path = model.string();
   m.model_identity = model_identity;
   m.backend = backend;

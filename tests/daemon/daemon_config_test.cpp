@@ -136,5 +136,33 @@ TEST(DaemonConfig, EncoderCacheDiskBudget) {
   EXPECT_NE(usage_error({"--config", file.string()}).find("\"encoder_cache_disk_mb\" must be a non-negative integer"), std::string::npos);
 }
 
+// --model ORG/NAME (flag or config file) is the snapshot refs/main names in $HF_HUB_CACHE; a repo id
+// the cache lacks is a usage error that says how to fetch it.
+TEST(DaemonConfig, AModelRepoIdIsItsSnapshotInTheHuggingFaceCache) {
+  TempDir tmp;
+  const auto commit = std::string(40, 'a');
+  const auto snapshot = tmp.path() / "hub" / "models--Org--Tiny" / "snapshots" / commit;
+  for (const char* f : {"processor/tokenizer.json", "scheduler/scheduler_config.json", "text_encoder/config.json",
+                        "text_encoder/model.safetensors", "transformer/config.json",
+                        "transformer/diffusion_pytorch_model.safetensors", "vae/config.json",
+                        "vae/diffusion_pytorch_model.safetensors"}) {
+    std::filesystem::create_directories((snapshot / f).parent_path());
+    std::ofstream(snapshot / f) << "{}";
+  }
+  std::ofstream(snapshot / "model_index.json") << R"({"_class_name": "QwenImage21Pipeline", "processor": ["transformers", "P"]})";
+  std::filesystem::create_directories(tmp.path() / "hub" / "models--Org--Tiny" / "refs");
+  std::ofstream(tmp.path() / "hub" / "models--Org--Tiny" / "refs" / "main") << commit;
+  setenv("HF_HUB_CACHE", (tmp.path() / "hub").c_str(), 1);
+  EXPECT_EQ(parse({"--model", "Org/Tiny"}).model_dir, snapshot);
+  std::ofstream(tmp.path() / "c.json") << R"({"model": "Org/Tiny@main"})";
+  EXPECT_EQ(parse_daemon_config({"--config", (tmp.path() / "c.json").string(), "--socket", "/tmp/x.sock", "--data-dir", "/tmp/d"})
+                .model_dir,
+            snapshot);
+  const std::string error = usage_error({"--model", "Org/Missing"});
+  EXPECT_NE(error.find("--model Org/Missing: no such directory, and the Hugging Face cache"), std::string::npos) << error;
+  EXPECT_NE(error.find("rgbaq model pull Org/Missing"), std::string::npos) << error;
+  unsetenv("HF_HUB_CACHE");
+}
+
 }  // namespace
 }  // namespace rgbaq::daemon
