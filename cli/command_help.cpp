@@ -172,7 +172,7 @@ rendered yet). An attribute on neither axis that varies (say, two sizes) joins e
                 a page of several: OUT/sheet_runRUN_pN.png)
   --thumb PX    the cell size, 16..1024 (default 128)
   --columns N   wrap a row of more than N cells into rows under it, each with its own column
-                labels (default 10; 0: never wrap)
+                labels (default 16; 0: never wrap)
   --per-page ROWS, --page N
                 a page of the sheet: ROWS rows of it, page N (default 1). A sheet is at most 64 Mi
                 pixels and 65,535 px a side; a bigger one is refused, saying how many rows a page holds

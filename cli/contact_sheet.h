@@ -72,9 +72,10 @@ SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& 
                          const SheetAxisChoice& y = SheetAxis::kPrompt);
 
 // The x axis wrapped at `columns` (0: never): a row of more cells goes on in the rows under it, each
-// with its own column labels (a 30-seed sweep at 10: three rows of 10 per prompt).
+// with its own column labels (a 30-seed sweep at 16: rows of 16 and 14 per prompt). 16 keeps the
+// common `--seeds 1-16` sweep on one row.
 SheetLayout wrap_columns(const SheetLayout& layout, int columns);
-inline constexpr int kDefaultSheetColumns = 10;
+inline constexpr int kDefaultSheetColumns = 16;
 
 // Where things are on the sheet, in pixels.
 struct SheetGeometry {

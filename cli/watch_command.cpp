@@ -108,11 +108,12 @@ class Watch {
     const int64_t id = e.value("job", int64_t{-1});
     if (e.contains("run") && e["run"].is_number_integer()) followed_.insert(e["run"].get<int64_t>());  // even one done in a blink
     if (kind == "job_started") {
-      // The worker's previous job is past its decode, its PNG being written: no longer in hand.
+      // A worker renders one job at a time: its previous one is past its decode (its PNG being
+      // written, or already done with events still on the way), no longer in hand.
       const std::string worker = e.value("worker", "");
       std::erase_if(jobs_, [&](const auto& held) {
         const auto by = started_by_.find(held.first);
-        return held.second.decoding && by != started_by_.end() && by->second == worker;
+        return by != started_by_.end() && by->second == worker;
       });
       started_by_[id] = worker;
       JobInHand& j = jobs_[id];
@@ -164,22 +165,26 @@ class Watch {
     json running_params = {{"state", "running"}, {"limit", 100}};
     if (run_) running_params["run"] = run_;
     std::map<int64_t, JobInHand> in_hand;
-    // This daemon's workers' jobs: one of its running jobs that none of them holds any more is past its
-    // decode, its PNG being written, and not in hand.
+    // This daemon's workers' jobs: one of its running jobs that none of them holds is past its decode,
+    // its PNG being written, and not in hand (the watch may not have read its decode event yet).
     const json workers = status.value("render_workers", json::array());
     std::set<int64_t> held;
     for (const auto& w : workers) {
       if (w.contains("job") && w["job"].is_number_integer()) held.insert(w["job"].get<int64_t>());
     }
+    // Jobs are told apart by host: not when another daemon on the queue has this host's name too.
     std::string this_host;
-    for (const auto& w : status.value("workers", json::array())) {
+    const json queue_workers = status.value("workers", json::array());
+    for (const auto& w : queue_workers) {
       if (w.value("pid", int64_t{-1}) == status.value("pid", int64_t{-2})) this_host = w.value("host", "");
+    }
+    for (const auto& w : queue_workers) {
+      if (w.value("host", "") == this_host && w.value("pid", int64_t{-1}) != status.value("pid", int64_t{-2})) this_host.clear();
     }
     const json running = queries_->call("ls_jobs", running_params);  // named: see ls_runs below
     for (const auto& j : running["jobs"]) {
       const int64_t id = j.value("id", int64_t{0});
-      const bool decoded = j.value("decoding", false) || (jobs_.count(id) && jobs_[id].decoding);
-      if (decoded && !held.count(id) && !this_host.empty() && j.value("host", "") == this_host) continue;
+      if (!held.count(id) && !this_host.empty() && j.value("host", "") == this_host) continue;
       JobInHand job = jobs_.count(id) ? jobs_[id] : JobInHand{};
       describe(job, id, j);
       // The progress its worker recorded in the queue: all there is of another host's job until the
