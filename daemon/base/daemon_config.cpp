@@ -216,8 +216,8 @@ std::string how_to_get_a_model(const std::filesystem::path& dir) {
   std::error_code ec;
   if (std::filesystem::exists(dir / "model_index.json", ec)) return "";
   return dir.string() + " holds no model. To try rgbaq, write the tiny test model there: `tools/make_tiny_model " +
-         dir.string() + "` in a build (`rgbaq-make-tiny-model` installed); for real images, a diffusers folder of "
-         "Qwen-Image-2.1-Turbo (Hugging Face: Qwen/Qwen-Image-2.1-Turbo; see the README's Models).";
+         dir.string() + "` in a build (`rgbaq-make-tiny-model` installed); for real images, `rgbaq model pull` fetches "
+         "Qwen/Qwen-Image-2.1-Turbo (then --model Qwen/Qwen-Image-2.1-Turbo), or give a diffusers folder of it.";
 }
 
 double parse_gpu_memory(const std::string& text) {
