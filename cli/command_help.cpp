@@ -64,8 +64,8 @@ value wins, and rgbaq prints a note naming the rows where it did.
                       the tiny test model of scripts/run renders any size, its job file says 256)
   --priority N        higher goes first, -1000000..1000000 (default 0)
   --out DIR           where the PNGs go (default ./renders); OUT/<name or prompt-slug-hash>_<seed>.png
-  --name RUN          the run's name (default: the file name without its extension; "prompt" for
-                      --prompt, "stdin" for -)
+  --name RUN          the run's name (default: the file name without its extension; the prompt's
+                      first 40 bytes for --prompt, "stdin" for -)
   --format csv|jsonl  the file's format (default: by extension; .jsonl and .ndjson are JSONL, else CSV)
   --skip-duplicates   leave out jobs already queued, running or done (same prompt, seed, size, name
                       and --out); when that leaves nothing, no run is made
@@ -102,7 +102,9 @@ rgbaqd's --encoder-cache-disk-mb). Exit 1 when the daemon reports its queue data
       {"ls", R"(usage: rgbaq ls runs [--json]
        rgbaq ls jobs [--run R] [--state S] [--marked M] [--limit N] [--offset N] [--all] [--json]
 
-runs: every run with its counts (total, done, failed, canceled, queued) and output directory.
+runs: every run with its counts (total, done, failed, canceled, queued), when it was submitted and
+when its last job ended (local time; - while it has jobs to go) and its output directory; --json has
+created_at and, for a finished run, finished_at (seconds since 1970).
 jobs: jobs in submit order, with state, mark (star, reject or -), seed, size, prompt and output (or
 the failure reason); --json adds mark, marked_at and marked_by (null when unmarked).
 
@@ -115,8 +117,9 @@ the failure reason); --json adds mark, marked_at and marked_by (null when unmark
 )"},
       {"cancel", R"(usage: rgbaq cancel RUN | rgbaq cancel --job JOB [--json]
 
-Cancels a run's queued jobs (a running one stops at its next step), or one job. A job that has already
-finished (done or failed) cannot be canceled: rgbaq says so and exits 1.
+Cancels a run's queued jobs, or one job. A running job is asked to stop at its next step and counted
+apart: one already decoding ends done. A job that has already finished (done or failed) cannot be
+canceled: rgbaq says so and exits 1.
 )"},
       {"retry", R"(usage: rgbaq retry RUN [--canceled] [--json]
 
@@ -161,8 +164,8 @@ attempts, seconds, mark).
               (default: every job)
   -o FILE     write to FILE (default: standard output)
 )"},
-      {"sheet", R"(usage: rgbaq sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]]
-                  [--font FILE.ttf] [--marked M]
+      {"sheet", R"(usage: rgbaq sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--columns N]
+                  [--per-page ROWS [--page N]] [--font FILE.ttf] [--marked M]
 
 A labelled contact sheet PNG of the run: the run, its sizes and its LoRAs in a header, seeds across
 and prompts down (by default), each cell's image or why it has none (failed, missing, canceled, not
@@ -171,6 +174,8 @@ rendered yet). An attribute on neither axis that varies (say, two sizes) joins e
   -o FILE       where to write it (default: OUT/sheet_runRUN.png in the run's output directory;
                 a page of several: OUT/sheet_runRUN_pN.png)
   --thumb PX    the cell size, 16..1024 (default 128)
+  --columns N   wrap a row of more than N cells into rows under it, each with its own column
+                labels (default 16; 0: never wrap)
   --per-page ROWS, --page N
                 a page of the sheet: ROWS rows of it, page N (default 1). A sheet is at most 64 Mi
                 pixels and 65,535 px a side; a bigger one is refused, saying how many rows a page holds
@@ -180,7 +185,8 @@ rendered yet). An attribute on neither axis that varies (say, two sizes) joins e
                 lora       each job's LoRA set ("detail 0.5", "no LoRA"; several joined by " + ")
                 lora:NAME  the weight of LoRA NAME ("detail 0.5", "no detail"); the rest of each
                            job's set splits the rows. Two LoRAs' weights: --x lora:A --y lora:B
-  --font FILE   a TrueType font (default /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf)
+  --font FILE   a TrueType font (default /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf); characters
+                it lacks (CJK, emoji) come from the fonts fontconfig finds for them
   --marked M    only the jobs marked star, reject, none or any (default: every job of the run)
 )"},
       {"service", R"(usage: rgbaq service install --model DIR [--data-dir DIR] [--rgbaqd PATH] [--print]
@@ -189,7 +195,10 @@ rendered yet). An attribute on neither axis that varies (say, two sizes) joins e
 install writes rgbaqd's service files and starts it on demand: on Linux a systemd --user socket and
 service (~/.config/systemd/user/rgbaqd.socket and .service), on macOS a launchd agent
 (~/Library/LaunchAgents/com.rgbaq.rgbaqd.plist). The renderer runs at batch priority (Linux: Nice=10,
-CPUSchedulingPolicy=batch, IOSchedulingClass=idle; macOS: ProcessType Standard, see the plist).
+CPUSchedulingPolicy=batch, IOSchedulingClass=best-effort with IOSchedulingPriority=7, the lowest of
+that class: idle could starve the queue's fsyncs; macOS: ProcessType Standard, see the plist).
+status asks systemctl --user (launchctl on macOS); without a user session bus it says so and how
+to check rgbaqd another way.
 
   --model DIR     the model directory rgbaqd serves (required); a Hugging Face repo id ORG/NAME[@REV]
                   stands for its snapshot in the cache (the folder is written into the service)

@@ -284,6 +284,26 @@ SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& 
   return l;
 }
 
+SheetLayout wrap_columns(const SheetLayout& l, int columns) {
+  const int total = int(l.columns.size());
+  if (columns <= 0 || total <= columns) return l;
+  const int bands = (total + columns - 1) / columns;
+  SheetLayout out = l;
+  out.rows.clear();
+  out.row_details.clear();
+  out.cells.clear();
+  out.columns.assign(l.columns.begin(), l.columns.begin() + columns);
+  for (size_t r = 0; r < l.rows.size(); ++r) {
+    for (int b = 0; b < bands; ++b) {
+      out.rows.push_back(l.rows[r]);
+      out.row_details.push_back(l.row_details[r]);
+      out.row_columns.emplace_back(l.columns.begin() + b * columns, l.columns.begin() + std::min(total, (b + 1) * columns));
+    }
+  }
+  for (const SheetCell& c : l.cells) out.cells.push_back({c.row * bands + c.column / columns, c.column % columns, c.image_path, c.mark});
+  return out;
+}
+
 Sheet render_sheet(const SheetLayout& l, int thumb, const std::filesystem::path& font) {
   TextRenderer header_font(font, SheetGeometry::kHeaderPx), label_font(font, SheetGeometry::kLabelPx);
   constexpr int kGutter = SheetGeometry::kGutter, kMargin = SheetGeometry::kMargin;
@@ -296,11 +316,14 @@ Sheet render_sheet(const SheetLayout& l, int thumb, const std::filesystem::path&
   g.column_label_baseline = kMargin + header_height + label_font.ascent();
   g.grid_x = kMargin + g.row_label_width + kGutter;
   g.grid_y = kMargin + header_height + label_font.line_height() + 4;
+  if (!l.row_columns.empty()) g.row_labels_height = label_font.line_height() + 4;
+  const int row_step = thumb + kGutter + g.row_labels_height;
   const int64_t width = g.grid_x + int64_t(l.columns.size()) * (thumb + kGutter) - kGutter + kMargin;
-  const int64_t height = g.grid_y + int64_t(l.rows.size()) * (thumb + kGutter) - kGutter + kMargin;
+  const int64_t height = g.grid_y + int64_t(l.rows.size()) * row_step - kGutter - g.row_labels_height + kMargin;
   if (width * height > int64_t(kMaxSheetPixels) || width > kMaxSheetSide || height > kMaxSheetSide) {
     const int64_t fit_height = std::min<int64_t>(kMaxSheetSide, int64_t(kMaxSheetPixels) / width);
-    const int64_t rows = width > kMaxSheetSide ? 0 : std::max<int64_t>(0, (fit_height - g.grid_y - kMargin + kGutter) / (thumb + kGutter));
+    const int64_t rows = width > kMaxSheetSide ? 0
+                                               : std::max<int64_t>(0, (fit_height - g.grid_y - kMargin + kGutter + g.row_labels_height) / row_step);
     throw SheetTooLarge(std::to_string(l.rows.size()) + (l.rows.size() == 1 ? " row x " : " rows x ") +
                             std::to_string(l.columns.size()) + " columns at " + std::to_string(thumb) + " px would be a " +
                             std::to_string(width) + "x" + std::to_string(height) + " px sheet (" +
@@ -322,9 +345,16 @@ Sheet render_sheet(const SheetLayout& l, int thumb, const std::filesystem::path&
     header += (i ? ", " : l.loras.size() == 1 ? "  ·  LoRA " : "  ·  LoRAs ") + l.loras[i];
   }
   header_font.draw(canvas, kMargin, g.header_baseline, header_font.fit(header, g.width - 2 * kMargin), text);
-  for (size_t c = 0; c < l.columns.size(); ++c) {
-    const std::string label = label_font.fit(l.columns[c], thumb);
-    label_font.draw(canvas, g.cell_x(int(c)) + (thumb - label_font.measure(label)) / 2, g.column_label_baseline, label, text);
+  // Column labels over the grid, or (wrapped) over each row's cells, at the same height above them.
+  const auto draw_column_labels = [&](const std::vector<std::string>& labels, int baseline) {
+    for (size_t c = 0; c < labels.size(); ++c) {
+      const std::string label = label_font.fit(labels[c], thumb);
+      label_font.draw(canvas, g.cell_x(int(c)) + (thumb - label_font.measure(label)) / 2, baseline, label, text);
+    }
+  };
+  if (l.row_columns.empty()) draw_column_labels(l.columns, g.column_label_baseline);
+  for (size_t r = 0; r < l.row_columns.size(); ++r) {
+    draw_column_labels(l.row_columns[r], g.cell_y(int(r)) - (g.grid_y - g.column_label_baseline));
   }
   const int line = label_font.line_height();
   for (size_t r = 0; r < l.rows.size(); ++r) {
@@ -375,6 +405,7 @@ SheetLayout sheet_page(const SheetLayout& l, int page, int per_page) {
   SheetLayout out = l;
   out.rows.assign(l.rows.begin() + first, l.rows.begin() + end);
   out.row_details.assign(l.row_details.begin() + first, l.row_details.begin() + end);
+  if (!l.row_columns.empty()) out.row_columns.assign(l.row_columns.begin() + first, l.row_columns.begin() + end);
   out.cells.clear();
   for (const SheetCell& c : l.cells) {
     if (c.row >= first && c.row < end) out.cells.push_back({c.row - first, c.column, c.image_path, c.mark});
@@ -386,14 +417,17 @@ SheetLayout sheet_page(const SheetLayout& l, int page, int per_page) {
 int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   std::vector<std::string> words;
   for (const auto& w : args) words.push_back(w == "-o" ? "--output" : w);
-  const Arguments a(words, {"output", "thumb", "x", "y", "font", "page", "per-page", "marked"}, {});
+  const Arguments a(words, {"output", "thumb", "x", "y", "font", "page", "per-page", "marked", "columns"}, {});
   const std::string usage =
-      "usage: rgbaq sheet RUN [-o FILE.png] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]] [--font FILE.ttf] [--marked M]";
+      "usage: rgbaq sheet RUN [-o FILE.png] [--thumb PX] [--x AXIS] [--y AXIS] [--columns N] [--per-page ROWS [--page N]] "
+      "[--font FILE.ttf] [--marked M]";
   if (a.positionals().size() != 1) throw UsageError(usage);
   const auto run = parse_u64(a.positionals()[0]);
   if (!run || *run == 0) throw UsageError("run \"" + a.positionals()[0] + "\" is not a positive integer");
   const int thumb = a.get_int("thumb", 128);
   if (thumb < 16 || thumb > 1024) throw UsageError("--thumb must be 16..1024 px");
+  const int columns = a.get_int("columns", kDefaultSheetColumns);
+  if (columns < 0) throw UsageError("--columns must be 0 (one row per prompt, however long) or a number of columns");
   const auto axis = [&](const char* option, SheetAxis fallback) -> SheetAxisChoice {
     const auto v = a.get(option);
     if (!v) return fallback;
@@ -433,7 +467,7 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   }
   std::string title = "run " + a.positionals()[0];
   if (!run_name.empty()) title += " (" + run_name + ")";
-  const SheetLayout whole = layout_sheet(title, jobs, x, y);
+  const SheetLayout whole = wrap_columns(layout_sheet(title, jobs, x, y), columns);
   const int per_page = a.has("per-page") ? a.get_int("per-page", 0) : std::max<int>(1, int(whole.rows.size()));
   if (per_page < 1) throw UsageError("--per-page must be a positive number of rows");
   if (a.has("page") && !a.has("per-page")) throw UsageError("--page needs --per-page ROWS (how many rows a page holds)");
@@ -458,6 +492,7 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
       (std::filesystem::path(run_out_dir) / ("sheet_run" + a.positionals()[0] + page_suffix + ".png")).string());
   nlohmann::json legend = {{"run", *run}, {"rows", layout.rows}, {"row_details", layout.row_details}, {"columns", layout.columns},
                            {"loras", layout.loras}, {"thumb", thumb}, {"page", page}, {"pages", pages}};
+  if (!layout.row_columns.empty()) legend["row_columns"] = layout.row_columns;
   if (marked) legend["marked"] = *marked;
   if (const auto dir = std::filesystem::path(out).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
   storage::write_png_atomic(out, sheet.rgba.data(), sheet.geometry.width, sheet.geometry.height, {{"rgbaq-sheet", legend.dump()}});

@@ -57,6 +57,9 @@ struct SheetLayout {
   std::vector<std::string> rows;         // y axis labels
   std::vector<std::string> row_details;  // the attributes on neither axis that vary (else empty strings)
   std::vector<SheetCell> cells;
+  // A wrapped sheet (wrap_columns): each row's own column labels, drawn above its cells; empty when
+  // every row has the `columns` above the grid.
+  std::vector<std::vector<std::string>> row_columns;
 };
 
 // Why `axis` cannot lay out `jobs` ("its jobs have no LoRA", "no job has LoRA \"x\"..."), or "".
@@ -68,16 +71,23 @@ std::string sheet_axis_problem(const std::vector<SheetJob>& jobs, const SheetAxi
 SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& jobs, const SheetAxisChoice& x = SheetAxis::kSeed,
                          const SheetAxisChoice& y = SheetAxis::kPrompt);
 
+// The x axis wrapped at `columns` (0: never): a row of more cells goes on in the rows under it, each
+// with its own column labels (a 30-seed sweep at 16: rows of 16 and 14 per prompt). 16 keeps the
+// common `--seeds 1-16` sweep on one row.
+SheetLayout wrap_columns(const SheetLayout& layout, int columns);
+inline constexpr int kDefaultSheetColumns = 16;
+
 // Where things are on the sheet, in pixels.
 struct SheetGeometry {
   int width = 0, height = 0;
   int thumb = 0;
   int grid_x = 0, grid_y = 0;  // the top-left corner of cell (0, 0)
   int header_baseline = 0, column_label_baseline = 0, row_label_x = 0, row_label_width = 0;
+  int row_labels_height = 0;  // a wrapped sheet: the line of column labels above each row of cells
   static constexpr int kGutter = 4, kMargin = 8;
   static constexpr int kHeaderPx = 16, kLabelPx = 13;  // font sizes
   int cell_x(int column) const { return grid_x + column * (thumb + kGutter); }
-  int cell_y(int row) const { return grid_y + row * (thumb + kGutter); }
+  int cell_y(int row) const { return grid_y + row * (thumb + kGutter + row_labels_height); }
 };
 
 struct Sheet {

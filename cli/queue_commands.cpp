@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -118,6 +119,17 @@ std::string csv_text(const std::string& s) {
   return q + "\"";
 }
 
+// A time of the queue (seconds since the epoch) in local time, to the minute; "-" for none.
+std::string local_minute(double seconds) {
+  if (seconds <= 0) return "-";
+  const std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
+  return buf;
+}
+
 }  // namespace
 
 int status_command(const std::vector<std::string>& args, CliContext& ctx) {
@@ -199,20 +211,21 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
   }
   DaemonClient client(ctx.socket);
   if (a.positionals()[0] == "runs") {
-    const json r = client.call("ls_runs");
+    const json r = client.call("ls_runs", {{"finish_times", true}});
     if (a.has("json")) {
       ctx.out << r.dump() << "\n";
       return 0;
     }
     ctx.out << std::left << std::setw(6) << "RUN" << std::setw(24) << "NAME" << std::right << std::setw(8) << "TOTAL"
             << std::setw(8) << "DONE" << std::setw(8) << "FAILED" << std::setw(10) << "CANCELED" << std::setw(8) << "QUEUED"
-            << "  OUT\n";
+            << std::left << "  " << std::setw(18) << "SUBMITTED" << std::setw(18) << "FINISHED" << "OUT\n";
     for (const auto& run : r["runs"]) {
       const json& c = run["counts"];
       ctx.out << std::left << std::setw(6) << run.value("id", 0) << std::setw(24) << clip(run.value("name", ""), 23) << std::right
               << std::setw(8) << run.value("total", 0) << std::setw(8) << c.value("done", 0) << std::setw(8) << c.value("failed", 0)
-              << std::setw(10) << c.value("canceled", 0) << std::setw(8) << c.value("queued", 0) + c.value("running", 0) << "  "
-              << printable(run.value("out_dir", "")) << "\n";
+              << std::setw(10) << c.value("canceled", 0) << std::setw(8) << c.value("queued", 0) + c.value("running", 0) << std::left
+              << "  " << std::setw(18) << local_minute(run.value("created_at", 0.0)) << std::setw(18)
+              << local_minute(run.value("finished_at", 0.0)) << printable(run.value("out_dir", "")) << "\n";
     }
     return 0;
   }
@@ -287,8 +300,13 @@ int cancel_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (a.positionals().size() != 1) throw UsageError("which run? `rgbaq cancel RUN` or `rgbaq cancel --job JOB`");
   DaemonClient client(ctx.socket);
   const json r = client.call("cancel", {{"run", positive_id(a.positionals()[0], "run")}});
-  ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + count_of(r.value("affected", 0), "job") +
-                                             " canceled (a running one stops at its next step)")
+  // A running job is only asked to stop: one already past its last step ends done, not canceled.
+  const int64_t stopping = r.value("stopping", int64_t{0});
+  ctx.out << (a.has("json") ? r.dump()
+                            : "run " + a.positionals()[0] + ": " + count_of(r.value("canceled", int64_t{0}), "job") + " canceled" +
+                                  (stopping ? "; " + count_of(stopping, "running job") + " asked to stop at " +
+                                                  (stopping == 1 ? "its" : "their") + " next step (one already decoding ends done)"
+                                            : ""))
           << "\n";
   return 0;
 }

@@ -1,9 +1,12 @@
 #include "cli/service_command.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "common/arguments.h"
@@ -86,18 +89,32 @@ std::string find_rgbaqd() {
 }
 
 // Runs a service-manager command (RGBAQ_SYSTEMCTL / RGBAQ_LAUNCHCTL replace the program, for tests and
-// packagers); its output goes straight through. Returns its exit status.
-int run_tool(CliContext& ctx, std::vector<std::string> argv) {
+// packagers); its output goes straight through, or its stderr into `*err_text` when given. Returns its
+// exit status.
+int run_tool(CliContext& ctx, std::vector<std::string> argv, std::string* err_text = nullptr) {
   const char* override_tool = std::getenv(kLaunchd ? "RGBAQ_LAUNCHCTL" : "RGBAQ_SYSTEMCTL");
   if (override_tool && *override_tool) argv[0] = override_tool;
   ctx.out.flush();
+  int err_pipe[2] = {-1, -1};
+  if (err_text && pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
   const pid_t pid = fork();
   if (pid == 0) {
+    if (err_text) dup2(err_pipe[1], STDERR_FILENO);
     std::vector<char*> a;
     for (auto& s : argv) a.push_back(s.data());
     a.push_back(nullptr);
     execvp(a[0], a.data());
     _exit(127);
+  }
+  if (err_text) {
+    close(err_pipe[1]);
+    char buf[4096];
+    for (ssize_t n; (n = read(err_pipe[0], buf, sizeof buf)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      err_text->append(buf, static_cast<size_t>(n));
+    }
+    close(err_pipe[0]);
   }
   int status = 0;
   waitpid(pid, &status, 0);
@@ -144,8 +161,22 @@ int service_command(const std::vector<std::string>& args, CliContext& ctx) {
   const std::string label = "gui/" + std::to_string(getuid());
 
   if (action == "status") {
-    return kLaunchd ? run_tool(ctx, {"launchctl", "print", label + "/com.rgbaq.rgbaqd"})
-                    : run_tool(ctx, {"systemctl", "--user", "status", "--no-pager", "rgbaqd.socket", "rgbaqd.service"});
+    if (kLaunchd) return run_tool(ctx, {"launchctl", "print", label + "/com.rgbaq.rgbaqd"});
+    std::string err;
+    const int code = run_tool(ctx, {"systemctl", "--user", "status", "--no-pager", "rgbaqd.socket", "rgbaqd.service"}, &err);
+    if (err.find("Failed to connect to bus") == std::string::npos) {
+      ctx.err << err;
+      return code;
+    }
+    // systemctl's own words name no cause a user can act on: this login has no user session bus.
+    ctx.err << "rgbaq service status: systemctl cannot reach your user's service manager (\""
+            << common::printable(err.substr(0, err.find('\n'))) << "\"): this login has no user session bus "
+            << "(su, sudo, ssh without lingering, a container), so systemd --user services cannot be checked from "
+               "here.\n  Is rgbaqd answering?  rgbaq status\n  Its log:            "
+            << common::printable((std::filesystem::path(a.get("data-dir").value_or(paths::default_data_dir().string())) / "logs" /
+                                  "rgbaqd.out").string())
+            << "\n  Or log in to a session of your own (`loginctl enable-linger` keeps one) and ask again.\n";
+    return 1;
   }
   if (action == "uninstall") {
     const auto names = kLaunchd ? std::vector<std::string>{"com.rgbaq.rgbaqd.plist"} : std::vector<std::string>{"rgbaqd.socket", "rgbaqd.service"};

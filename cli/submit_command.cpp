@@ -108,7 +108,10 @@ void say_on_interrupt(int64_t run, const std::filesystem::path& socket) {
 }  // namespace
 
 int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
-  const Arguments a(args, {"prompt", "seeds", "size", "count", "priority", "out", "name", "format", "max-jobs", "lora"},
+  // `--seed` as rgbaqd render spells it: one seed is a seed specification too.
+  std::vector<std::string> words;
+  for (const auto& w : args) words.push_back(w == "--seed" ? "--seeds" : w.rfind("--seed=", 0) == 0 ? "--seeds=" + w.substr(7) : w);
+  const Arguments a(words, {"prompt", "seeds", "size", "count", "priority", "out", "name", "format", "max-jobs", "lora"},
                     {"dry-run", "wait", "skip-duplicates", "json"});
   const auto prompt = a.get("prompt");
   if (prompt && !a.positionals().empty()) throw UsageError("give a job file or --prompt TEXT, not both");
@@ -183,6 +186,12 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
                                                                        : " (--seeds applies to the rows without a seed)")
             << "\n";
   }
+  if (!file.ignored_columns.empty()) {
+    std::string columns;
+    for (const auto& c : file.ignored_columns) columns += (columns.empty() ? "" : ", ") + c;
+    ctx.err << "note: " << common::printable(file_name) << " is an rgbaq export: its columns " << columns
+            << " are no job fields and are ignored (width and height give the size)\n";
+  }
 
   DaemonClient client(ctx.socket);
   nlohmann::json r;
@@ -219,7 +228,8 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   const int64_t run = r.value("run", int64_t{0});
   ctx.out.flush();  // the run id now, also through a pipe: the wait may be long
   say_on_interrupt(run, ctx.socket);
-  const int code = watch_run(client, ctx, run, true);
+  // A daemon that restarts (a crash, the service restarted) takes the run up again: follow it, as watch does.
+  const int code = watch_run(client, ctx, run, true, true);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   if (reusable && !a.has("json")) {

@@ -2,10 +2,14 @@
 
 #include <ft2build.h>
 #include FT_FREETYPE_H
+#include <fontconfig/fontconfig.h>
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace rgbaq::cli {
 namespace {
@@ -27,22 +31,137 @@ std::vector<std::pair<char32_t, std::string_view>> code_points(std::string_view 
 
 constexpr std::string_view kEllipsis = "…";
 
+// One loaded face: the font given, or a fallback fontconfig found for a character it lacks. A face
+// of colour bitmaps only (Noto Color Emoji: one 109 px strike) is drawn scaled to the pixel size.
+struct LoadedFace {
+  FT_Face face = nullptr;
+  bool bitmap_only = false;
+  double scale = 1;  // of a bitmap-only face's strike to the pixel size
+};
+
+// A glyph ready to draw: coverage (one byte a pixel) or premultiplied BGRA (four), at the pixel size.
+struct Glyph {
+  int left = 0, top = 0, width = 0, rows = 0, advance = 0;
+  bool color = false;
+  std::vector<uint8_t> pixels;
+};
+
 }  // namespace
 
 struct TextRenderer::Library {
   FT_Library library = nullptr;
-  FT_Face face = nullptr;
+  std::vector<LoadedFace> faces;               // [0]: the font given
+  std::map<std::pair<std::string, int>, size_t> face_by_file;
+  std::unordered_map<char32_t, size_t> face_of;  // which face draws a character
+  int pixel_size = 0;
   ~Library() {
-    if (face) FT_Done_Face(face);
+    for (auto& f : faces) FT_Done_Face(f.face);
     if (library) FT_Done_FreeType(library);
   }
-  // Loads and renders a glyph (control characters draw as spaces).
-  FT_GlyphSlot glyph(char32_t cp) {
-    if (cp < 0x20) cp = U' ';
-    if (FT_Load_Char(face, cp, FT_LOAD_RENDER) != 0 && FT_Load_Char(face, U'?', FT_LOAD_RENDER) != 0) {
-      throw std::runtime_error("FreeType cannot render a character");
+
+  // The face with a glyph for `cp`: the given font when it has one, else the first font fontconfig
+  // sorts for it that covers it (CJK, emoji: DejaVu has neither), else the given font's .notdef.
+  size_t face_for(char32_t cp) {
+    if (cp < 0x20 || FT_Get_Char_Index(faces[0].face, cp) != 0) return 0;
+    if (const auto it = face_of.find(cp); it != face_of.end()) return it->second;
+    size_t found = 0;
+    FcPattern* pattern = FcPatternCreate();
+    FcCharSet* chars = FcCharSetCreate();
+    FcCharSetAddChar(chars, cp);
+    FcPatternAddCharSet(pattern, FC_CHARSET, chars);
+    FcConfigSubstitute(nullptr, pattern, FcMatchPattern);
+    FcDefaultSubstitute(pattern);
+    FcResult result = FcResultNoMatch;
+    FcFontSet* fonts = FcFontSort(nullptr, pattern, FcFalse, nullptr, &result);
+    for (int i = 0; fonts && i < fonts->nfont && found == 0; ++i) {
+      FcCharSet* has = nullptr;
+      FcChar8* file = nullptr;
+      int index = 0;
+      if (FcPatternGetCharSet(fonts->fonts[i], FC_CHARSET, 0, &has) != FcResultMatch || !FcCharSetHasChar(has, cp)) continue;
+      if (FcPatternGetString(fonts->fonts[i], FC_FILE, 0, &file) != FcResultMatch) continue;
+      FcPatternGetInteger(fonts->fonts[i], FC_INDEX, 0, &index);
+      found = open_fallback(reinterpret_cast<const char*>(file), index, cp);
     }
-    return face->glyph;
+    if (fonts) FcFontSetDestroy(fonts);
+    FcCharSetDestroy(chars);
+    FcPatternDestroy(pattern);
+    face_of.emplace(cp, found);
+    return found;
+  }
+
+  // Opens (once) the face at `file`, `index`; its index in `faces`, or 0 when FreeType cannot use it.
+  size_t open_fallback(const std::string& file, int index, char32_t cp) {
+    const auto key = std::pair{file, index};
+    if (const auto it = face_by_file.find(key); it != face_by_file.end()) {
+      return FT_Get_Char_Index(faces[it->second].face, cp) != 0 ? it->second : 0;
+    }
+    LoadedFace f;
+    if (FT_New_Face(library, file.c_str(), index, &f.face) != 0) return face_by_file[key] = 0;
+    if (FT_IS_SCALABLE(f.face)) {
+      FT_Set_Pixel_Sizes(f.face, 0, static_cast<FT_UInt>(pixel_size));
+    } else if (f.face->num_fixed_sizes > 0) {
+      // The strike nearest the pixel size from above (sharper when scaled down), else the largest.
+      int best = 0;
+      for (int i = 1; i < f.face->num_fixed_sizes; ++i) {
+        const int h = f.face->available_sizes[i].height, b = f.face->available_sizes[best].height;
+        if ((h >= pixel_size && (b < pixel_size || h < b)) || (b < pixel_size && h > b)) best = i;
+      }
+      FT_Select_Size(f.face, best);
+      f.bitmap_only = true;
+      f.scale = double(pixel_size) / double(f.face->size->metrics.y_ppem);
+    } else {
+      FT_Done_Face(f.face);
+      return face_by_file[key] = 0;
+    }
+    faces.push_back(f);
+    face_by_file[key] = faces.size() - 1;
+    return FT_Get_Char_Index(f.face, cp) != 0 ? faces.size() - 1 : 0;
+  }
+
+  // Loads and renders a glyph (control characters draw as spaces).
+  Glyph glyph(char32_t cp) {
+    if (cp < 0x20) cp = U' ';
+    const size_t index = face_for(cp);
+    const LoadedFace* used = &faces[index];
+    if (FT_Load_Char(used->face, cp, FT_LOAD_RENDER | FT_LOAD_COLOR) != 0) {
+      used = &faces[0];
+      if (FT_Load_Char(used->face, U'?', FT_LOAD_RENDER) != 0) throw std::runtime_error("FreeType cannot render a character");
+    }
+    const LoadedFace& f = *used;
+    const FT_GlyphSlot g = f.face->glyph;
+    const FT_Bitmap& bm = g->bitmap;
+    Glyph out;
+    out.color = bm.pixel_mode == FT_PIXEL_MODE_BGRA;
+    if (!f.bitmap_only) {
+      out.left = g->bitmap_left, out.top = g->bitmap_top, out.width = int(bm.width), out.rows = int(bm.rows);
+      out.advance = int(g->advance.x >> 6);
+      const int bytes = out.color ? 4 : 1;
+      out.pixels.resize(size_t(out.width) * out.rows * bytes);
+      for (int y = 0; y < out.rows; ++y) {
+        std::copy_n(bm.buffer + y * bm.pitch, out.width * bytes, out.pixels.begin() + size_t(y) * out.width * bytes);
+      }
+      return out;
+    }
+    // A strike scaled to the pixel size: each pixel the area average of the strike's pixels under it.
+    const double k = f.scale;
+    out.left = int(std::lround(g->bitmap_left * k)), out.top = int(std::lround(g->bitmap_top * k));
+    out.width = std::max(1, int(std::lround(bm.width * k))), out.rows = std::max(1, int(std::lround(bm.rows * k)));
+    out.advance = int(std::lround((g->advance.x >> 6) * k));
+    const int bytes = out.color ? 4 : 1;
+    out.pixels.assign(size_t(out.width) * out.rows * bytes, 0);
+    for (int y = 0; y < out.rows; ++y) {
+      const int sy0 = int(y / k), sy1 = std::min(int(bm.rows), std::max(sy0 + 1, int((y + 1) / k)));
+      for (int x = 0; x < out.width; ++x) {
+        const int sx0 = int(x / k), sx1 = std::min(int(bm.width), std::max(sx0 + 1, int((x + 1) / k)));
+        for (int c = 0; c < bytes; ++c) {
+          int sum = 0, n = 0;
+          for (int sy = sy0; sy < sy1; ++sy)
+            for (int sx = sx0; sx < sx1; ++sx, ++n) sum += bm.buffer[sy * bm.pitch + sx * bytes + c];
+          out.pixels[(size_t(y) * out.width + x) * bytes + c] = uint8_t(n ? (sum + n / 2) / n : 0);
+        }
+      }
+    }
+    return out;
   }
 };
 
@@ -53,21 +172,25 @@ TextRenderer::TextRenderer(const std::filesystem::path& font, int pixel_size) : 
     throw std::runtime_error("font " + font.string() + " not found" + hint + "; the contact sheet draws its labels with it");
   }
   if (FT_Init_FreeType(&ft_->library) != 0) throw std::runtime_error("FreeType does not initialise");
-  if (FT_New_Face(ft_->library, font.c_str(), 0, &ft_->face) != 0) {
+  ft_->pixel_size = pixel_size;
+  ft_->faces.emplace_back();
+  if (FT_New_Face(ft_->library, font.c_str(), 0, &ft_->faces[0].face) != 0) {
+    ft_->faces.clear();
     throw std::runtime_error("font " + font.string() + " is not a font FreeType can read" + hint);
   }
-  if (FT_Set_Pixel_Sizes(ft_->face, 0, static_cast<FT_UInt>(pixel_size)) != 0) {
+  const FT_Face face = ft_->faces[0].face;
+  if (FT_Set_Pixel_Sizes(face, 0, static_cast<FT_UInt>(pixel_size)) != 0) {
     throw std::runtime_error("font " + font.string() + " has no " + std::to_string(pixel_size) + " px size");
   }
-  ascent_ = static_cast<int>(ft_->face->size->metrics.ascender >> 6);
-  line_height_ = static_cast<int>(ft_->face->size->metrics.height >> 6);
+  ascent_ = static_cast<int>(face->size->metrics.ascender >> 6);
+  line_height_ = static_cast<int>(face->size->metrics.height >> 6);
 }
 
 TextRenderer::~TextRenderer() = default;
 
 int TextRenderer::measure(std::string_view utf8) {
   int width = 0;
-  for (const auto& [cp, bytes] : code_points(utf8)) width += static_cast<int>(ft_->glyph(cp)->advance.x >> 6);
+  for (const auto& [cp, bytes] : code_points(utf8)) width += ft_->glyph(cp).advance;
   return width;
 }
 
@@ -77,7 +200,7 @@ std::string TextRenderer::fit(std::string_view utf8, int max_width) {
   std::string out;
   int width = 0;
   for (const auto& [cp, bytes] : code_points(utf8)) {
-    const int advance = static_cast<int>(ft_->glyph(cp)->advance.x >> 6);
+    const int advance = ft_->glyph(cp).advance;
     if (width + advance > room) break;
     out.append(bytes);
     width += advance;
@@ -100,7 +223,7 @@ std::vector<std::string> TextRenderer::wrap(std::string_view utf8, int max_width
     size_t end = i, last_space = std::string::npos;
     int width = 0;
     while (end < chars.size()) {
-      const int advance = static_cast<int>(ft_->glyph(chars[end].first)->advance.x >> 6);
+      const int advance = ft_->glyph(chars[end].first).advance;
       if (width + advance > max_width && end > i) break;
       if (chars[end].first == U' ') last_space = end;
       width += advance;
@@ -118,18 +241,25 @@ std::vector<std::string> TextRenderer::wrap(std::string_view utf8, int max_width
 
 int TextRenderer::draw(Canvas canvas, int x, int baseline, std::string_view utf8, Rgb color) {
   for (const auto& [cp, bytes] : code_points(utf8)) {
-    const FT_GlyphSlot g = ft_->glyph(cp);
-    const FT_Bitmap& bm = g->bitmap;
-    const int left = x + g->bitmap_left, top = baseline - g->bitmap_top;
-    for (int row = 0; row < static_cast<int>(bm.rows); ++row) {
+    const Glyph g = ft_->glyph(cp);
+    const int left = x + g.left, top = baseline - g.top;
+    for (int row = 0; row < g.rows; ++row) {
       const int py = top + row;
       if (py < 0 || py >= canvas.height) continue;
-      for (int col = 0; col < static_cast<int>(bm.width); ++col) {
+      for (int col = 0; col < g.width; ++col) {
         const int px = left + col;
         if (px < 0 || px >= canvas.width) continue;
-        const int coverage = bm.buffer[row * bm.pitch + col];
-        if (coverage == 0) continue;
         uint8_t* d = &canvas.rgba[(static_cast<size_t>(py) * canvas.width + px) * 4];
+        if (g.color) {
+          // Premultiplied BGRA (an emoji): its own colours over what is there.
+          const uint8_t* c = &g.pixels[(size_t(row) * g.width + col) * 4];
+          if (c[3] == 0) continue;
+          for (int k = 0; k < 3; ++k) d[k] = static_cast<uint8_t>(c[2 - k] + (d[k] * (255 - c[3]) + 127) / 255);
+          d[3] = 255;
+          continue;
+        }
+        const int coverage = g.pixels[size_t(row) * g.width + col];
+        if (coverage == 0) continue;
         const auto blend = [coverage](uint8_t under, uint8_t over) {
           return static_cast<uint8_t>((under * (255 - coverage) + over * coverage + 127) / 255);
         };
@@ -139,7 +269,7 @@ int TextRenderer::draw(Canvas canvas, int x, int baseline, std::string_view utf8
         d[3] = 255;
       }
     }
-    x += static_cast<int>(g->advance.x >> 6);
+    x += g.advance;
   }
   return x;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // Text on RGBA8 images, drawn with FreeType from a TrueType font (DejaVu Sans by default): the contact
-// sheet's labels. A real font rather than a built-in bitmap one, so prompts in any script FreeType's
-// font covers read as they were written.
+// sheet's labels. A real font rather than a built-in bitmap one, so prompts read as they were written;
+// a character the font lacks (CJK, emoji) is drawn from the font fontconfig finds for it (Debian's
+// fonts-noto-cjk, fonts-noto-color-emoji), a colour emoji in its colours.
 #include <cstdint>
 #include <filesystem>
 #include <memory>

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "cli/watch_display.h"
@@ -72,9 +73,11 @@ class Watch {
       }
     }
     end_frame();
-    ctx_.out << view_.scope << ": " << totals_.done << " done, " << totals_.failed << " failed, " << totals_.canceled
-             << " canceled of " << totals_.total << "\n";
-    return totals_.failed + totals_.canceled == 0 ? 0 : 1;
+    // Every run: the runs this watch saw in progress; an older run's failures are not this watch's.
+    const Totals& t = run_ ? totals_ : followed_totals_;
+    ctx_.out << view_.scope << ": " << t.done << " done, " << t.failed << " failed, " << t.canceled << " canceled of " << t.total
+             << "\n";
+    return t.failed + t.canceled == 0 ? 0 : 1;
   }
 
  private:
@@ -103,7 +106,16 @@ class Watch {
   void handle(const json& e) {
     const std::string kind = e.value("event", "");
     const int64_t id = e.value("job", int64_t{-1});
+    if (e.contains("run") && e["run"].is_number_integer()) followed_.insert(e["run"].get<int64_t>());  // even one done in a blink
     if (kind == "job_started") {
+      // A worker renders one job at a time: its previous one is past its decode (its PNG being
+      // written, or already done with events still on the way), no longer in hand.
+      const std::string worker = e.value("worker", "");
+      std::erase_if(jobs_, [&](const auto& held) {
+        const auto by = started_by_.find(held.first);
+        return by != started_by_.end() && by->second == worker;
+      });
+      started_by_[id] = worker;
       JobInHand& j = jobs_[id];
       describe(j, id, e);
       j.step = 0;
@@ -128,10 +140,11 @@ class Watch {
         times_.image_done(jobs_[id].width, jobs_[id].height, e.value("seconds", 0.0));
       }
       jobs_.erase(id);
+      started_by_.erase(id);
       refresh();
       if (!ctx_.out_is_tty) {
         ctx_.out << "job " << id << " "
-                 << common::printable(kind == "job_done" ? "done: " + e.value("path", "")
+                 << common::printable(kind == "job_done" ? (e.value("reused", false) ? "reused: " : "done: ") + e.value("path", "")
                                       : kind == "job_failed" ? "failed: " + e.value("error", "") +
                                                                    (e.value("will_retry", false) ? " (will retry)" : "")
                                       : kind == "job_interrupted" ? "given back by " + e.value("worker", "") + " (its device failed: " +
@@ -152,9 +165,26 @@ class Watch {
     json running_params = {{"state", "running"}, {"limit", 100}};
     if (run_) running_params["run"] = run_;
     std::map<int64_t, JobInHand> in_hand;
+    // This daemon's workers' jobs: one of its running jobs that none of them holds is past its decode,
+    // its PNG being written, and not in hand (the watch may not have read its decode event yet).
+    const json workers = status.value("render_workers", json::array());
+    std::set<int64_t> held;
+    for (const auto& w : workers) {
+      if (w.contains("job") && w["job"].is_number_integer()) held.insert(w["job"].get<int64_t>());
+    }
+    // Jobs are told apart by host: not when another daemon on the queue has this host's name too.
+    std::string this_host;
+    const json queue_workers = status.value("workers", json::array());
+    for (const auto& w : queue_workers) {
+      if (w.value("pid", int64_t{-1}) == status.value("pid", int64_t{-2})) this_host = w.value("host", "");
+    }
+    for (const auto& w : queue_workers) {
+      if (w.value("host", "") == this_host && w.value("pid", int64_t{-1}) != status.value("pid", int64_t{-2})) this_host.clear();
+    }
     const json running = queries_->call("ls_jobs", running_params);  // named: see ls_runs below
     for (const auto& j : running["jobs"]) {
       const int64_t id = j.value("id", int64_t{0});
+      if (!held.count(id) && !this_host.empty() && j.value("host", "") == this_host) continue;
       JobInHand job = jobs_.count(id) ? jobs_[id] : JobInHand{};
       describe(job, id, j);
       // The progress its worker recorded in the queue: all there is of another host's job until the
@@ -170,7 +200,6 @@ class Watch {
     }
     // Each local worker's job: its step, when the watch began after its last progress event, and which
     // worker renders it when there are several; the workers without a job get a line of their own.
-    const json workers = status.value("render_workers", json::array());
     const bool several = workers.size() > 1;
     view_.idle_workers.clear();
     for (const auto& w : workers) {
@@ -193,6 +222,7 @@ class Watch {
     jobs_ = std::move(in_hand);
 
     totals_ = {};
+    followed_totals_ = {};
     view_.runs.clear();
     const json runs = queries_->call("ls_runs");  // named: a temporary's element would dangle in the loop
     bool found = false;
@@ -209,19 +239,25 @@ class Watch {
       p.canceled = r["counts"].value("canceled", int64_t{0});
       totals_.total += p.total, totals_.done += p.done, totals_.failed += p.failed, totals_.canceled += p.canceled;
       const bool in_progress = p.done + p.failed + p.canceled < p.total;
+      if (in_progress) followed_.insert(id);
+      if (followed_.count(id)) {
+        followed_totals_.total += p.total, followed_totals_.done += p.done, followed_totals_.failed += p.failed,
+            followed_totals_.canceled += p.canceled;
+      }
       if (!in_progress && run_ == 0) continue;  // history is `rgbaq ls runs`
-      if (in_progress) p.eta_s = eta(p, r["counts"].value("queued", int64_t{0}));
+      if (in_progress) p.eta_s = eta(p, r["counts"].value("queued", int64_t{0}), p.eta_guessed);
       view_.runs.push_back(p);
     }
     if (run_ != 0 && !found) throw UsageError("there is no run " + std::to_string(run_));
   }
 
-  // The run's jobs in hand to their end, then its queued jobs at the measured time for their sizes.
-  std::optional<double> eta(const RunInProgress& run, int64_t queued) {
+  // The run's jobs in hand to their end, then its queued jobs at the measured time for their sizes
+  // (a size not measured yet: scaled from one that was, and `guessed` set).
+  std::optional<double> eta(const RunInProgress& run, int64_t queued, bool& guessed) {
     double seconds = 0;
     for (const auto& [id, j] : jobs_) {
       if (j.run != run.id) continue;
-      const auto rest = times_.rest_of_job_s(j);
+      const auto rest = times_.rest_of_job_s(j, &guessed);
       if (!rest) return std::nullopt;
       seconds += *rest;
     }
@@ -236,7 +272,7 @@ class Watch {
     int64_t sampled = 0;
     double per_job = 0;
     for (const auto& [size, n] : mix.sizes) {
-      const auto image = times_.image_s(size.first, size.second);
+      const auto image = times_.image_s(size.first, size.second, &guessed);
       if (!image) return std::nullopt;
       per_job += *image * n;
       sampled += n;
@@ -310,8 +346,10 @@ class Watch {
   DaemonClient* events_ = nullptr;
   std::unique_ptr<DaemonClient> owned_events_, queries_;
   WatchView view_;
-  Totals totals_;
+  Totals totals_, followed_totals_;
+  std::set<int64_t> followed_;  // the runs seen in progress
   std::map<int64_t, JobInHand> jobs_;
+  std::map<int64_t, std::string> started_by_;  // job -> the worker label its job_started named
   std::map<int64_t, SizeMix> size_mix_;
   StepTimes times_;
   Clock::time_point last_refresh_;

@@ -15,8 +15,8 @@ namespace rgbaq::cli {
 int watch_command(const std::vector<std::string>& args, CliContext& ctx);
 
 // Follows `run` (0: every run) until it finishes (when `until_done`), or the daemon goes and not
-// `reconnect`. Returns 0 when every job of the run is done, 1 when some failed or were canceled or the
-// daemon went away.
+// `reconnect`. Returns 0 when every job of the run (with 0: of the runs seen in progress) is done, 1
+// when some failed or were canceled or the daemon went away.
 int watch_run(DaemonClient& client, CliContext& ctx, int64_t run, bool until_done, bool reconnect = false);
 
 }  // namespace rgbaq::cli

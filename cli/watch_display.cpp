@@ -61,7 +61,7 @@ std::string run_line(const RunInProgress& r, bool paused, int width) {
   if (r.failed) right += ", " + std::to_string(r.failed) + " failed";
   if (r.canceled) right += ", " + std::to_string(r.canceled) + " canceled";
   const bool finished = r.done + r.failed + r.canceled >= r.total;
-  if (!finished) right += paused ? "  paused" : r.eta_s ? "  ETA " + format_duration(*r.eta_s) : "  ETA ?";
+  if (!finished) right += paused ? "  paused" : r.eta_s ? (r.eta_guessed ? "  ETA ~" : "  ETA ") + format_duration(*r.eta_s) : "  ETA ?";
   const int bar_width = std::min(40, width - display_columns(left) - display_columns(right) - 4);
   if (bar_width >= 5) left += "  " + progress_bar(r.done, r.total, bar_width);
   return join_fitting(left, right, width);
@@ -148,19 +148,38 @@ void StepTimes::image_done(int width, int height, double seconds) {
   s.other_measured = true;
 }
 
-std::optional<double> StepTimes::image_s(int width, int height) const {
+const StepTimes::Size* StepTimes::measured(int width, int height, bool* guessed, double& scale) const {
+  scale = 1;
   const auto it = sizes_.find({width, height});
-  if (it == sizes_.end() || it->second.steps == 0) return std::nullopt;
-  return it->second.steps * it->second.step_s + it->second.other_s;
+  if (it != sizes_.end() && it->second.steps > 0) return &it->second;
+  if (!guessed || width <= 0 || height <= 0) return nullptr;
+  // A step's work grows with the image's tokens, about linearly at the sizes the model renders: a
+  // guess, shown as one, until a step of this size is measured.
+  const double pixels = static_cast<double>(width) * height;
+  const Size* nearest = nullptr;
+  for (const auto& [size, s] : sizes_) {
+    if (s.steps == 0) continue;
+    const double ratio = pixels / (static_cast<double>(size.first) * size.second);
+    if (!nearest || std::abs(std::log(ratio)) < std::abs(std::log(scale))) nearest = &s, scale = ratio;
+  }
+  if (nearest) *guessed = true;
+  return nearest;
 }
 
-std::optional<double> StepTimes::rest_of_job_s(const JobInHand& job) const {
-  const auto it = sizes_.find({job.width, job.height});
-  if (it == sizes_.end() || it->second.steps == 0) return std::nullopt;
-  const Size& s = it->second;
-  const int steps = job.steps > 0 ? job.steps : s.steps;
+std::optional<double> StepTimes::image_s(int width, int height, bool* guessed) const {
+  double scale = 1;
+  const Size* s = measured(width, height, guessed, scale);
+  if (!s) return std::nullopt;
+  return (s->steps * s->step_s + s->other_s) * scale;
+}
+
+std::optional<double> StepTimes::rest_of_job_s(const JobInHand& job, bool* guessed) const {
+  double scale = 1;
+  const Size* s = measured(job.width, job.height, guessed, scale);
+  if (!s) return std::nullopt;
+  const int steps = job.steps > 0 ? job.steps : s->steps;
   const int left = job.decoding ? 0 : std::max(0, steps - job.step);
-  return left * s.step_s + s.other_s;
+  return (left * s->step_s + s->other_s) * scale;
 }
 
 }  // namespace rgbaq::cli

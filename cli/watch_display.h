@@ -34,7 +34,8 @@ struct RunInProgress {
   int64_t id = 0;
   std::string name;
   int64_t total = 0, done = 0, failed = 0, canceled = 0;
-  std::optional<double> eta_s;  // the run's remaining work, once every size it needs has been measured
+  std::optional<double> eta_s;  // the run's remaining work, from the first step measured on
+  bool eta_guessed = false;     // some of it at a size not measured yet, scaled from one that was: "ETA ~"
 };
 
 struct WatchView {
@@ -65,12 +66,17 @@ class StepTimes {
  public:
   void step(int width, int height, int steps, double step_s);
   void image_done(int width, int height, double seconds);
-  // One whole image of this size; nullopt until a step of that size was measured.
-  std::optional<double> image_s(int width, int height) const;
-  // The rest of a job in hand (its remaining steps and the decode).
-  std::optional<double> rest_of_job_s(const JobInHand& job) const;
+  // One whole image of this size; nullopt until a step of that size was measured. With `guessed`, a
+  // size not measured yet is scaled by its pixels from the nearest one that was (*guessed set true).
+  std::optional<double> image_s(int width, int height, bool* guessed = nullptr) const;
+  // The rest of a job in hand (its remaining steps and the decode); `guessed` as for image_s.
+  std::optional<double> rest_of_job_s(const JobInHand& job, bool* guessed = nullptr) const;
 
  private:
+  struct Size;
+  // The measurement of this size, else (with `guessed`) the nearest measured size's and the factor
+  // its times scale by; nullptr when there is none.
+  const Size* measured(int width, int height, bool* guessed, double& scale) const;
   struct Size {
     double step_s = 0, other_s = 0;
     int steps = 0;

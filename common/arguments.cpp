@@ -1,8 +1,42 @@
 #include "common/arguments.h"
 
+#include <algorithm>
 #include <charconv>
+#include <vector>
 
 namespace rgbaq::common {
+namespace {
+
+// Levenshtein distance, for "did you mean": option names are short.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean --X?)" for the known option nearest to `name` within two edits, else "".
+std::string suggestion(const std::string& name, const std::set<std::string>& valued, const std::set<std::string>& flags) {
+  std::string best;
+  size_t best_distance = 3;
+  for (const auto* names : {&valued, &flags}) {
+    for (const auto& known : *names) {
+      const size_t d = edit_distance(name, known);
+      if (d < best_distance) best = known, best_distance = d;
+    }
+  }
+  return best.empty() ? "" : " (did you mean --" + best + "?)";
+}
+
+}  // namespace
 
 Arguments::Arguments(const std::vector<std::string>& args, const std::set<std::string>& valued,
                      const std::set<std::string>& flags) {
@@ -31,7 +65,7 @@ Arguments::Arguments(const std::vector<std::string>& args, const std::set<std::s
       if (eq != std::string::npos) throw UsageError("option --" + name + " takes no value");
       values_[name] = "";
     } else {
-      throw UsageError("unknown option " + a.substr(0, eq));
+      throw UsageError("unknown option " + a.substr(0, eq) + suggestion(name, valued, flags));
     }
   }
 }

@@ -102,7 +102,8 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     } catch (const std::invalid_argument& e) {
       throw common::UsageError(std::string("--engine: ") + e.what());
     } catch (const std::exception& e) {
-      throw common::UsageError(std::string("--model: ") + e.what());
+      const std::string hint = how_to_get_a_model(model);
+      throw common::UsageError(std::string("--model: ") + e.what() + (hint.empty() ? "" : ". " + hint));
     }
     // The LoRA files read now (the render then finds them loaded): one that is no LoRA for this DiT is
     // bad input, named with its key.

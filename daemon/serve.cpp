@@ -187,7 +187,8 @@ int run_serve_command(const std::vector<std::string>& args) {
                          dynamic_cast<const MemoryDoesNotFit*>(&e) || dynamic_cast<const engine::InvalidModel*>(&e);
       if (!usage) throw;
       spdlog::error("cannot start: {}", e.what());
-      std::cerr << "rgbaqd: " << e.what() << "\n";
+      const std::string hint = how_to_get_a_model(config.model_dir);
+      std::cerr << "rgbaqd: " << e.what() << (hint.empty() ? "" : "\n" + hint) << "\n";
       if (bound_here) unlink(config.socket_path.c_str());
       return 2;
     }

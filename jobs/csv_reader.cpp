@@ -48,8 +48,16 @@ class Reader {
             return doc;
           }
           if (pos_ < text_.size() && peek() != ',' && !at_line_end() && error.empty()) {
-            error = "unexpected character after a closing quote (a quote inside a field is written \"\")";
-            error_line = line_, error_column = column_;
+            if (line_ > open_line) {
+              // A quote left open swallows the lines after it until the next quote: the mistake is
+              // where it opened, not where the swallowed text goes wrong.
+              error = "this quote is not closed on its line: the field runs on to line " + std::to_string(line_) +
+                      ", where a quote ends it in mid-field (a closing quote missing here?)";
+              error_line = open_line, error_column = open_column;
+            } else {
+              error = "unexpected character after a closing quote (a quote inside a field is written \"\")";
+              error_line = line_, error_column = column_;
+            }
           }
           while (pos_ < text_.size() && peek() != ',' && !at_line_end()) advance();
         } else {

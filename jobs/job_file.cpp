@@ -87,7 +87,20 @@ std::optional<int64_t> parse_int(const std::string& text) {
   return v;
 }
 
-void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector<FileError>& errors) {
+// The columns of `rgbaq export --format csv` that are no job field: a file with all of them is an
+// export, submitted again (width and height make the size; the rest is ignored, with a note).
+constexpr std::string_view kExportOnlyColumns[] = {"job", "run", "state", "width", "height", "output",
+                                                   "error", "attempts", "seconds", "host", "mark"};
+
+// A text cell as the export wrote it: one a spreadsheet would take for a formula got a leading '
+// (OWASP's defence, cli/queue_commands.cpp's csv_text), which is not part of the value.
+std::string unneutralised(std::string cell) {
+  if (cell.size() >= 2 && cell[0] == '\'' && std::string_view("=+-@\t\r").find(cell[1]) != std::string_view::npos) cell.erase(0, 1);
+  return cell;
+}
+
+void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector<FileError>& errors,
+                   std::vector<std::string>& ignored_columns) {
   CsvDocument doc = read_csv(text);
   for (auto& e : doc.errors) errors.push_back({e.line, e.column, "", e.message});
   if (doc.records.empty()) {
@@ -95,20 +108,46 @@ void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector
     return;
   }
   const CsvRecord& header = doc.records.front();
+  // A header of one field that splits at ';' into columns we know: a spreadsheet's "CSV" of a locale
+  // with decimal commas. One error says so, not one per column it seems to lack.
+  if (header.fields.size() == 1 && header.fields[0].value.find(';') != std::string::npos) {
+    const std::string& h = header.fields[0].value;
+    bool ours = false;
+    for (size_t b = 0, e; b <= h.size(); b = e + 1) {
+      e = std::min(h.find(';', b), h.size());
+      ours = ours || known_field(lower(trim(h.substr(b, e - b))));
+    }
+    if (ours) {
+      errors.push_back({header.line, 0, "", "this file uses ';', not ',', between fields: save it as CSV with commas "
+                                            "(or write it as JSONL, one {\"prompt\": ...} a line)"});
+      return;
+    }
+  }
+  std::set<std::string> header_names;
+  for (const auto& f : header.fields) header_names.insert(lower(trim(f.value)));
+  const bool is_export = std::all_of(std::begin(kExportOnlyColumns), std::end(kExportOnlyColumns),
+                                     [&](std::string_view c) { return header_names.count(std::string(c)) > 0; });
   std::vector<std::string> columns;
   std::set<std::string> seen;
   bool header_ok = true;
   for (const auto& f : header.fields) {
-    const std::string name = lower(trim(f.value));
-    if (!known_field(name)) {
+    std::string name = lower(trim(f.value));
+    const bool export_column = is_export && std::find(std::begin(kExportOnlyColumns), std::end(kExportOnlyColumns), name) !=
+                                                std::end(kExportOnlyColumns);
+    if (export_column) {
+      if (name != "width" && name != "height") ignored_columns.push_back(name);
+    } else if (!known_field(name)) {
       errors.push_back({f.line, f.column, name, "unknown column \"" + trim(f.value) +
                                                     "\" (columns: prompt, seed, count, size, name, priority, lora)"});
       header_ok = false;
     } else if (!seen.insert(name).second) {
       errors.push_back({f.line, f.column, name, "column \"" + name + "\" appears twice"});
       header_ok = false;
+    } else if (is_export && name == "size") {
+      errors.push_back({f.line, f.column, name, "a size column beside the export's width and height: give one or the other"});
+      header_ok = false;
     }
-    columns.push_back(name);
+    columns.push_back(export_column && name != "width" && name != "height" ? "" : name);
   }
   if (!seen.count("prompt")) {
     errors.push_back({header.line, 0, "prompt", "the header has no \"prompt\" column"});
@@ -124,10 +163,20 @@ void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector
     }
     RawRow row;
     row.line = rec.line;
+    const CsvField *width = nullptr, *height = nullptr;
     for (size_t i = 0; i < columns.size(); ++i) {
+      if (columns[i].empty()) continue;  // an export's column that is no job field
+      if (columns[i] == "width") width = &rec.fields[i];
+      if (columns[i] == "height") height = &rec.fields[i];
+      if (columns[i] == "width" || columns[i] == "height") continue;
       // An empty unquoted cell is "not given", so defaults apply; "" is an empty value.
       if (rec.fields[i].value.empty() && !rec.fields[i].quoted && columns[i] != "prompt") continue;
-      row.set(columns[i], std::move(rec.fields[i].value), rec.fields[i].column);
+      std::string value = std::move(rec.fields[i].value);
+      if (is_export && (columns[i] == "prompt" || columns[i] == "name" || columns[i] == "lora")) value = unneutralised(std::move(value));
+      row.set(columns[i], std::move(value), rec.fields[i].column);
+    }
+    if (width && height && !(width->value.empty() && height->value.empty())) {
+      row.set("size", trim(width->value) + "x" + trim(height->value), width->column);
     }
     rows.push_back(std::move(row));
   }
@@ -257,7 +306,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
   JobFile out;
   std::vector<RawRow> rows;
   if (format == FileFormat::kCsv) {
-    read_csv_rows(text, rows, out.errors);
+    read_csv_rows(text, rows, out.errors, out.ignored_columns);
   } else {
     read_jsonl_rows(text, rows, out.errors);
   }
@@ -352,7 +401,10 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
           if (const std::string& w = lora_problem(loras[i].name); !w.empty()) error(i < from_field ? "lora" : "prompt", w);
         }
         v.lora = lora_list_string(loras);
-        if (options.check_prompt) {
+        if (split->text.find_first_not_of(" \t\r\n\f\v") == std::string::npos) {
+          error("prompt", v.prompt.empty() ? "is empty: every row needs a prompt"
+                                           : "has no text (only spaces or LoRA tags): every row needs a prompt");
+        } else if (options.check_prompt) {
           if (const std::string w = options.check_prompt(split->text); !w.empty()) error("prompt", w);
         }
       }

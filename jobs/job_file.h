@@ -62,6 +62,7 @@ struct JobFile {
   std::vector<FileError> errors;
   uint64_t duplicates_skipped = 0;  // identical jobs (same prompt, seed, size, name) listed twice
   std::vector<int> seed_rows_over_option;  // lines whose own seed won over SubmitDefaults::seeds
+  std::vector<std::string> ignored_columns;  // an `rgbaq export` CSV's columns that are no job field
 };
 
 inline constexpr uint64_t kDefaultMaxJobs = 100'000;

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -240,8 +241,13 @@ class QueueStore {
   // running with a cancel request -> canceled.
   virtual bool finish_canceled(int64_t job_id, int64_t worker_id) = 0;
 
-  // Queued jobs -> canceled; running ones get a cancel request the worker sees at its next step.
-  virtual int64_t cancel_run(int64_t run_id) = 0;
+  // Queued jobs -> canceled; running ones get a cancel request the worker sees at its next step (one
+  // already past its last step finishes as done), counted apart so that nobody promises them canceled.
+  struct Canceled {
+    int64_t canceled = 0, stopping = 0;
+    int64_t total() const { return canceled + stopping; }
+  };
+  virtual Canceled cancel_run(int64_t run_id) = 0;
   virtual bool cancel_job(int64_t job_id) = 0;
   virtual bool cancel_requested(int64_t job_id) = 0;
   virtual void set_paused(bool paused) = 0;
@@ -284,6 +290,9 @@ class QueueStore {
   virtual std::vector<Worker> list_workers() = 0;
 
   virtual std::vector<Run> list_runs() = 0;
+  // Each run whose jobs have all ended -> its last job's finished_at. Reads every job: for a listing a
+  // person asked for, not for a poll.
+  virtual std::map<int64_t, double> finish_times() = 0;
   // One run as list_runs() lists it; nullopt for one not there (or pending).
   std::optional<Run> run(int64_t run_id) {
     for (auto& r : list_runs()) {

@@ -129,7 +129,12 @@ json RequestHandler::handle(const std::string& method, const json& params) {
   if (method == "export") return export_run(params);
   if (method == "ls_runs") {
     json runs = json::array();
-    for (const auto& r : store_->list_runs()) runs.push_back(run_json(r));
+    // When each finished run ended, for `rgbaq ls runs` only (it reads every job; watch polls ls_runs).
+    const auto finished = bool_param(params, "finish_times") ? store_->finish_times() : std::map<int64_t, double>{};
+    for (const auto& r : store_->list_runs()) {
+      runs.push_back(run_json(r));
+      if (const auto it = finished.find(r.id); it != finished.end()) runs.back()["finished_at"] = it->second;
+    }
     return {{"runs", runs}};
   }
   if (method == "show_run") return run_json(*store_->run(run_param(*store_, params)));
@@ -165,7 +170,8 @@ json RequestHandler::handle(const std::string& method, const json& params) {
       const auto job = store_->job(id);
       return {{"affected", affected ? 1 : 0}, {"state", job ? storage::state_name(job->state) : "unknown"}};
     }
-    return {{"affected", store_->cancel_run(run_param(*store_, params))}};
+    const auto n = store_->cancel_run(run_param(*store_, params));
+    return {{"affected", n.total()}, {"canceled", n.canceled}, {"stopping", n.stopping}};
   }
   if (method == "retry") {
     const auto n = store_->retry(run_param(*store_, params), bool_param(params, "canceled"));

@@ -240,6 +240,14 @@ uint64_t DaemonConfig::encoder_cache_disk_bytes() const {
   return ec ? kMost : std::min(kMost, space.capacity / 20);
 }
 
+std::string how_to_get_a_model(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir / "model_index.json", ec)) return "";
+  return dir.string() + " holds no model. To try rgbaq, write the tiny test model there: `tools/make_tiny_model " +
+         dir.string() + "` in a build (`rgbaq-make-tiny-model` installed); for real images, `rgbaq model pull` fetches "
+         "Qwen/Qwen-Image-2.1-Turbo (then --model Qwen/Qwen-Image-2.1-Turbo), or give a diffusers folder of it.";
+}
+
 double parse_gpu_memory(const std::string& text) {
   size_t used = 0;
   double gib = -1;

@@ -83,6 +83,10 @@ extern const char* const kDaemonHelp;
 // (naming the file and field). Relative paths become absolute.
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args);
 
+// For a --model DIR that holds no model (no model_index.json): how to get one, the tiny test model
+// and the real weights; "" when DIR has one (its problem is another, named by the check).
+std::string how_to_get_a_model(const std::filesystem::path& dir);
+
 // "--gpu-memory 22.5" -> 22.5 (GiB); throws common::UsageError for anything but a non-negative number.
 double parse_gpu_memory(const std::string& text);
 

@@ -665,22 +665,23 @@ bool PostgresQueueStore::finish_canceled(int64_t job_id, int64_t worker_id) {
   });
 }
 
-int64_t PostgresQueueStore::cancel_where(const char* column, int64_t id) {
+QueueStore::Canceled PostgresQueueStore::cancel_where(const char* column, int64_t id) {
   return transaction(*db_, [&] {
-    int64_t n = db_->exec(std::string("UPDATE jobs SET state = 'canceled', finished_at = rgbaq_now() WHERE ") + column +
-                              " = $1 AND state = 'queued'" + kVisible,
-                          {num(id)})
-                    .affected();
-    n += db_->exec(std::string("UPDATE jobs SET cancel_requested = TRUE WHERE ") + column + " = $1 AND state = 'running'",
-                   {num(id)})
-             .affected();
+    Canceled n;
+    n.canceled = db_->exec(std::string("UPDATE jobs SET state = 'canceled', finished_at = rgbaq_now() WHERE ") + column +
+                               " = $1 AND state = 'queued'" + kVisible,
+                           {num(id)})
+                     .affected();
+    n.stopping = db_->exec(std::string("UPDATE jobs SET cancel_requested = TRUE WHERE ") + column + " = $1 AND state = 'running'",
+                           {num(id)})
+                     .affected();
     return n;
   });
 }
 
-int64_t PostgresQueueStore::cancel_run(int64_t run_id) { return cancel_where("run_id", run_id); }
+QueueStore::Canceled PostgresQueueStore::cancel_run(int64_t run_id) { return cancel_where("run_id", run_id); }
 
-bool PostgresQueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id) > 0; }
+bool PostgresQueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id).total() > 0; }
 
 bool PostgresQueueStore::cancel_requested(int64_t job_id) {
   return db_->retrying([&] {
@@ -896,6 +897,16 @@ std::vector<Run> PostgresQueueStore::list_runs() {
     const auto c = db_->exec("SELECT run_id, state, sum(n) FROM run_counts GROUP BY run_id, state");
     for (int i = 0; i < c.rows(); ++i) add_run_count(runs, c.int64(i, 0), c.text(i, 1), c.int64(i, 2));
     return runs;
+  });
+}
+
+std::map<int64_t, double> PostgresQueueStore::finish_times() {
+  return db_->retrying([&] {
+    std::map<int64_t, double> out;
+    const auto q = db_->exec("SELECT run_id, MAX(finished_at) FROM jobs GROUP BY run_id "
+                             "HAVING bool_and(state NOT IN ('queued', 'running'))");
+    for (int i = 0; i < q.rows(); ++i) out[q.int64(i, 0)] = q.real(i, 1);
+    return out;
   });
 }
 

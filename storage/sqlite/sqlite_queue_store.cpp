@@ -607,24 +607,25 @@ bool SqliteQueueStore::finish_canceled(int64_t job_id, int64_t worker_id) {
   return q.exec() == 1;
 }
 
-int64_t SqliteQueueStore::cancel_where(const char* column, int64_t id) {
+QueueStore::Canceled SqliteQueueStore::cancel_where(const char* column, int64_t id) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement queued(db_, std::string("UPDATE jobs SET state = 'canceled', finished_at = ? WHERE ") + column +
                                     " = ? AND state = 'queued'" + kVisible);
   queued.bind(1, now_seconds());
   queued.bind(2, id);
-  int64_t n = queued.exec();
+  Canceled n;
+  n.canceled = queued.exec();
   SQLite::Statement running(db_, std::string("UPDATE jobs SET cancel_requested = 1 WHERE ") + column + " = ? AND state = 'running'");
   running.bind(1, id);
-  n += running.exec();
+  n.stopping = running.exec();
   tx.commit();
   return n;
 }
 
-int64_t SqliteQueueStore::cancel_run(int64_t run_id) { return cancel_where("run_id", run_id); }
+QueueStore::Canceled SqliteQueueStore::cancel_run(int64_t run_id) { return cancel_where("run_id", run_id); }
 
-bool SqliteQueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id) > 0; }
+bool SqliteQueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id).total() > 0; }
 
 bool SqliteQueueStore::cancel_requested(int64_t job_id) {
   Use q(st_->cancel_requested);
@@ -894,6 +895,14 @@ std::vector<Run> SqliteQueueStore::list_runs() {
   SQLite::Statement c(db_, "SELECT run_id, state, n FROM run_counts");
   while (c.executeStep()) add_run_count(runs, c.getColumn(0).getInt64(), c.getColumn(1).getString(), c.getColumn(2).getInt64());
   return runs;
+}
+
+std::map<int64_t, double> SqliteQueueStore::finish_times() {
+  std::map<int64_t, double> out;
+  SQLite::Statement q(db_, "SELECT run_id, MAX(finished_at) FROM jobs GROUP BY run_id "
+                           "HAVING SUM(state IN ('queued', 'running')) = 0");
+  while (q.executeStep()) out[q.getColumn(0).getInt64()] = q.getColumn(1).getDouble();
+  return out;
 }
 
 std::vector<Job> SqliteQueueStore::list_jobs(const JobQuery& query) {

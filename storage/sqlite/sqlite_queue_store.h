@@ -36,7 +36,7 @@ class SqliteQueueStore final : public QueueStore {
                                Failure failure = Failure::kRetry) override;
   bool requeue(int64_t job_id, int64_t worker_id) override;
   bool finish_canceled(int64_t job_id, int64_t worker_id) override;
-  int64_t cancel_run(int64_t run_id) override;
+  Canceled cancel_run(int64_t run_id) override;
   bool cancel_job(int64_t job_id) override;
   bool cancel_requested(int64_t job_id) override;
   void set_paused(bool paused) override;
@@ -53,6 +53,7 @@ class SqliteQueueStore final : public QueueStore {
   void record_progress(int64_t worker_id, const std::vector<JobProgress>& progress) override;
   std::vector<Worker> list_workers() override;
   std::vector<Run> list_runs() override;
+  std::map<int64_t, double> finish_times() override;
   using QueueStore::list_jobs;
   std::vector<Job> list_jobs(const JobQuery& query) override;
   std::optional<Job> job(int64_t job_id) override;
@@ -75,7 +76,7 @@ class SqliteQueueStore final : public QueueStore {
                                   const std::vector<std::string>& preferred_loras);
   bool complete_locked(int64_t job_id, int64_t worker_id, const std::string& output_path, const std::string& metadata_json);
   // Queued jobs where `column` (id or run_id) = id -> canceled; running ones get a cancel request.
-  int64_t cancel_where(const char* column, int64_t id);
+  Canceled cancel_where(const char* column, int64_t id);
   void migrate();
 
   std::filesystem::path path_;

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "cli/text_renderer.h"
 #include "storage/png_file.h"
@@ -166,6 +168,126 @@ TEST(ContactSheet, AMissingFontIsAClearError) {
   } catch (const std::exception& e) {
     FAIL() << e.what();
   }
+}
+
+// A 25-seed sweep wrapped at 10: three rows for the prompt, each with its own seeds above its cells
+// (issue 27, item 6: a 30-seed sweep was one strip).
+TEST(ContactSheet, ALongSweepWrapsIntoRowsWithTheirOwnColumnLabels) {
+  TempDir dir;
+  constexpr int kThumb = 64;
+  std::vector<SheetJob> jobs;
+  for (uint64_t seed = 1; seed <= 25; ++seed) jobs.push_back({"a fox", seed, 64, 64, "failed", ""});
+  const SheetLayout wrapped = wrap_columns(layout_sheet("run 1", jobs), 10);
+  EXPECT_EQ(wrapped.rows, (std::vector<std::string>{"a fox", "a fox", "a fox"}));
+  ASSERT_EQ(wrapped.row_columns.size(), 3u);
+  EXPECT_EQ(wrapped.row_columns[1].front(), "seed 11");
+  EXPECT_EQ(wrapped.row_columns[2], (std::vector<std::string>{"seed 21", "seed 22", "seed 23", "seed 24", "seed 25"}));
+  EXPECT_EQ(wrapped.cells.size(), 25u);
+  for (const auto& c : wrapped.cells) EXPECT_LT(c.column, 10);
+  EXPECT_EQ(wrap_columns(layout_sheet("run 1", jobs), 0).columns.size(), 25u) << "0: never wrapped";
+
+  const Sheet sheet = render_sheet(wrapped, kThumb, kDefaultFontPath);
+  const auto path = dir.path() / "sheet.png";
+  storage::write_png_atomic(path, sheet.rgba.data(), sheet.geometry.width, sheet.geometry.height, {});
+  const auto s = storage::read_png(path);
+  const SheetGeometry& g = sheet.geometry;
+  // By hand: ten 64 px cells and 4 px gutters across; three rows, each under a line of labels.
+  TextRenderer label(kDefaultFontPath, SheetGeometry::kLabelPx);
+  EXPECT_EQ(s.width, g.grid_x + 10 * (kThumb + 4) - 4 + 8);
+  EXPECT_EQ(g.cell_y(1) - g.cell_y(0), kThumb + 4 + label.line_height() + 4);
+  EXPECT_EQ(s.height, g.cell_y(2) + kThumb + 8);
+  expect_label(s, "seed 1", SheetGeometry::kLabelPx, g.cell_x(0) - 2, g.grid_y - 20, g.cell_x(0) + kThumb + 2, g.grid_y, kSheetBackground);
+  expect_label(s, "seed 11", SheetGeometry::kLabelPx, g.cell_x(0) - 4, g.cell_y(1) - 20, g.cell_x(0) + kThumb + 4, g.cell_y(1),
+               kSheetBackground);
+  expect_label(s, "seed 25", SheetGeometry::kLabelPx, g.cell_x(4) - 4, g.cell_y(2) - 20, g.cell_x(4) + kThumb + 4, g.cell_y(2),
+               kSheetBackground);
+  // Past the last seed the third row is background, no cell.
+  EXPECT_EQ(pixel(s, g.cell_x(7) + 5, g.cell_y(2) + 5)[0], kSheetBackground);
+}
+
+// The file and face index fontconfig's own fc-match names for a character, "" when it names none.
+std::pair<std::string, int> fc_match(const std::string& hex) {
+  FILE* p = popen(("fc-match -f '%{file}|%{index}' ':charset=" + hex + "' 2>/dev/null").c_str(), "r");
+  if (!p) return {"", 0};
+  char buf[1024];
+  const size_t n = fread(buf, 1, sizeof buf, p);
+  pclose(p);
+  const std::string out(buf, n);
+  const auto bar = out.find('|');
+  if (bar == std::string::npos) return {"", 0};
+  return {out.substr(0, bar), std::atoi(out.c_str() + bar + 1)};
+}
+
+// One glyph as FreeType renders it from `font` (glyph index `index` when cp is 0): its coverage.
+Reference glyph_reference(const std::string& font, int face_index, char32_t cp, int pixel_size, FT_UInt index = 0) {
+  FT_Library lib;
+  FT_Face face;
+  EXPECT_EQ(FT_Init_FreeType(&lib), 0);
+  EXPECT_EQ(FT_New_Face(lib, font.c_str(), face_index, &face), 0) << font;
+  FT_Set_Pixel_Sizes(face, 0, pixel_size);
+  EXPECT_EQ(cp ? FT_Load_Char(face, cp, FT_LOAD_RENDER) : FT_Load_Glyph(face, index, FT_LOAD_RENDER), 0);
+  const FT_Bitmap& bm = face->glyph->bitmap;
+  Reference r;
+  r.width = int(bm.width), r.height = int(bm.rows);
+  r.coverage.assign(size_t(r.width) * r.height, 0);
+  for (int y = 0; y < r.height; ++y)
+    for (int x = 0; x < r.width; ++x) r.coverage[size_t(y) * r.width + x] = bm.buffer[y * bm.pitch + x];
+  FT_Done_Face(face);
+  FT_Done_FreeType(lib);
+  return r;
+}
+
+// The largest coverage difference between the sheet's ink at `at` and a reference; 255 when their
+// ink boxes differ in size.
+int worst_difference(const storage::PngImage& s, const Box& at, const Reference& ref) {
+  const Box want = ink_box(ref);
+  if (at.x1 - at.x0 != want.x1 - want.x0 || at.y1 - at.y0 != want.y1 - want.y0) return 255;
+  int worst = 0;
+  for (int y = 0; y <= at.y1 - at.y0; ++y)
+    for (int x = 0; x <= at.x1 - at.x0; ++x)
+      worst = std::max(worst, std::abs(sheet_coverage(s, at.x0 + x, at.y0 + y, kSheetBackground) - ref.at(want.x0 + x, want.y0 + y)));
+  return worst;
+}
+
+// Prompts DejaVu has no glyphs for (issue 27, item 6: they drew as empty boxes): a CJK label equals
+// FreeType's rendering of the glyph from the font fontconfig names for it, not DejaVu's .notdef box,
+// and an emoji label is drawn in colour.
+TEST(ContactSheet, CjkAndEmojiLabelsDrawFromTheFontsThatHaveThem) {
+  const auto cjk = fc_match("732b");  // 猫
+  if (cjk.first.empty() || cjk.first.find("DejaVu") != std::string::npos) GTEST_SKIP() << "no CJK font (scripts/setup installs fonts-noto-cjk)";
+  TempDir dir;
+  constexpr int kThumb = 64;
+  const std::vector<SheetJob> jobs = {{"\xE7\x8C\xAB", 7, 64, 64, "failed", ""}, {"\xF0\x9F\xA6\x8A", 7, 64, 64, "failed", ""}};  // 猫, 🦊
+  const SheetLayout layout = layout_sheet("run 1", jobs);
+  const Sheet sheet = render_sheet(layout, kThumb, kDefaultFontPath);
+  const auto path = dir.path() / "sheet.png";
+  storage::write_png_atomic(path, sheet.rgba.data(), sheet.geometry.width, sheet.geometry.height, {});
+  const auto s = storage::read_png(path);
+  const SheetGeometry& g = sheet.geometry;
+
+  const Box cat = ink_box(s, 0, g.cell_y(0), g.grid_x - 4, g.cell_y(0) + kThumb, kSheetBackground);
+  ASSERT_FALSE(cat.empty()) << "no ink for the CJK label";
+  EXPECT_LE(worst_difference(s, cat, glyph_reference(cjk.first, cjk.second, U'\u732B', SheetGeometry::kLabelPx)), 3)
+      << "differs from " << cjk.first << "'s glyph";
+  EXPECT_EQ(worst_difference(s, cat, glyph_reference(kDefaultFontPath, 0, 0, SheetGeometry::kLabelPx, 0)), 255)
+      << "DejaVu's .notdef box";
+
+  const auto emoji = fc_match("1f98a");
+  if (emoji.first.empty() || emoji.first.find("DejaVu") != std::string::npos) GTEST_SKIP() << "no emoji font (fonts-noto-color-emoji)";
+  int coloured = 0, inked = 0;
+  int x0 = 1 << 30, x1 = -1;
+  for (int y = g.cell_y(1); y < g.cell_y(1) + kThumb; ++y)
+    for (int x = 0; x < g.grid_x - 4; ++x) {
+      const uint8_t* p = pixel(s, x, y);
+      const int hi = std::max({p[0], p[1], p[2]}), lo = std::min({p[0], p[1], p[2]});
+      if (hi - lo > 60) ++coloured;
+      if (hi != kSheetBackground || lo != kSheetBackground) ++inked, x0 = std::min(x0, x), x1 = std::max(x1, x);
+    }
+  EXPECT_GT(coloured, 20) << "the fox emoji is orange, not the text's gray";
+  // One glyph at the label's size: about a pixel size wide (the strike scaled down), not a 109 px one.
+  EXPECT_GE(x1 - x0 + 1, SheetGeometry::kLabelPx - 4);
+  EXPECT_LE(x1 - x0 + 1, SheetGeometry::kLabelPx + 4);
+  EXPECT_GT(inked, 40);
 }
 
 }  // namespace

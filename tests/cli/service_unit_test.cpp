@@ -71,5 +71,49 @@ TEST(CliService, EveryValueInTheUnitIsQuotedSoSystemdRunsExactlyThePath) {
   EXPECT_EQ(dump.find("-> ExecStart:", dump.find("-> ExecStart:") + 1), std::string::npos) << "one ExecStart:\n" << dump;
 }
 
+// The help says the I/O class --print writes (issue 27, item 8: it said idle, the unit best-effort 7).
+TEST(CliService, HelpStatesTheSchedulingTheUnitSets) {
+  TempDir dir;
+  const auto r = run_process({"/usr/bin/env", "XDG_CONFIG_HOME=" + dir.path().string(), "RGBAQ_SYSTEMCTL=/bin/true", kRgbaq,
+                              "service", "install", "--model", model().dir().string(), "--print"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string service = printed_units(r.out).at("rgbaqd.service");
+  const std::string help = run_process({kRgbaq, "service", "--help"}).out;
+  // Every scheduling setting of the unit, as the help words it (setting=value), and no other value.
+  size_t settings = 0;
+  for (const std::string key : {"Nice", "CPUSchedulingPolicy", "IOSchedulingClass", "IOSchedulingPriority"}) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(service, m, std::regex("\n" + key + "=([^\n]*)\n"))) << key << service;
+    EXPECT_NE(help.find(key + "=" + m[1].str()), std::string::npos) << key << "=" << m[1] << " is not in the help:\n" << help;
+    std::smatch h;
+    ASSERT_TRUE(std::regex_search(help, h, std::regex(key + "=([A-Za-z0-9-]+)"))) << help;
+    EXPECT_EQ(h[1].str(), m[1].str()) << key;
+    ++settings;
+  }
+  EXPECT_EQ(settings, 4u);
+}
+
+// systemctl without a user session bus (su, a container) prints "Failed to connect to bus: No medium
+// found"; status says what that means and how to check rgbaqd another way (issue 27, item 8).
+TEST(CliService, StatusWithoutASessionBusSaysWhatItMeans) {
+  TempDir dir;
+  const fs::path fake = dir.path() / "systemctl";
+  // systemd 252's words when $DBUS_SESSION_BUS_ADDRESS and $XDG_RUNTIME_DIR/bus are missing.
+  std::ofstream(fake) << "#!/bin/sh\necho 'Failed to connect to bus: No medium found' >&2\nexit 1\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  const auto r = run_process({"/usr/bin/env", "RGBAQ_SYSTEMCTL=" + fake.string(), kRgbaq, "service", "status",
+                              "--data-dir", (dir.path() / "data").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no user session bus"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\"Failed to connect to bus: No medium found\""), std::string::npos) << "systemctl's words, quoted:\n" << r.err;
+  EXPECT_NE(r.err.find("rgbaq status"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find((dir.path() / "data" / "logs" / "rgbaqd.out").string()), std::string::npos) << r.err;
+  // Any other failure of systemctl goes through as it is.
+  std::ofstream(fake) << "#!/bin/sh\necho 'Unit rgbaqd.service could not be found.' >&2\nexit 4\n";
+  const auto other = run_process({"/usr/bin/env", "RGBAQ_SYSTEMCTL=" + fake.string(), kRgbaq, "service", "status"});
+  EXPECT_EQ(other.exit_code, 4);
+  EXPECT_EQ(other.err, "Unit rgbaqd.service could not be found.\n");
+}
+
 }  // namespace
 }  // namespace rgbaq

@@ -126,5 +126,30 @@ TEST(WatchDisplay, EtaFromMeasuredStepsForThatSize) {
   EXPECT_FALSE(t.image_s(512, 512).has_value()) << "another size is its own measurement";
 }
 
+// A run of two sizes gets an ETA from the first size's steps (issue 27, item 7: "ETA ?" until every
+// size had rendered a step), the unmeasured size scaled by its pixels and the ETA shown as a guess.
+TEST(WatchDisplay, AnUnmeasuredSizeIsScaledFromAMeasuredOneAndShownAsAGuess) {
+  StepTimes t;
+  bool guessed = false;
+  EXPECT_FALSE(t.image_s(512, 512, &guessed).has_value()) << "nothing to scale from";
+  EXPECT_FALSE(guessed);
+  t.step(256, 256, 8, 0.5);
+  t.image_done(256, 256, 8 * 0.5 + 1.0);
+  EXPECT_DOUBLE_EQ(*t.image_s(256, 256, &guessed), 5.0);
+  EXPECT_FALSE(guessed) << "measured";
+  EXPECT_DOUBLE_EQ(*t.image_s(512, 256, &guessed), 2 * 5.0);  // twice the pixels
+  EXPECT_TRUE(guessed);
+  t.step(1024, 1024, 8, 10.0);
+  guessed = false;
+  EXPECT_DOUBLE_EQ(*t.image_s(768, 768, &guessed), 8 * 10.0 * (768.0 * 768) / (1024.0 * 1024)) << "from the nearest size";
+  EXPECT_DOUBLE_EQ(*t.image_s(128, 128, &guessed), 5.0 / 4);
+  JobInHand j{1, 1, "fox", 7, 384, 384, 2, 8, false};
+  EXPECT_DOUBLE_EQ(*t.rest_of_job_s(j, &guessed), (6 * 0.5 + 1.0) * 2.25);
+  WatchView v = busy_view();
+  v.runs[0].eta_guessed = true;
+  const auto lines = render_watch(v, 120, 20);
+  EXPECT_NE(lines.back().find("ETA ~3m20s"), std::string::npos) << lines.back();
+}
+
 }  // namespace
 }  // namespace rgbaq::cli

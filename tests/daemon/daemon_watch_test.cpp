@@ -4,6 +4,7 @@
 // resize without stale lines, and the daemon stopped and started again (reconnect, or exit with
 // --no-reconnect). And the events watch is built on, from a raw watch connection.
 #include <regex>
+#include <thread>
 #include <sstream>
 
 #include "storage/png_file.h"
@@ -114,6 +115,38 @@ TEST(Watch, InTmuxAt120And50ColumnsWithResizePauseAndReconnect) {
   })) << wide.screen();
   rgbaq(*d, {"cancel", "1"});
   rgbaq(*d, {"cancel", "2"});
+}
+
+// A run of two sizes on one worker (issue 27, item 7): the ETA comes from the first measured steps,
+// the size not yet rendered scaled from them and shown as a guess ("ETA ~", not "ETA ?"), and a job
+// whose PNG is being written while the worker renders the next is not a second job in hand.
+TEST(Watch, TwoSizesGetAGuessedEtaAndOneWorkerHoldsOneJob) {
+  ASSERT_TRUE(fs::exists(tmux_path())) << "tmux is not installed (scripts/setup installs it)";
+  TempDir dir;
+  auto d = std::make_unique<DaemonProcess>(kRgbaqd, model().dir(), dir.path(), DaemonProcess::Options{});
+  ASSERT_EQ(rgbaq(*d, {"pause"}).exit_code, 0);
+  write_file(dir.path() / "two.csv", "prompt,seed,size\na fox,1-3,512\nan owl,1,768\n");
+  ASSERT_EQ(rgbaq(*d, {"submit", (dir.path() / "two.csv").string(), "--out", (dir.path() / "out").string()}).exit_code, 0);
+  const fs::path tmux_socket = dir.path() / "tmux.sock";
+  Tmux wide(tmux_socket, "wide", 120, 20, kRgbaq + " --socket " + quoted(d->socket().string()) + " watch 1");
+  ASSERT_TRUE(wide.wait_for([](const auto& lines) { return !lines.empty() && lines[0].find("queue paused") != std::string::npos; }))
+      << wide.screen();
+  ASSERT_EQ(rgbaq(*d, {"resume"}).exit_code, 0);
+  const std::regex guessed(R"(run 1 two  \[[#-]+\] [0-3]/4 done  ETA ~([0-9]+s|[0-9]+m[0-9]{2}s|[0-9]+h[0-9]{2}m))");
+  bool seen_guess = false, two_in_hand = false;
+  std::string two_screen;
+  for (int i = 0; i < 600; ++i) {
+    const auto lines = wide.capture();
+    if (!lines.empty() && lines[0].find("2 jobs in hand") != std::string::npos && !two_in_hand) {
+      two_in_hand = true;
+      for (const auto& l : lines) two_screen += l + "\n";
+    }
+    seen_guess = seen_guess || any_line(lines, [&](const std::string& l) { return std::regex_match(l, guessed); });
+    if (json::parse(rgbaq(*d, {"ls", "runs", "--json"}).out)["runs"][0]["counts"]["done"] == 4) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(seen_guess) << "no guessed ETA while the owl's size was unmeasured; last screen:\n" << wide.screen();
+  EXPECT_FALSE(two_in_hand) << "one worker, two jobs in hand:\n" << two_screen;
 }
 
 TEST(Watch, EventsCarryWhatWatchShows) {

@@ -71,10 +71,12 @@ TEST(JobFile, SeedsRangesListsCountsAndDefaults) {
 
   ParseOptions o = fixed_options();
   o.defaults.seeds = "1-2";
-  const auto d = parse_csv("prompt\nx\n\"\"\n", o);
-  ASSERT_EQ(d.jobs.size(), 4u);  // the empty prompt is a valid job
-  EXPECT_EQ(d.jobs[3].prompt, "");
+  const auto d = parse_csv("prompt\nx\ny\n", o);
+  ASSERT_EQ(d.jobs.size(), 4u);
+  EXPECT_EQ(d.jobs[3].prompt, "y");
   EXPECT_EQ(d.jobs[3].seed, 2u);
+  // An empty prompt is no job (issue 27: the README says prompt is required).
+  expect_error(parse_csv("prompt\nx\n\"\"\n", o), 3, 1, "prompt", "is empty");
 }
 
 TEST(JobFile, EveryErrorIsCollectedWithLineColumnAndField) {

@@ -121,7 +121,7 @@ TYPED_TEST(QueueStoreTest, CancelPauseRequeuePrioritizeFromAnotherConnection) {
   const auto r1 = s->submit({"r1", "{}", "/o"}, {job("a", 1), job("a", 2), job("a", 3)});
   const auto r2 = s->submit({"r2", "{}", "/o"}, {job("b", 1)});
   const auto running = s->claim(w);
-  EXPECT_EQ(other->cancel_run(r1.run_id), 3);
+  EXPECT_EQ(other->cancel_run(r1.run_id).total(), 3);
   EXPECT_EQ(count(*s, JobState::kCanceled, r1.run_id), 2);
   EXPECT_TRUE(s->cancel_requested(running->id)) << "the worker sees another host's cancel at its next step";
   EXPECT_TRUE(s->finish_canceled(running->id, w));
