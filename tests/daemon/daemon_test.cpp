@@ -172,7 +172,8 @@ TEST(Daemon, BadCsvThroughTheCliQueuesNothing) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("bad.csv:3:10: seed:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("bad.csv:4:12: size:"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("2 errors; nothing was queued"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.csv:5:1: prompt: is empty"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("3 errors; nothing was queued"), std::string::npos) << r.err;
   // A prompt only the daemon can judge: too many tokens for the encoder.
   std::string long_prompt;
   for (int i = 0; i < 600; ++i) long_prompt += " word";
