@@ -134,6 +134,17 @@ TEST(DaemonReplace, RmForgetsAFinishedRunAndDeletesOnlyItsOwnImages) {
   const auto keep = rgbaq(d, {"rm", std::to_string(run_of(yak_run))});
   EXPECT_EQ(keep.out, "run " + std::to_string(run_of(yak_run)) + " forgotten (1 job); its image stays where it is\n");
   expect_image(out / "hero_1.png", yak, "yak");
+  // A forgotten run's image still there is no one's, yet not lost: refused, or moved aside with --replace.
+  const auto stray = rgbaq(d, submit, "prompt,seed,name\ngnu,1,hero\n");
+  EXPECT_EQ(stray.exit_code, 2);
+  EXPECT_NE(stray.err.find("output " + (out / "hero_1.png").string() + " is already there and holds another image"),
+            std::string::npos) << stray.err;
+  auto replace = submit;
+  replace.push_back("--replace");
+  const auto gnu = rgbaq(d, replace, "prompt,seed,name\ngnu,1,hero\n");
+  ASSERT_EQ(gnu.exit_code, 0) << gnu.err;
+  expect_image(out / "hero_1.png", only_job(d, run_of(gnu)), "gnu");
+  expect_image(out / "replaced" / "hero_1.png", yak, "yak");
 }
 
 }  // namespace
