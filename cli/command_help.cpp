@@ -18,6 +18,8 @@ const char* const kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]    
   ls runs | ls jobs [--run R] [--state S] [--marked M] [--limit N] [--all]
   cancel RUN | cancel --job JOB
   retry RUN [--canceled]  failed (and canceled) jobs back to the queue
+  rm RUN [--delete-images]
+                          forget a finished run (its names become free); --delete-images: its PNGs too
   mark JOB... --star|--reject|--clear
                           star or reject jobs' images (JOB: 7 or 3-9), or clear their marks
   pause | resume          stop or restart taking new jobs
@@ -69,6 +71,9 @@ value wins, and rgbaq prints a note naming the rows where it did.
   --format csv|jsonl  the file's format (default: by extension; .jsonl and .ndjson are JSONL, else CSV)
   --skip-duplicates   leave out jobs already queued, running or done (same prompt, seed, size, name
                       and --out); when that leaves nothing, no run is made
+  --replace           take over the output names of finished or forgotten runs: an image of another
+                      prompt already at a path is moved to OUT/replaced/ (as NAME-2.png... if taken),
+                      never deleted; a name whose run is still queued or running is still refused
   --dry-run           check the file and count its jobs; queue nothing
   --wait              follow the run until it finishes (Ctrl-C stops following; the run goes on)
   --max-jobs N        refuse a submit of more than N jobs (default 100000; at most the daemon's
@@ -79,7 +84,9 @@ value wins, and rgbaq prints a note naming the rows where it did.
   --json              print the daemon's reply as JSON
 
 An output path belongs to one image: a submit that would give it to another (two rows of the file, an
-earlier run, or a PNG already there holding another image) is refused, naming the row and the path.
+earlier run, or a PNG already there holding another image) is refused, naming the row and the path,
+unless --replace. A path whose file is gone and whose run is finished (or forgotten: rgbaq rm) is free
+again, without --replace.
 Images already there (from an earlier run of the same file) are reused, not rendered again.
 Exit: 0 queued (with --wait: every job done), 1 a job failed or was canceled, 2 bad input, 3 no daemon.
 )"},
@@ -121,10 +128,19 @@ Cancels a run's queued jobs, or one job. A running job is asked to stop at its n
 apart: one already decoding ends done. A job that has already finished (done or failed) cannot be
 canceled: rgbaq says so and exits 1.
 )"},
+      {"rm", R"(usage: rgbaq rm RUN [--delete-images] [--json]
+
+Forgets a run: its jobs leave the queue and the listings, and its output names become free for other
+prompts. A run with jobs queued or running is refused (exit 1): cancel it first (rgbaq cancel RUN).
+Its PNGs stay where they are, unless --delete-images: then each done job's PNG is deleted if it still
+holds that job's image (its rgbaq metadata names the job); a file moved, replaced or shared with
+another run's job (a resubmit that reused it) is kept.
+)"},
       {"retry", R"(usage: rgbaq retry RUN [--canceled] [--json]
 
 Puts the run's failed jobs back in the queue with their attempts reset; --canceled takes its canceled
 jobs too (default: failed ones only).
+A job whose output name another submit has taken since (--replace, or its file gone) stays as it is.
 )"},
       {"mark", R"(usage: rgbaq mark JOB... --star|--reject|--clear [--json]
 

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
       {"prioritize", rgbaq::cli::prioritize_command}, {"export", rgbaq::cli::export_command},
       {"sheet", rgbaq::cli::sheet_command},       {"service", rgbaq::cli::service_command},
       {"http-url", rgbaq::cli::http_url_command}, {"gallery", rgbaq::cli::gallery_command},
-      {"mark", rgbaq::cli::mark_command},
+      {"mark", rgbaq::cli::mark_command},         {"rm", rgbaq::cli::rm_command},
   };
   const auto it = commands.find(args[0]);
   if (it == commands.end()) {

@@ -311,6 +311,27 @@ int cancel_command(const std::vector<std::string>& args, CliContext& ctx) {
   return 0;
 }
 
+int rm_command(const std::vector<std::string>& args, CliContext& ctx) {
+  const Arguments a(args, {}, {"delete-images", "json"});
+  if (a.positionals().size() != 1) throw UsageError("which run? `rgbaq rm RUN [--delete-images]`");
+  DaemonClient client(ctx.socket);
+  const json r = client.call("forget", {{"run", positive_id(a.positionals()[0], "run")}, {"delete_images", a.has("delete-images")}});
+  if (a.has("json")) {
+    ctx.out << r.dump() << "\n";
+    return 0;
+  }
+  ctx.out << "run " << a.positionals()[0] << " forgotten (" << count_of(r.value("jobs", 0), "job") << ")";
+  const int64_t images = r.value("images", 0), deleted = r.value("deleted_images", 0);
+  if (a.has("delete-images")) {
+    ctx.out << "; " << count_of(deleted, "image") << " deleted";
+    if (images > deleted) ctx.out << ", " << (images - deleted) << " kept (moved, gone, or no longer its own)";
+  } else if (images) {
+    ctx.out << (images == 1 ? "; its image stays where it is" : "; its " + count_of(images, "image") + " stay where they are");
+  }
+  ctx.out << "\n";
+  return 0;
+}
+
 int retry_command(const std::vector<std::string>& args, CliContext& ctx) {
   const Arguments a(args, {}, {"failed", "canceled", "json"});
   if (a.positionals().size() != 1) throw UsageError("which run? `rgbaq retry RUN [--failed] [--canceled]`");

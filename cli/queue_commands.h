@@ -11,6 +11,7 @@ namespace rgbaq::cli {
 int status_command(const std::vector<std::string>& args, CliContext& ctx);
 int ls_command(const std::vector<std::string>& args, CliContext& ctx);
 int cancel_command(const std::vector<std::string>& args, CliContext& ctx);
+int rm_command(const std::vector<std::string>& args, CliContext& ctx);
 int retry_command(const std::vector<std::string>& args, CliContext& ctx);
 int mark_command(const std::vector<std::string>& args, CliContext& ctx);
 int pause_command(const std::vector<std::string>& args, CliContext& ctx);

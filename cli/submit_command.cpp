@@ -112,7 +112,7 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   std::vector<std::string> words;
   for (const auto& w : args) words.push_back(w == "--seed" ? "--seeds" : w.rfind("--seed=", 0) == 0 ? "--seeds=" + w.substr(7) : w);
   const Arguments a(words, {"prompt", "seeds", "size", "count", "priority", "out", "name", "format", "max-jobs", "lora"},
-                    {"dry-run", "wait", "skip-duplicates", "json"});
+                    {"dry-run", "wait", "skip-duplicates", "replace", "json"});
   const auto prompt = a.get("prompt");
   if (prompt && !a.positionals().empty()) throw UsageError("give a job file or --prompt TEXT, not both");
   if (!prompt && a.positionals().size() != 1) {
@@ -148,6 +148,7 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
                            {"defaults", defaults},
                            {"out_dir", out_dir.string()},
                            {"skip_duplicates", a.has("skip-duplicates")},
+                           {"replace", a.has("replace")},
                            {"dry_run", a.has("dry-run")},
                            {"max_jobs", options.max_jobs}};
   if (const auto name = a.get("name")) {
@@ -222,6 +223,10 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
       ctx.out << "  " << (reusable == queued ? (queued == 1 ? "its image is" : "all their images are")
                                              : count_of(reusable, "image is", "images are"))
               << " already there from an earlier run: reused, not rendered again\n";
+    }
+    if (const uint64_t moved = r.value("moved_aside", uint64_t{0})) {
+      ctx.out << "  " << count_of(moved, "earlier image") << " moved to " << common::printable((out_dir / "replaced").string())
+              << " (--replace)\n";
     }
   }
   if (!a.has("wait") || a.has("dry-run") || !made_run || queued == 0) return 0;

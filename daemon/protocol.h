@@ -14,12 +14,15 @@
 //   job_done     path, seconds (the image's wall time) | reused
 //   job_failed   error, will_retry        job_canceled        run_done  done, failed, canceled
 //
-// Methods: ping, status, submit, ls_runs, show_run, ls_jobs, show_job, cancel, retry, retry_jobs, mark,
+// Methods: ping, status, submit, ls_runs, show_run, ls_jobs, show_job, cancel, retry, retry_jobs, forget, mark,
 // pause, resume, prioritize, export, watch.
 //   mark        {"jobs": [id, ...], "mark": "star" | "reject" | null, "by"} -> {"marked": jobs whose mark changed};
 //               "by" is set by the transport (the socket: "uid N (name)" of the peer), a label only.
 //               A job that does not exist: not_found naming the first, and nothing is marked.
 //   retry_jobs  {"jobs": [id, ...]} -> {"requeued": N}: the failed and canceled ones back to the queue.
+//   forget      {"run", "delete_images"} -> {"run", "jobs", "images", "deleted_images"}: the run leaves the queue
+//               (conflict while a job of it is queued or running); its done jobs' PNGs that still hold
+//               their own images are deleted with delete_images.
 //   ls_jobs and export take "marked": star | reject | none | any (starred or rejected).
 //   export      {"run", "marked", "after": job id (default 0), "limit": 1..kMaxExportPageJobs (default
 //               kExportPageJobs)} -> {"run": {id, name, out_dir, counts}, "jobs": the next jobs after
@@ -48,6 +51,7 @@ inline constexpr std::string_view kUnsupportedVersion = "unsupported_version";
 inline constexpr std::string_view kUnknownMethod = "unknown_method";
 inline constexpr std::string_view kInvalidFile = "invalid_file";    // details: [{"line", "column", "field", "message"}]
 inline constexpr std::string_view kNotFound = "not_found";
+inline constexpr std::string_view kConflict = "conflict";    // the queue's state forbids it now (rm of a run in progress)
 inline constexpr std::string_view kFrameTooLarge = "frame_too_large";
 inline constexpr std::string_view kInternal = "internal";
 inline constexpr std::string_view kTooManyConnections = "too_many_connections";

@@ -45,6 +45,9 @@ struct NewJob {
   uint64_t content_key = 0;  // identical jobs share it (resubmission detection)
   uint64_t prompt_key = 0;   // identical prompts share it (encoder-cache-friendly claims)
   std::string lora;          // the LoRA set, "name:weight;..." (jobs/lora_list.h); "" for none
+  // The path may pass to this job from an owner of other content whose jobs there are all finished
+  // (done, failed or canceled): the submit says so when no file is at the path, or with --replace.
+  bool may_take_over = false;
 };
 
 // How a failed attempt counts: kRetry queues the job again after a backoff (failed at the attempt
@@ -61,6 +64,7 @@ struct RunOptions {
 struct SubmitResult {
   int64_t run_id = 0;
   uint64_t inserted = 0, skipped = 0;
+  uint64_t taken_over = 0;  // output paths that passed from a finished or forgotten owner
 };
 
 // A submit that would give an output path to a job when another job (of this submit or an earlier
@@ -69,6 +73,7 @@ struct OutputClash {
   int line = 0;           // the new job's row
   std::string path;
   int64_t owner_run = 0;  // the run whose job owns the path (may be the same submit)
+  bool owner_active = false;  // a job of the owner's is queued or running there: no take-over
 };
 class OutputClashError : public std::runtime_error {
  public:
@@ -162,6 +167,18 @@ struct StoreOptions {
   bool create_over_invalid = false;
 };
 
+// What forget_run did. A run with queued or running jobs is not forgotten (`active` says how many).
+struct ForgottenRun {
+  bool found = false;  // a published run of that id
+  int64_t active = 0;
+  int64_t jobs = 0;    // jobs deleted
+  struct Image {
+    int64_t job = 0;
+    std::string path;
+  };
+  std::vector<Image> images;  // the run's done jobs whose output path no remaining job shares
+};
+
 struct RecoverResult {
   int64_t requeued = 0, failed = 0;
   int64_t discarded_jobs = 0;  // of submits interrupted before their last batch
@@ -210,6 +227,10 @@ class QueueStore {
   virtual void publish_run(int64_t run_id, uint64_t inserted) = 0;
   // A pending run's jobs and output claims, deleted in batches, then the run.
   virtual int64_t discard_run(int64_t run_id) = 0;
+  // A published run, forgotten: its jobs, counters and run row deleted in one transaction, and its
+  // output paths released unless another run's job with the same content still uses them. Nothing
+  // changes while any of its jobs is queued or running.
+  virtual ForgottenRun forget_run(int64_t run_id) = 0;
 
   // The next job by priority, then submit order; among the jobs of the top priority, one whose LoRA set
   // is in `preferred_loras` (loaded already) and whose prompt key is in `preferred` first, then one of

@@ -13,11 +13,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/printable_text.h"
 #include "common/trusted_folder.h"
 #include "daemon/base/finished_output.h"
 #include "daemon/base/lora_folders.h"
 #include "daemon/protocol.h"
 #include "daemon/api/request_handler.h"
+#include "daemon/api/replaced_outputs.h"
 #include "daemon/api/request_params.h"
 #include "jobs/lora_list.h"
 #include "jobs/output_name.h"
@@ -73,11 +75,12 @@ std::filesystem::path resolve_output_dir(const std::filesystem::path& out_dir) {
 }
 
 // What the file at a job's output path holds, as the worker will judge it when it claims the job.
-enum class ExistingOutput { kNone, kSameImage, kOtherImage };
+// kAbsent: no file at all (the path is free again when its owner is finished or forgotten).
+enum class ExistingOutput { kAbsent, kNone, kSameImage, kOtherImage };
 ExistingOutput existing_output(const storage::NewJob& job, const std::string& model_identity,
                                const std::vector<std::filesystem::path>& lora_dirs, LoraFileHashes& hashes) {
   struct stat st {};
-  if (::stat(job.output_path.c_str(), &st) != 0) return ExistingOutput::kNone;
+  if (::stat(job.output_path.c_str(), &st) != 0) return errno == ENOENT ? ExistingOutput::kAbsent : ExistingOutput::kNone;
   storage::PngImage png;
   try {
     png = storage::read_png_info(job.output_path);
@@ -187,6 +190,7 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
   run.name = text_param(params, "name", std::filesystem::path(file_name).stem().string());
   run.out_dir = out_dir.string();
   run.skip_duplicates = bool_param(params, "skip_duplicates");
+  const bool replace = bool_param(params, "replace");
   std::set<std::string_view> prompts;  // the run's prompt count, for its listings
   for (const auto& row : file.rows) prompts.insert(row.prompt);
   run.options_json = json({{"file", file_name}, {"defaults", defaults}, {"out_dir", out_dir.string()},
@@ -196,6 +200,7 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
   storage::SubmitResult total;
   uint64_t reusable = 0;
   std::vector<jobs::FileError> taken_by_files;  // outputs where a PNG of another image already is
+  std::vector<std::string> to_move;             // those, with --replace: moved aside before the run is published
   std::chrono::steady_clock::duration longest{};
   LoraFileHashes lora_hashes;  // each LoRA file hashed once for the submit's many outputs
   try {
@@ -208,6 +213,7 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
       longest = std::max(longest, held);
       total.inserted += r.inserted;
       total.skipped += r.skipped;
+      total.taken_over += r.taken_over;
       batch.clear();
       // SQLite's busy handler polls: a writer waiting for the lock (the output writer, a claim) gets it
       // only if the lock stays free for a while. Leave it free as long as the batch held it.
@@ -217,9 +223,13 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
       batch.push_back(to_queue_row(spec, out_dir));
       const ExistingOutput existing = existing_output(batch.back(), model_identity, limits.lora_dirs, lora_hashes);
       reusable += existing == ExistingOutput::kSameImage;
-      if (existing == ExistingOutput::kOtherImage && taken_by_files.size() < 20) {
+      batch.back().may_take_over = replace || existing == ExistingOutput::kAbsent;
+      if (existing == ExistingOutput::kOtherImage && replace) {
+        to_move.push_back(batch.back().output_path);
+      } else if (existing == ExistingOutput::kOtherImage && taken_by_files.size() < 20) {
         taken_by_files.push_back({spec.line, 0, "", "output " + batch.back().output_path + " is already there and holds another "
-                                  "image; move it, give the row its own name, or submit with another --out"});
+                                  "image; move it, give the row its own name, submit with another --out, or with --replace "
+                                  "(the image is moved to replaced/ beside it)"});
       }
       if (batch.size() == limits.batch_jobs) flush();
     });
@@ -240,6 +250,11 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
       result["reusable"] = 0;
       return result;
     }
+    // Still pending, so no worker can write these paths yet: the old images move first.
+    for (const std::string& path : to_move) {
+      const auto moved = move_aside(path);
+      spdlog::info("run {}: {} moved aside to {} (--replace)", run_id, common::printable(path), common::printable(moved.string()));
+    }
     store.publish_run(run_id, total.inserted);
   } catch (const RequestError&) {
     throw;
@@ -247,10 +262,19 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
     store.discard_run(run_id);
     std::vector<jobs::FileError> errors;
     for (const auto& c : e.clashes()) {
-      errors.push_back({c.line, 0, "", "output " + c.path + " already belongs to another image (" +
-                                           (c.owner_run == run_id ? std::string("another row of this file")
-                                                                  : "run " + std::to_string(c.owner_run)) +
-                                           "); give the row its own name, or submit with another --out"});
+      const std::string run_n = "run " + std::to_string(c.owner_run);
+      std::string m = "output " + c.path + " already belongs to another image (" +
+                      (c.owner_run == run_id ? std::string("another row of this file") : run_n) + ")";
+      if (c.owner_run == run_id) {
+        m += "; give the row its own name, or submit with another --out";
+      } else if (c.owner_active) {
+        m += ", queued or running there, so not even --replace takes it; wait for " + run_n + ", or cancel it (rgbaq cancel " +
+             std::to_string(c.owner_run) + "), give the row its own name, or submit with another --out";
+      } else {
+        m += "; give the row its own name, submit with another --out, or with --replace (its image is moved to "
+             "replaced/ beside it)";
+      }
+      errors.push_back({c.line, 0, "", m});
     }
     throw RequestError(protocol::error_code::kInvalidFile,
                        plural(errors.size(), "output path clash", "output path clashes") + " in " +
@@ -270,6 +294,8 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
   result["jobs"] = total.inserted;
   result["skipped"] = total.skipped;
   result["reusable"] = reusable;
+  result["taken_over"] = total.taken_over;
+  result["moved_aside"] = to_move.size();
   return result;
 }
 

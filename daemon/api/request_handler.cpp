@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "daemon/api/job_submission.h"
+#include "daemon/api/replaced_outputs.h"
 #include "daemon/api/request_params.h"
 #include "daemon/protocol.h"
 #include "jobs/job_file.h"
@@ -172,6 +173,24 @@ json RequestHandler::handle(const std::string& method, const json& params) {
     }
     const auto n = store_->cancel_run(run_param(*store_, params));
     return {{"affected", n.total()}, {"canceled", n.canceled}, {"stopping", n.stopping}};
+  }
+  if (method == "forget") {
+    const int64_t run = run_param(*store_, params);
+    const bool delete_images = bool_param(params, "delete_images");
+    const auto f = store_->forget_run(run);
+    if (!f.found) throw RequestError(protocol::error_code::kNotFound, "there is no run " + std::to_string(run));
+    if (f.active > 0) {
+      throw RequestError(protocol::error_code::kConflict,
+                         "run " + std::to_string(run) + " still has " + std::to_string(f.active) +
+                             (f.active == 1 ? " job" : " jobs") + " queued or running; cancel it first (rgbaq cancel " +
+                             std::to_string(run) + "), then rgbaq rm " + std::to_string(run));
+    }
+    // The queue forgot the run first: an image deleted after that cannot belong to a job the queue still has.
+    int64_t deleted = 0;
+    if (delete_images) {
+      for (const auto& image : f.images) deleted += delete_own_image(image.path, image.job);
+    }
+    return {{"run", run}, {"jobs", f.jobs}, {"images", f.images.size()}, {"deleted_images", deleted}};
   }
   if (method == "retry") {
     const auto n = store_->retry(run_param(*store_, params), bool_param(params, "canceled"));

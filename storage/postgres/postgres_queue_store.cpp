@@ -267,6 +267,10 @@ std::vector<std::string> id_slices(const std::vector<int64_t>& ids) {
 constexpr const char* kRetrySet =
     "state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', cancel_requested = FALSE, "
     "finished_at = 0, worker_id = 0, lease_expires = 0, interrupted_at_step = -1, interruptions_at_step = 0";
+// A retry requeues only jobs whose output path their content still owns: one taken over by a later
+// submit (--replace, or its file gone) would write over the new owner's image.
+constexpr const char* kStillOwner =
+    " AND EXISTS (SELECT 1 FROM outputs o WHERE o.path = jobs.output_path AND o.content_key = jobs.content_key)";
 
 // A text[] literal: each element double-quoted, with its quotes and backslashes escaped.
 std::string text_array_literal(const std::vector<std::string>& values) {
@@ -436,7 +440,7 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
     pg::copy_escape(rows, j.output_path);
     rows += '\t' + num(j.content_key) + '\t' + num(j.prompt_key) + '\t' + num(ord++) + '\t';
     pg::copy_escape(rows, j.lora);
-    rows += '\n';
+    rows += j.may_take_over ? "\tt\n" : "\tf\n";
   }
   const std::string token = num(new_token());
   int runs = 0;
@@ -460,7 +464,7 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
     }
     db_->exec("CREATE TEMP TABLE IF NOT EXISTS new_jobs (line INTEGER, prompt TEXT, seed BIGINT, width INTEGER, "
               "height INTEGER, name TEXT, priority INTEGER, output_path TEXT, content_key BIGINT, prompt_key BIGINT, "
-              "ord INTEGER, lora TEXT) ON COMMIT DELETE ROWS");
+              "ord INTEGER, lora TEXT, take_over BOOLEAN) ON COMMIT DELETE ROWS");
     db_->copy_in("COPY new_jobs FROM STDIN", rows);
     if (run.skip_duplicates) {
       result.skipped = static_cast<uint64_t>(
@@ -476,13 +480,28 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
             .int64(0, 0);
     // Every path new and none twice: no clash is possible, and the join over all outputs is not needed.
     const bool all_new = owned == static_cast<int64_t>(jobs.size() - result.skipped);
+    // A queued or running job of the owner's content at the path: then it is not taken over. Nor is a
+    // path of this submit's (another row's: its job, not inserted yet, is queued).
+    constexpr const char* kOwnerActive = "(SELECT min(a.run_id) FROM jobs a WHERE a.content_key = o.content_key AND "
+                                         "a.output_path = o.path AND a.state IN ('queued', 'running'))";
+    if (!all_new) {
+      result.taken_over = static_cast<uint64_t>(
+          db_->exec(std::string("UPDATE outputs o SET content_key = n.content_key, run_id = $1 FROM new_jobs n WHERE "
+                                "n.take_over AND o.path = n.output_path AND o.content_key <> n.content_key AND o.run_id <> $1 AND ") +
+                        kOwnerActive + " IS NULL",
+                    {num(run_id)})
+              .affected());
+    }
     const auto clash = all_new ? pg::Result()
-                               : db_->exec("SELECT n.line, n.output_path, o.run_id FROM new_jobs n JOIN outputs o ON "
-                                           "o.path = n.output_path WHERE o.content_key <> n.content_key ORDER BY n.ord LIMIT 20");
+                               : db_->exec(std::string("SELECT n.line, n.output_path, o.run_id, coalesce(") + kOwnerActive +
+                                           ", 0) FROM new_jobs n JOIN outputs o ON o.path = n.output_path WHERE "
+                                           "o.content_key <> n.content_key ORDER BY n.ord LIMIT 20");
     if (!clash.empty()) {
       std::vector<OutputClash> clashes;
       for (int i = 0; i < clash.rows(); ++i) {
-        clashes.push_back({static_cast<int>(clash.int64(i, 0)), clash.text(i, 1), clash.int64(i, 2)});
+        const int64_t active_run = clash.int64(i, 3);
+        clashes.push_back({static_cast<int>(clash.int64(i, 0)), clash.text(i, 1), active_run != 0 ? active_run : clash.int64(i, 2),
+                           active_run != 0});
       }
       throw OutputClashError(std::move(clashes));  // the transaction rolls back
     }
@@ -532,6 +551,34 @@ int64_t PostgresQueueStore::discard_run(int64_t run_id) {
     return late;
   });
   return deleted;
+}
+
+ForgottenRun PostgresQueueStore::forget_run(int64_t run_id) {
+  return transaction(*db_, [&] {
+    ForgottenRun r;
+    // The run's row locked first: a claim or retry of its jobs commits before this goes on.
+    r.found = !db_->exec("SELECT 1 FROM runs WHERE id = $1 AND NOT pending FOR UPDATE", {num(run_id)}).empty();
+    if (!r.found) return r;
+    r.active = db_->exec("SELECT count(*) FROM jobs WHERE run_id = $1 AND state IN ('queued', 'running')", {num(run_id)})
+                   .int64(0, 0);
+    if (r.active > 0) return r;
+    // An image another run's job shares (a resubmit that reused it) stays that run's.
+    const auto images = db_->exec("SELECT id, output_path FROM jobs j WHERE run_id = $1 AND state = 'done' AND NOT EXISTS ("
+                                  "SELECT 1 FROM jobs o WHERE o.content_key = j.content_key AND o.output_path = j.output_path "
+                                  "AND o.run_id <> j.run_id) ORDER BY id",
+                                  {num(run_id)});
+    for (int i = 0; i < images.rows(); ++i) r.images.push_back({images.int64(i, 0), images.text(i, 1)});
+    r.jobs = db_->exec("DELETE FROM jobs WHERE run_id = $1", {num(run_id)}).affected();
+    // Each path the run owned: released, or handed to the earliest run whose job still uses it.
+    for (const char* sql : {"DELETE FROM outputs WHERE run_id = $1 AND NOT EXISTS (SELECT 1 FROM jobs j WHERE "
+                            "j.content_key = outputs.content_key AND j.output_path = outputs.path)",
+                            "UPDATE outputs SET run_id = (SELECT min(j.run_id) FROM jobs j WHERE j.content_key = "
+                            "outputs.content_key AND j.output_path = outputs.path) WHERE run_id = $1",
+                            "DELETE FROM run_counts WHERE run_id = $1", "DELETE FROM runs WHERE id = $1"}) {
+      db_->exec(sql, {num(run_id)});
+    }
+    return r;
+  });
 }
 
 std::optional<Job> PostgresQueueStore::claimed_by_token(int64_t worker_id, const std::string& token) {
@@ -717,7 +764,7 @@ int64_t PostgresQueueStore::prioritize_run(int64_t run_id, int priority) {
 int64_t PostgresQueueStore::retry(int64_t run_id, bool include_canceled) {
   return db_->retrying([&] {
     return db_->exec(std::string("UPDATE jobs SET ") + kRetrySet + " WHERE run_id = $1 AND state IN ('failed'" +
-                         (include_canceled ? ", 'canceled')" : ")"),
+                         (include_canceled ? ", 'canceled')" : ")") + kStillOwner,
                      {num(run_id)})
         .affected();
   });
@@ -730,7 +777,7 @@ int64_t PostgresQueueStore::retry_jobs(const std::vector<int64_t>& job_ids) {
   return transaction(*db_, [&] {
     int64_t n = 0;
     for (const std::string& slice : slices) {
-      n += db_->exec(std::string("UPDATE jobs SET ") + kRetrySet + " WHERE id = ANY($1::bigint[]) AND state IN ('failed', 'canceled')",
+      n += db_->exec(std::string("UPDATE jobs SET ") + kRetrySet + " WHERE id = ANY($1::bigint[]) AND state IN ('failed', 'canceled')" + kStillOwner,
                      {slice})
                .affected();
     }

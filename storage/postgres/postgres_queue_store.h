@@ -29,6 +29,7 @@ class PostgresQueueStore final : public QueueStore {
   SubmitResult append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) override;
   void publish_run(int64_t run_id, uint64_t inserted) override;
   int64_t discard_run(int64_t run_id) override;
+  ForgottenRun forget_run(int64_t run_id) override;
   std::optional<Job> claim(int64_t worker_id, const std::vector<uint64_t>& preferred = {},
                            const std::vector<std::string>& preferred_loras = {}) override;
   std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path, const std::string& metadata_json,

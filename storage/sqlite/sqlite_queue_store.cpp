@@ -136,6 +136,11 @@ ALTER TABLE jobs ADD COLUMN interruptions_at_step INTEGER NOT NULL DEFAULT 0;
 )",
 };
 
+// A retry requeues only jobs whose output path their content still owns: one taken over by a later
+// submit (--replace, or its file gone) would write over the new owner's image.
+constexpr const char* kStillOwner =
+    " AND EXISTS (SELECT 1 FROM outputs o WHERE o.path = jobs.output_path AND o.content_key = jobs.content_key)";
+
 // Claims skip the jobs of runs whose submit has not committed its last batch.
 constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE pending = 1)";
 
@@ -366,6 +371,18 @@ SubmitResult SqliteQueueStore::append_jobs(int64_t run_id, const RunOptions& run
   SQLite::Statement ins(db_,
                         "INSERT INTO jobs (run_id, prompt, seed, width, height, name, priority, state, created_at, "
                         "output_path, content_key, prompt_key, lora) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)");
+  SQLite::Statement take(db_, "UPDATE outputs SET content_key = ?, run_id = ? WHERE path = ?");
+  // The run of a queued or running job of the owner's content at the path (0 when none): such a path
+  // is not taken over, whatever the submit says.
+  SQLite::Statement active(db_, "SELECT run_id FROM jobs WHERE content_key = ? AND output_path = ? AND state IN ('queued', "
+                                "'running') LIMIT 1");
+  auto owner_active_run = [&](const std::string& path, int64_t owner_ck) {
+    active.bind(1, owner_ck);
+    active.bindNoCopy(2, path);
+    const int64_t r = active.executeStep() ? active.getColumn(0).getInt64() : 0;
+    active.reset();
+    return r;
+  };
   std::vector<OutputClash> clashes;
   for (const NewJob& j : jobs) {
     if (run.skip_duplicates) {
@@ -385,13 +402,24 @@ SubmitResult SqliteQueueStore::append_jobs(int64_t run_id, const RunOptions& run
     if (!fresh) {
       owner.bindNoCopy(1, j.output_path);
       owner.executeStep();
-      const bool same = owner.getColumn(0).getInt64() == static_cast<int64_t>(j.content_key);
+      const int64_t owner_ck = owner.getColumn(0).getInt64();
+      const bool same = owner_ck == static_cast<int64_t>(j.content_key);
       const int64_t owner_run = owner.getColumn(1).getInt64();
       owner.reset();
       if (!same) {
-        clashes.push_back({j.line, j.output_path, owner_run});
-        if (clashes.size() >= 20) break;  // enough to say what is wrong
-        continue;
+        const int64_t active_run = owner_active_run(j.output_path, owner_ck);
+        if (j.may_take_over && active_run == 0) {
+          take.bind(1, static_cast<int64_t>(j.content_key));
+          take.bind(2, run_id);
+          take.bindNoCopy(3, j.output_path);
+          take.exec();
+          take.reset();
+          ++result.taken_over;
+        } else {
+          clashes.push_back({j.line, j.output_path, active_run != 0 ? active_run : owner_run, active_run != 0});
+          if (clashes.size() >= 20) break;  // enough to say what is wrong
+          continue;
+        }
       }
     }
     ins.bind(1, run_id);
@@ -454,6 +482,42 @@ int64_t SqliteQueueStore::discard_run(int64_t run_id) {
   }
   tx.commit();
   return deleted;
+}
+
+ForgottenRun SqliteQueueStore::forget_run(int64_t run_id) {
+  check_file_identity();
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  ForgottenRun r;
+  SQLite::Statement run(db_, "SELECT 1 FROM runs WHERE id = ? AND pending = 0");
+  run.bind(1, run_id);
+  r.found = run.executeStep();
+  if (!r.found) return r;
+  SQLite::Statement active(db_, "SELECT count(*) FROM jobs WHERE run_id = ? AND state IN ('queued', 'running')");
+  active.bind(1, run_id);
+  active.executeStep();
+  r.active = active.getColumn(0).getInt64();
+  if (r.active > 0) return r;
+  // An image another run's job shares (a resubmit that reused it) stays that run's.
+  SQLite::Statement images(db_, "SELECT id, output_path FROM jobs j WHERE run_id = ? AND state = 'done' AND NOT EXISTS ("
+                                "SELECT 1 FROM jobs o WHERE o.content_key = j.content_key AND o.output_path = j.output_path "
+                                "AND o.run_id <> j.run_id) ORDER BY id");
+  images.bind(1, run_id);
+  while (images.executeStep()) r.images.push_back({images.getColumn(0).getInt64(), images.getColumn(1).getString()});
+  SQLite::Statement jobs(db_, "DELETE FROM jobs WHERE run_id = ?");
+  jobs.bind(1, run_id);
+  r.jobs = jobs.exec();
+  // Each path the run owned: released, or handed to the earliest run whose job still uses it.
+  for (const char* sql : {"DELETE FROM outputs WHERE run_id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs j WHERE "
+                          "j.content_key = outputs.content_key AND j.output_path = outputs.path)",
+                          "UPDATE outputs SET run_id = (SELECT min(j.run_id) FROM jobs j WHERE j.content_key = "
+                          "outputs.content_key AND j.output_path = outputs.path) WHERE run_id = ?1",
+                          "DELETE FROM run_counts WHERE run_id = ?1", "DELETE FROM runs WHERE id = ?1"}) {
+    SQLite::Statement q(db_, sql);
+    q.bind(1, run_id);
+    q.exec();
+  }
+  tx.commit();
+  return r;
 }
 
 std::optional<Job> SqliteQueueStore::claim_locked(int64_t worker_id, const std::vector<uint64_t>& preferred,
@@ -657,7 +721,7 @@ int64_t SqliteQueueStore::prioritize_run(int64_t run_id, int priority) {
 int64_t SqliteQueueStore::retry(int64_t run_id, bool include_canceled) {
   check_file_identity();
   SQLite::Statement q(db_, std::string("UPDATE jobs SET ") + kRetrySet + " WHERE run_id = ? AND state IN ('failed'" +
-                               (include_canceled ? ", 'canceled')" : ")"));
+                               (include_canceled ? ", 'canceled')" : ")") + kStillOwner);
   q.bind(1, run_id);
   return q.exec();
 }
@@ -666,7 +730,7 @@ int64_t SqliteQueueStore::retry_jobs(const std::vector<int64_t>& job_ids) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement q(db_, std::string("UPDATE jobs SET ") + kRetrySet +
-                               " WHERE id IN (SELECT value FROM json_each(?)) AND state IN ('failed', 'canceled')");
+                               " WHERE id IN (SELECT value FROM json_each(?)) AND state IN ('failed', 'canceled')" + kStillOwner);
   int64_t n = 0;
   for (const std::string& slice : id_slices(job_ids)) {
     q.bind(1, slice);
