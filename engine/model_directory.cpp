@@ -91,9 +91,7 @@ ModelDirectory ModelDirectory::open(const std::filesystem::path& root) {
     return open_checked(root);
   } catch (const InvalidModel&) {
     throw;
-  } catch (const std::runtime_error& e) {
-    throw InvalidModel(e.what());
-  } catch (const std::filesystem::filesystem_error& e) {
+  } catch (const std::runtime_error& e) {  // std::filesystem::filesystem_error too
     throw InvalidModel(e.what());
   }
 }
