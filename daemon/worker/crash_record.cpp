@@ -55,14 +55,28 @@ void on_crash(int sig) {
   raise(sig);
 }
 
-// An alternate signal stack for the calling thread (each thread has its own, or none).
-void use_alternate_stack(std::vector<char>& stack) {
-  stack.resize(1 << 16);
-  stack_t ss{};
-  ss.ss_sp = stack.data();
-  ss.ss_size = stack.size();
-  sigaltstack(&ss, nullptr);
-}
+// An alternate signal stack for the calling thread (each thread has its own, or none). It is switched
+// off before its memory goes, as the thread ends: a stack left installed would point at freed memory,
+// and ASan, which unmaps whatever stack a finishing thread still has, aborted the process on it.
+class AlternateStack {
+ public:
+  AlternateStack() : memory_(1 << 16) {
+    stack_t ss{};
+    ss.ss_sp = memory_.data();
+    ss.ss_size = memory_.size();
+    sigaltstack(&ss, nullptr);
+  }
+  ~AlternateStack() {
+    stack_t ss{};
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, nullptr);
+  }
+  AlternateStack(const AlternateStack&) = delete;
+  AlternateStack& operator=(const AlternateStack&) = delete;
+
+ private:
+  std::vector<char> memory_;
+};
 
 }  // namespace
 
@@ -73,8 +87,7 @@ void install_crash_record(const std::filesystem::path& data_dir, const std::vect
   if (g_record_fd < 0) throw std::runtime_error(path.string() + ": cannot open the crash record");
   for (size_t i = 0; i < jobs_in_hand.size(); ++i) g_jobs[i] = jobs_in_hand[i];
   g_job_count = jobs_in_hand.size();
-  static std::vector<char> alt_stack;
-  use_alternate_stack(alt_stack);  // this thread's; a worker's thread gets its own (blame_crashes_on_this_thread)
+  static AlternateStack alt_stack;  // this thread's; a worker's thread gets its own (blame_crashes_on_this_thread)
   struct sigaction sa {};
   sa.sa_handler = on_crash;
   sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
@@ -83,8 +96,7 @@ void install_crash_record(const std::filesystem::path& data_dir, const std::vect
 }
 
 void blame_crashes_on_this_thread(const std::atomic<int64_t>& job_in_hand) {
-  thread_local std::vector<char> alt_stack;
-  use_alternate_stack(alt_stack);
+  thread_local AlternateStack alt_stack;
   t_job = &job_in_hand;
 }
 

@@ -198,7 +198,8 @@ TEST_F(ModelPull, PullsIntoAFolder) {
   EXPECT_EQ(run_process({kRgbaq, "model", "check", dir.string()}).exit_code, 0);
   r = run_process({kRgbaq, "model", "check", dir.string() + "-int8", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const auto& c : json::parse(r.out)["components"])
+  const json checked = json::parse(r.out);  // held: a range-for over a temporary's member would dangle
+  for (const auto& c : checked["components"])
     if (c["role"] == "transformer") EXPECT_EQ(c["int8_linears"], 22);  // every Linear of the tiny DiT
   // Pulled again into the folder: nothing is downloaded.
   const size_t before = hub.requests().size();
