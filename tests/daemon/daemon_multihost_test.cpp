@@ -19,11 +19,6 @@
 namespace rgbaq {
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
 // How many times each job id appears in a log line matching `pattern` (one capture: the id), over logs.
 std::map<int64_t, int> job_lines(const std::vector<fs::path>& logs, const std::regex& pattern) {
   std::map<int64_t, int> n;

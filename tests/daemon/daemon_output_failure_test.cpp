@@ -12,17 +12,6 @@
 namespace rgbaq {
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-json jobs_of(const DaemonProcess& d) {
-  const auto r = rgbaq(d, {"ls", "jobs", "--all", "--json"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return json::parse(r.out)["jobs"];
-}
-
 TEST(DaemonOutputFailure, AnOutputThatCanNeverBeWrittenFailsAtOnceAndTheRestRenders) {
   TempDir dir;
   DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
@@ -44,13 +33,8 @@ TEST(DaemonOutputFailure, AnOutputThatCanNeverBeWrittenFailsAtOnceAndTheRestRend
   write_file(gone, "a file where the output folder was\n");
   ASSERT_EQ(rgbaq(d, {"resume"}).exit_code, 0);
 
-  json jobs;
-  for (int i = 0; i < 600 * test_time_scale(); ++i) {
-    const json s = status(d);
-    if (s["jobs"]["queued"] == 0 && s["jobs"]["running"] == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  jobs = jobs_of(d);
+  wait_until_idle(d);
+  const json jobs = jobs_of(d);
   ASSERT_EQ(jobs.size(), 4u);
   const std::string log = read_text(d.log());
   for (const auto& j : jobs) {

@@ -14,25 +14,10 @@ namespace {
 
 constexpr uid_t kOther = 65534;
 
-json jobs_of(const DaemonProcess& d) {
-  const auto r = rgbaq(d, {"ls", "jobs", "--all", "--json"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return json::parse(r.out)["jobs"];
-}
-
 // As uid 65534: runs `argv` and returns its exit code.
 int as_other(std::vector<std::string> argv) {
   argv.insert(argv.begin(), {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
   return run_process(argv).exit_code;
-}
-
-void wait_until_idle(const DaemonProcess& d) {
-  for (int i = 0; i < 600 * test_time_scale(); ++i) {
-    const json s = status(d);
-    if (s["jobs"]["queued"] == 0 && s["jobs"]["running"] == 0) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ADD_FAILURE() << "the queue did not drain: " << log_tail(d);
 }
 
 TEST(DaemonOutputFolder, AFolderAnotherUserCouldSwapIsRefusedAtSubmitAndASafeOneTaken) {

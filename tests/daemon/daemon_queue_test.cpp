@@ -15,11 +15,6 @@
 namespace rgbaq {
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
 // One request on a raw connection, as a client that skips the CLI's own checks would send it.
 json call_raw(const DaemonProcess& d, const std::string& method, const json& params) {
   sockaddr_un addr = unix_address(d.socket());

@@ -36,11 +36,23 @@ void expect_image(const fs::path& png_path, int64_t job, const std::string& prom
   EXPECT_EQ(png.texts.at("parameters").rfind(prompt + "\nSteps: ", 0), 0u) << png.texts.at("parameters");
 }
 
-TEST(DaemonReplace, AFinishedRunsNameIsFreeAgainOnceItsFileIsGone) {
+// Each test: a daemon on the tiny model, its images in DIR/o, and the CLI's submit of stdin rows there
+// at 128 px, with `extra` options.
+class DaemonReplace : public ::testing::Test {
+ protected:
+  std::vector<std::string> submit_args(const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> args = {"submit", "-", "--size", "128", "--out", out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
   TempDir dir;
-  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+  DaemonProcess d{kRgbaqd, model().dir(), dir.path(), {}};
   const fs::path out = dir.path() / "o";
-  const std::vector<std::string> submit = {"submit", "-", "--size", "128", "--out", out.string(), "--wait"};
+};
+
+TEST_F(DaemonReplace, AFinishedRunsNameIsFreeAgainOnceItsFileIsGone) {
+  const auto submit = submit_args({"--wait"});
   ASSERT_EQ(rgbaq(d, submit, "prompt,seed,name\nfox,1,hero\n").exit_code, 0);
   // With the file there, another prompt for the name is refused, and told of --replace.
   const auto refused = rgbaq(d, submit, "prompt,seed,name\ncat,1,hero\n");
@@ -57,11 +69,8 @@ TEST(DaemonReplace, AFinishedRunsNameIsFreeAgainOnceItsFileIsGone) {
   EXPECT_FALSE(fs::exists(out / "replaced")) << "nothing was there to move";
 }
 
-TEST(DaemonReplace, ReplaceMovesTheOldImagesAsideAndTakesTheNames) {
-  TempDir dir;
-  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
-  const fs::path out = dir.path() / "o";
-  const std::vector<std::string> submit = {"submit", "-", "--size", "128", "--out", out.string(), "--wait"};
+TEST_F(DaemonReplace, ReplaceMovesTheOldImagesAsideAndTakesTheNames) {
+  const auto submit = submit_args({"--wait"});
   ASSERT_EQ(rgbaq(d, submit, "prompt,seed,name\nfox,1,hero\n").exit_code, 0);
   auto replace = submit;
   replace.push_back("--replace");
@@ -77,38 +86,32 @@ TEST(DaemonReplace, ReplaceMovesTheOldImagesAsideAndTakesTheNames) {
   EXPECT_EQ(pngs_in(out / "replaced").size(), 2u);
 }
 
-TEST(DaemonReplace, AQueuedRunsNameIsNotTakenEvenWithReplace) {
-  TempDir dir;
-  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
+TEST_F(DaemonReplace, AQueuedRunsNameIsNotTakenEvenWithReplace) {
   ASSERT_EQ(rgbaq(d, {"pause"}).exit_code, 0);
-  const std::string out = (dir.path() / "o").string();
-  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", out}, "prompt,seed,name\nfox,1,hero\n").exit_code, 0);
-  const auto r = rgbaq(d, {"submit", "-", "--size", "128", "--out", out, "--replace"}, "prompt,seed,name\ncat,1,hero\n");
+  ASSERT_EQ(rgbaq(d, submit_args(), "prompt,seed,name\nfox,1,hero\n").exit_code, 0);
+  const auto r = rgbaq(d, submit_args({"--replace"}), "prompt,seed,name\ncat,1,hero\n");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("<stdin>:2: output " + out + "/hero_1.png already belongs to another image (run 1), queued or "
+  EXPECT_NE(r.err.find("<stdin>:2: output " + (out / "hero_1.png").string() + " already belongs to another image (run 1), queued or "
                        "running there, so not even --replace takes it; wait for run 1, or cancel it (rgbaq cancel 1)"),
             std::string::npos) << r.err;
   EXPECT_EQ(json::parse(rgbaq(d, {"ls", "runs", "--json"}).out)["runs"].size(), 1u);
   // Canceled, it is finished: then the name passes.
   ASSERT_EQ(rgbaq(d, {"cancel", "1"}).exit_code, 0);
   ASSERT_EQ(rgbaq(d, {"resume"}).exit_code, 0);
-  const auto after = rgbaq(d, {"submit", "-", "--size", "128", "--out", out, "--wait"}, "prompt,seed,name\ncat,1,hero\n");
+  const auto after = rgbaq(d, submit_args({"--wait"}), "prompt,seed,name\ncat,1,hero\n");
   ASSERT_EQ(after.exit_code, 0) << after.err;
-  expect_image(fs::path(out) / "hero_1.png", only_job(d, run_of(after)), "cat");
+  expect_image(out / "hero_1.png", only_job(d, run_of(after)), "cat");
 }
 
-TEST(DaemonReplace, RmForgetsAFinishedRunAndDeletesOnlyItsOwnImages) {
-  TempDir dir;
-  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {});
-  const fs::path out = dir.path() / "o";
-  const std::vector<std::string> submit = {"submit", "-", "--size", "128", "--out", out.string(), "--wait"};
+TEST_F(DaemonReplace, RmForgetsAFinishedRunAndDeletesOnlyItsOwnImages) {
+  const auto submit = submit_args({"--wait"});
   ASSERT_EQ(rgbaq(d, submit, "prompt,seed,name\nfox,1,hero\nowl,2,owl\n").exit_code, 0);
   ASSERT_EQ(rgbaq(d, submit, "prompt,seed,name\ncat,3,cat\n").exit_code, 0);
   // owl_2.png now holds run 2's image (copied there by hand): not run 1's own, so it is kept.
   fs::copy_file(out / "cat_3.png", out / "owl_2.png", fs::copy_options::overwrite_existing);
   // A run in progress is refused.
   ASSERT_EQ(rgbaq(d, {"pause"}).exit_code, 0);
-  ASSERT_EQ(rgbaq(d, {"submit", "-", "--size", "128", "--out", out.string()}, "prompt,seed,name\nemu,4,emu\n").exit_code, 0);
+  ASSERT_EQ(rgbaq(d, submit_args(), "prompt,seed,name\nemu,4,emu\n").exit_code, 0);
   const auto busy = rgbaq(d, {"rm", "3"});
   EXPECT_EQ(busy.exit_code, 1);
   EXPECT_NE(busy.err.find("run 3 still has 1 job queued or running; cancel it first (rgbaq cancel 3), then rgbaq rm 3"),

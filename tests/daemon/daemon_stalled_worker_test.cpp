@@ -15,11 +15,6 @@
 namespace rgbaq {
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
 // Whether the process is stopped (state T in /proc/PID/stat).
 bool stopped(pid_t pid) {
   const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -116,6 +117,28 @@ struct Raw {
 };
 
 inline void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary | std::ios::trunc) << text; }
+
+inline std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// Every job in the queue, as `rgbaq ls jobs --all --json` lists them.
+inline json jobs_of(const DaemonProcess& d) {
+  const auto r = rgbaq(d, {"ls", "jobs", "--all", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out)["jobs"];
+}
+
+// Waits (up to a minute, scaled) until nothing is queued or running.
+inline void wait_until_idle(const DaemonProcess& d) {
+  for (int i = 0; i < 600 * test_time_scale(); ++i) {
+    const json s = status(d);
+    if (s["jobs"]["queued"] == 0 && s["jobs"]["running"] == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ADD_FAILURE() << "the queue did not drain: " << log_tail(d);
+}
 
 // Starts rgbaqd in `dir` again and again (at most `starts` times) until its queue has nothing queued or
 // running: `submit(d)` runs on the first start; a start that ends by SIGABRT (a render that crashes the
