@@ -129,37 +129,43 @@ void route_export_run(const std::shared_ptr<RouteCall>& call) {
   const auto run = call->id(0, "run");
   const auto format = call->query("format").value_or("json");
   if (format != "json" && format != "jsonl") throw RequestError(ec::kBadRequest, "format \"" + format + "\" is not json or jsonl");
-  json params = {{"run", run}};
+  json params = {{"run", run}, {"limit", protocol::kExportPageJobs}};
   if (const auto marked = call->query("marked")) params["marked"] = *marked;
-  call->respond_on_lane(call->context.lanes.bulk, [call, params, format](RequestHandler& h) {
-    const int64_t run = params["run"];
-    // The body is written a page of jobs at a time: the run's jobs are never one JSON document in
-    // memory, only their text. As json, it is what {"jobs": [...], "run": {...}}.dump() gives.
-    std::string body = format == "json" ? "{\"jobs\":[" : "", run_text;
-    json page_params = params;
-    page_params["limit"] = protocol::kMaxExportPageJobs;
-    for (int64_t after = 0;;) {
-      page_params["after"] = after;
-      const json page = h.handle("export", page_params);
-      if (after == 0) run_text = page["run"].dump();
-      for (const auto& job : page["jobs"]) {
-        if (format == "json") {
-          if (body.back() != '[') body += ',';
-          body += job.dump();
-        } else {
-          body += job.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-        }
+  auto header = call->make_response(beast_http::status::ok, format == "json" ? "application/json" : "application/x-ndjson", "");
+  if (format == "jsonl") header.set(beast_http::field::content_disposition, "attachment; filename=\"run-" + std::to_string(run) + ".jsonl\"");
+  // The body goes out a page of jobs at a time, each page asked of the core once the one before is
+  // written: memory holds one page whatever the run's size. As json, it is what
+  // {"jobs": [...], "run": {...}}.dump() gives.
+  struct Cursor {
+    int64_t after = 0;
+    bool any_job = false;
+    std::string run_text;
+  };
+  auto cursor = std::make_shared<Cursor>();
+  call->stream_on_lane(call->context.lanes.bulk, std::move(header), [params, format, cursor](RequestHandler& h) mutable {
+    params["after"] = cursor->after;
+    const json page = h.handle("export", params);
+    BodyChunk chunk;
+    if (cursor->after == 0) {
+      cursor->run_text = page["run"].dump();
+      if (format == "json") chunk.text = "{\"jobs\":[";
+    }
+    for (const auto& job : page["jobs"]) {
+      if (format == "json") {
+        if (cursor->any_job) chunk.text += ',';
+        chunk.text += job.dump();
+      } else {
+        chunk.text += job.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
       }
-      if (!page["next_after"].is_number_integer()) break;
-      after = page["next_after"].get<int64_t>();
+      cursor->any_job = true;
     }
-    if (format == "json") {
-      body += "],\"run\":" + run_text + "}\n";
-      return call->make_response(beast_http::status::ok, "application/json", std::move(body));
+    if (page["next_after"].is_number_integer()) {
+      cursor->after = page["next_after"].get<int64_t>();
+    } else {
+      chunk.last = true;
+      if (format == "json") chunk.text += "],\"run\":" + cursor->run_text + "}\n";
     }
-    auto r = call->make_response(beast_http::status::ok, "application/x-ndjson", std::move(body));
-    r.set(beast_http::field::content_disposition, "attachment; filename=\"run-" + std::to_string(run) + ".jsonl\"");
-    return r;
+    return chunk;
   });
 }
 

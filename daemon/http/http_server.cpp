@@ -114,9 +114,24 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
     });
   }
 
+  void respond_chunked(Response header, BodySource source) override {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), header = std::move(header), source = std::move(source)]() mutable {
+      if (self->closed_ || self->streaming_) return;
+      self->streaming_ = true;  // no other answer on this connection until the body ends
+      self->body_source_ = std::move(source);
+      self->keep_after_body_ = header.keep_alive() && self->request_.keep_alive();
+      header.keep_alive(self->keep_after_body_);
+      header.chunked(true);
+      std::ostringstream text;
+      text << header.base();
+      self->write_then(text.str(), [self] { self->pull_chunk(); });
+    });
+  }
+
   void close() {
     if (closed_) return;
     closed_ = true;
+    body_source_ = nullptr;  // it holds the route's call, which holds this connection
     keep_alive_timer_.cancel();
     boost::system::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -209,6 +224,52 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
     });
   }
 
+  // Writes `text` whole, then runs `then`; a write error or a client that takes longer than the
+  // timeout closes the connection.
+  void write_then(std::string text, std::function<void()> then) {
+    auto held = std::make_shared<std::string>(std::move(text));
+    stream_.expires_after(limits().timeout);
+    asio::async_write(stream_, asio::buffer(*held), [self = shared_from_this(), held, then = std::move(then)](beast::error_code ec, size_t) {
+      if (self->closed_) return;
+      if (ec) return self->close();
+      self->stream_.expires_never();
+      then();
+    });
+  }
+
+  void pull_chunk() {
+    if (closed_ || !body_source_) return;
+    body_source_([self = shared_from_this()](BodyChunk chunk) {
+      asio::post(self->stream_.get_executor(), [self, chunk = std::move(chunk)]() mutable { self->send_chunk(std::move(chunk)); });
+    });
+  }
+
+  void send_chunk(BodyChunk chunk) {
+    if (closed_) return;
+    if (chunk.failed) {
+      spdlog::warn("http: a body to {} failed after it began; closed the connection to cut it", peer_);
+      return close();
+    }
+    std::string framed;
+    if (!chunk.text.empty()) {  // an empty chunk would end the body
+      std::ostringstream size;
+      size << std::hex << chunk.text.size();
+      framed = size.str() + "\r\n" + chunk.text + "\r\n";
+    }
+    if (!chunk.last) {
+      if (framed.empty()) return pull_chunk();
+      return write_then(std::move(framed), [self = shared_from_this()] { self->pull_chunk(); });
+    }
+    framed += "0\r\n\r\n";
+    write_then(std::move(framed), [self = shared_from_this()] {
+      self->body_source_ = nullptr;
+      self->streaming_ = false;
+      if (!self->keep_after_body_) return self->close();
+      self->request_ = {};
+      self->read_request();
+    });
+  }
+
   void queue(std::string text) {
     outbox_bytes_ += text.size();
     outbox_.push_back(std::move(text));
@@ -259,6 +320,8 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
   std::deque<std::string> outbox_;
   size_t outbox_bytes_ = 0;
   std::function<void()> on_end_;
+  BodySource body_source_;
+  bool keep_after_body_ = false;
   bool closed_ = false, streaming_ = false, writing_ = false;
 };
 

@@ -113,6 +113,33 @@ void RouteCall::respond_on_lane(RequestLane& lane, std::function<Response(Reques
   });
 }
 
+void RouteCall::stream_on_lane(RequestLane& lane, Response header, std::function<BodyChunk(RequestHandler&)> next) {
+  boost::asio::post(lane.executor, [self = shared_from_this(), &lane, header = std::move(header), next = std::move(next)]() mutable {
+    auto first = std::make_shared<std::optional<BodyChunk>>();
+    try {
+      *first = next(lane.handler);
+    } catch (const std::exception& e) {
+      return self->respond_exception(e);
+    }
+    const std::string what = std::string(to_string(self->request().method())) + " " + std::string(self->request().target());
+    self->exchange_->respond_chunked(std::move(header), [&lane, next, first, what](std::function<void(BodyChunk)> give) {
+      if (*first) {
+        BodyChunk chunk = std::move(**first);
+        first->reset();
+        return give(std::move(chunk));
+      }
+      boost::asio::post(lane.executor, [&lane, next, what, give = std::move(give)] {
+        try {
+          give(next(lane.handler));
+        } catch (const std::exception& e) {
+          spdlog::error("http: {} failed after its body began: {}", what, e.what());
+          give(BodyChunk{.failed = true});
+        }
+      });
+    });
+  });
+}
+
 void RouteCall::on_lane(RequestLane& lane, std::function<json(RequestHandler&)> work) {
   boost::asio::post(lane.executor, [self = shared_from_this(), &lane, work = std::move(work)] {
     try {

@@ -63,6 +63,12 @@ class RouteCall : public std::enable_shared_from_this<RouteCall> {
   // As on_lane, with the answer made by `work` itself (an image, a redirect).
   void respond_on_lane(RequestLane& lane, std::function<Response(RequestHandler&)> work);
 
+  // As respond_on_lane for a body made a piece at a time on `lane` (a big export): `next` gives each
+  // piece, `last` set on the final one. The first is made before `header` is sent, so what it throws
+  // (an unknown run) is an ordinary error answer; what a later one throws cuts the body. Each piece is
+  // made once the one before is written, and other work on the lane runs between pieces.
+  void stream_on_lane(RequestLane& lane, Response header, std::function<BodyChunk(RequestHandler&)> next);
+
   void respond(Response response);
   void respond_json(const nlohmann::json& body, beast_http::status status = beast_http::status::ok);
   void respond_error(beast_http::status status, std::string_view code, const std::string& message,

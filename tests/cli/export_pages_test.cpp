@@ -9,9 +9,11 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "tests/daemon/http_client.h"
 #include "tests/peak_memory.h"
+#include "tests/run_process.h"
 
 namespace rgbaq {
 namespace {
@@ -78,7 +80,7 @@ TEST(ExportPages, ARunOf100000JobsIsExportedInBoundedMemoryByDaemonAndClient) {
     EXPECT_NE(reply.find("has more than 10000 jobs"), std::string::npos) << reply.substr(0, 300);
   }
 
-  // The HTTP route pages too; its body is still the whole run's text (the JSON a page at a time).
+  // The HTTP route streams its body a page at a time (chunked), as Beast's client parses it.
   const int port = http_port(d);
   const Header auth{"Authorization", "Bearer " + http_token(d)};
   for (const std::string format : {"jsonl", "json"}) {
@@ -87,8 +89,11 @@ TEST(ExportPages, ARunOf100000JobsIsExportedInBoundedMemoryByDaemonAndClient) {
     const auto reply = http_request(port, "GET", "/api/v1/runs/1/export?format=" + format, {auth});
     ASSERT_EQ(reply.status, 200) << reply.body.substr(0, 500);
     const uint64_t daemon_peak = proc_status_bytes("VmHWM", pid);
+    const uint64_t daemon_growth = daemon_peak > daemon_before ? daemon_peak - daemon_before : 0;
     std::cout << "HTTP " << format << " export (" << (reply.body.size() >> 20) << " MiB): rgbaqd's peak RSS rose "
-              << ((daemon_peak > daemon_before ? daemon_peak - daemon_before : 0) >> 20) << " MiB\n";
+              << (daemon_growth >> 20) << " MiB\n";
+    EXPECT_EQ(reply.headers["transfer-encoding"], "chunked");
+    EXPECT_LT(daemon_growth, 64u << 20) << "the whole body held was +105 MiB (jsonl), +62 MiB (json)";
     std::vector<int64_t> ids;
     if (format == "jsonl") {
       std::istringstream in(reply.body);
@@ -101,6 +106,67 @@ TEST(ExportPages, ARunOf100000JobsIsExportedInBoundedMemoryByDaemonAndClient) {
     }
     ASSERT_EQ(ids.size(), size_t(kJobs)) << format;
     for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], int64_t(i + 1)) << format;
+  }
+
+  // Python's http.client reads the chunked body and then another answer on the same connection.
+  {
+    const auto r = run_process({"/usr/bin/env", "python3", "-c", R"(
+import http.client, json, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+auth = {"Authorization": "Bearer " + sys.argv[2]}
+c.request("GET", "/api/v1/runs/1/export?format=jsonl", headers=auth)
+r = c.getresponse()
+lines = r.read().decode().splitlines()
+ids = [json.loads(l)["id"] for l in lines]
+assert r.getheader("Transfer-Encoding") == "chunked", r.getheaders()
+assert ids == list(range(1, len(ids) + 1)), "not every job once in order"
+c.request("GET", "/api/v1/status", headers=auth)
+s = c.getresponse()
+print(len(ids), s.status, json.loads(s.read())["jobs"]["queued"])
+)", std::to_string(port), http_token(d)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, std::to_string(kJobs) + " 200 " + std::to_string(kJobs) + "\n");
+  }
+
+  // A client that asks for the export and reads nothing holds the daemon to what the socket buffers
+  // take and one page: the daemon does not make the rest, and answers others meanwhile.
+  {
+    reset_peak_rss(d.pid());
+    const uint64_t daemon_before = proc_status_bytes("VmRSS", pid);
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket stalled(io);
+    stalled.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+    stalled.set_option(boost::asio::socket_base::receive_buffer_size(64 << 10));
+    const std::string request = "GET /api/v1/runs/1/export?format=jsonl HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                                "\r\nAuthorization: Bearer " +
+                                http_token(d) + "\r\n\r\n";
+    boost::asio::write(stalled, boost::asio::buffer(request));
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    const auto other = http_request(port, "GET", "/api/v1/runs/1", {auth});
+    EXPECT_EQ(other.status, 200) << "answered beside a stalled export";
+    const auto export_beside = rgbaq(d, {"export", "1", "--format", "csv", "-o", (dir.path() / "beside.csv").string()});
+    EXPECT_EQ(export_beside.exit_code, 0) << "the bulk lane is not held by the stalled export: " << export_beside.err;
+    const uint64_t daemon_peak = proc_status_bytes("VmHWM", pid);
+    const uint64_t daemon_growth = daemon_peak > daemon_before ? daemon_peak - daemon_before : 0;
+    std::cout << "an export to a client that reads nothing: rgbaqd's peak RSS rose " << (daemon_growth >> 20) << " MiB\n";
+    EXPECT_LT(daemon_growth, 64u << 20);
+
+    // The run is forgotten while that body is half sent: the body is cut (no chunked end), so the
+    // client knows it does not hold the whole run, never a complete-looking part.
+    ASSERT_EQ(rgbaq(d, {"cancel", "1"}).exit_code, 0);
+    const auto forgotten = rgbaq(d, {"rm", "1"});
+    ASSERT_EQ(forgotten.exit_code, 0) << forgotten.err;
+    namespace bhttp = boost::beast::http;
+    boost::beast::flat_buffer buffer;
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.body_limit(256u << 20);
+    boost::system::error_code ec;
+    bhttp::read(stalled, buffer, parser, ec);
+    EXPECT_EQ(ec, bhttp::error::partial_message) << ec.message() << " after " << parser.get().body().size() << " bytes";
+    EXPECT_EQ(parser.get().result_int(), 200u) << parser.get().body().substr(0, 300);
+    EXPECT_FALSE(parser.is_done());
+    EXPECT_GT(parser.get().body().size(), 0u) << "some pages were sent before the run went";
+    EXPECT_LT(parser.get().body().size(), 40u << 20);
   }
 }
 

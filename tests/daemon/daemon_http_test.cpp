@@ -264,7 +264,9 @@ TEST(DaemonHttp, AnEventStreamResumedWithLastEventIdMissesNoDoneEvent) {
   bool run_done = false;
   for (const auto& e : read_events(second, [](const SseEvent& e) { return e.event == "run_done"; }, 30000)) {
     EXPECT_NE(e.event, "resync");
-    if (e.event == "job_done") EXPECT_TRUE(done.insert(e.data["job"].get<int64_t>()).second) << "seen twice: " << e.data;
+    if (e.event == "job_done") {
+      EXPECT_TRUE(done.insert(e.data["job"].get<int64_t>()).second) << "seen twice: " << e.data;
+    }
     run_done = run_done || e.event == "run_done";
   }
   close(second);
@@ -357,7 +359,9 @@ TEST(DaemonHttp, TheOpenApiDocumentIsWhatTheServerAnswers) {
     const auto& responses = ops["get"]["responses"];
     EXPECT_TRUE(responses.contains(std::to_string(r.status))) << target << " answered " << r.status << ": " << r.body;
     const auto& content = responses[std::to_string(r.status)]["content"];
-    if (content.contains("application/json")) EXPECT_TRUE(r.json_body().is_object() || r.json_body().is_array()) << target;
+    if (content.contains("application/json")) {
+      EXPECT_TRUE(r.json_body().is_object() || r.json_body().is_array()) << target;
+    }
     for (const auto& field : content.value("application/json", json::object()).value("schema", json::object()).value("required", json::array())) {
       EXPECT_TRUE(r.json_body().contains(field.get<std::string>())) << target << " lacks " << field;
     }
