@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/model_config.h"
+#include "engine/weight_files.h"
 
 namespace rgbaq::engine {
 namespace {
@@ -25,26 +26,19 @@ std::vector<std::string> files_in(const std::set<std::string>& listing, const st
   return out;
 }
 
-// A component's weights as WeightStore::open reads them: the shard index and the shards it names, else
-// every *.safetensors file. Of several indexes (dtype variants) the plain one is the one diffusers loads.
+// A component's weights as WeightStore::open reads them (engine/weight_files): the shard index and
+// the shards it names, or the weight files.
 void add_weights(const std::set<std::string>& listing, const std::string& folder,
                  const std::function<json(const std::string&)>& read_json, std::vector<std::string>& out) {
-  const auto indexes = files_in(listing, folder, ".safetensors.index.json");
-  std::string index;
-  for (const auto& i : indexes) {
-    const std::string name = i.substr(folder.size() + 1);
-    if (name == "model.safetensors.index.json" || name == "diffusion_pytorch_model.safetensors.index.json") index = i;
-  }
-  if (index.empty() && indexes.size() == 1) index = indexes.front();
-  if (index.empty()) {
-    auto files = files_in(listing, folder, ".safetensors");
-    for (const char* plain : {"/model.safetensors", "/diffusion_pytorch_model.safetensors"}) {
-      if (listing.count(folder + plain)) files = {folder + plain};  // not its dtype variants beside it
-    }
-    if (files.empty()) out.push_back(folder + "/*.safetensors");
-    out.insert(out.end(), files.begin(), files.end());
+  std::vector<std::string> names;
+  for (const auto& f : files_in(listing, folder, "")) names.push_back(f.substr(folder.size() + 1));
+  const WeightFiles chosen = choose_weight_files(std::move(names), folder);
+  if (chosen.index.empty()) {
+    if (chosen.files.empty()) out.push_back(folder + "/*.safetensors");
+    for (const auto& f : chosen.files) out.push_back(folder + "/" + f);
     return;
   }
+  const std::string index = folder + "/" + chosen.index;
   out.push_back(index);
   const json doc = read_json(index);
   if (!doc.contains("weight_map") || !doc["weight_map"].is_object()) {
@@ -53,7 +47,7 @@ void add_weights(const std::set<std::string>& listing, const std::string& folder
   std::set<std::string> shards;
   for (const auto& [tensor, file] : doc["weight_map"].items()) {
     const std::string name = file.is_string() ? file.get<std::string>() : std::string();
-    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+    if (!is_shard_file_name(name)) {
       throw std::runtime_error(index + ": weight_map[\"" + tensor + "\"] is not a file name in " + folder + "/");
     }
     shards.insert(folder + "/" + name);

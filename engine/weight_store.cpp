@@ -1,13 +1,12 @@
 #include "engine/weight_store.h"
 
-#include <algorithm>
-#include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/int8_blocks.h"
 #include "engine/model_config.h"
+#include "engine/weight_files.h"
 
 namespace rgbaq::engine {
 
@@ -15,17 +14,12 @@ WeightStore WeightStore::open(const std::filesystem::path& dir) {
   WeightStore store;
   store.dir_ = dir;
   if (!std::filesystem::is_directory(dir)) throw std::runtime_error(dir.string() + ": not a directory");
-  std::vector<std::filesystem::path> indexes, files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const auto name = entry.path().filename().string();
-    if (name.ends_with(".safetensors.index.json")) indexes.push_back(entry.path());
-    if (name.ends_with(".safetensors")) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  if (indexes.size() > 1) throw std::runtime_error(dir.string() + ": more than one *.safetensors.index.json");
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  const WeightFiles chosen = choose_weight_files(std::move(names), dir.string());
 
-  if (indexes.size() == 1) {
-    const auto& index_path = indexes[0];
+  if (!chosen.index.empty()) {
+    const auto index_path = dir / chosen.index;
     const nlohmann::json index = read_json_object(index_path);
     if (!index.contains("weight_map") || !index["weight_map"].is_object()) {
       throw std::runtime_error(index_path.string() + ": no weight_map object");
@@ -34,7 +28,7 @@ WeightStore WeightStore::open(const std::filesystem::path& dir) {
     for (const auto& [tensor, shard] : index["weight_map"].items()) {
       if (!shard.is_string()) throw std::runtime_error(index_path.string() + ": weight_map[\"" + tensor + "\"] is not a file name");
       const auto shard_name = shard.get<std::string>();
-      if (shard_name.find('/') != std::string::npos) {
+      if (!is_shard_file_name(shard_name)) {
         throw std::runtime_error(index_path.string() + ": shard \"" + shard_name + "\" is not a file in " + dir.string());
       }
       auto it = shard_index.find(shard_name);
@@ -53,8 +47,9 @@ WeightStore WeightStore::open(const std::filesystem::path& dir) {
     return store;
   }
 
-  if (files.empty()) throw std::runtime_error(dir.string() + ": no *.safetensors weights");
-  for (const auto& path : files) {
+  if (chosen.files.empty()) throw std::runtime_error(dir.string() + ": no *.safetensors weights");
+  for (const auto& name : chosen.files) {
+    const auto path = dir / name;
     store.files_.push_back(SafetensorsFile::open(path));
     for (const auto& name : store.files_.back().names()) {
       const auto [it, inserted] = store.file_of_.emplace(name, store.files_.size() - 1);

@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
+#include <set>
 #include <random>
 
+#include "engine/model_config.h"
+#include "engine/model_files.h"
 #include "engine/weight_store.h"
 #include "tests/test_temp_dir.h"
 
@@ -168,6 +172,63 @@ TEST(WeightStore, ShardsDuplicatesAndShapes) {
   EXPECT_THROW(WeightStore::open(dir.path()), std::runtime_error);  // "a" in two files
   TempDir empty;
   EXPECT_THROW(WeightStore::open(empty.path()), std::runtime_error);
+}
+
+// What `rgbaq model pull` downloads (model_files_needed) and what WeightStore::open reads are one
+// rule: the plain index or weights file beside dtype variants, and a clear error where none is plain.
+TEST(WeightStore, TheStoreReadsTheFilesAPullDownloads) {
+  TempDir dir;
+  const auto folder = dir.path() / "transformer";
+  std::filesystem::create_directories(folder);
+  const Tensor t = Tensor::from_f32({2}, {1, 2});
+  const auto needed_weights = [&] {
+    std::set<std::string> listing = {"model_index.json"};
+    for (const auto& e : std::filesystem::directory_iterator(folder)) listing.insert("transformer/" + e.path().filename().string());
+    std::vector<std::string> out;
+    for (const auto& f : model_files_needed(listing, [&](const std::string& rel) {
+           if (rel == "model_index.json") return nlohmann::json::parse(R"({"transformer": ["diffusers", "X"]})");
+           return read_json_object(dir.path() / rel);
+         })) {
+      if (f.starts_with("transformer/") && f != "transformer/config.json") out.push_back(f.substr(12));
+    }
+    return out;
+  };
+  const auto store_files = [&] {
+    std::set<std::string> files;
+    const auto store = WeightStore::open(folder);
+    for (const auto& n : store.names()) files.insert(store.file_of(n).filename().string());
+    return std::vector<std::string>(files.begin(), files.end());
+  };
+
+  // The plain file and its fp16 variant (the same tensors): the plain one only, or "w" is in both.
+  write_safetensors(folder / "diffusion_pytorch_model.safetensors", {{"w", t}});
+  write_safetensors(folder / "diffusion_pytorch_model.fp16.safetensors", {{"w", t}});
+  EXPECT_EQ(store_files(), std::vector<std::string>{"diffusion_pytorch_model.safetensors"});
+  EXPECT_EQ(needed_weights(), std::vector<std::string>{"diffusion_pytorch_model.safetensors"});
+
+  // The plain index beside a variant's index: the plain one and the shards it names.
+  write_safetensors(folder / "s1.safetensors", {{"w", t}});
+  write_safetensors(folder / "s2.safetensors", {{"v", t}});
+  std::ofstream(folder / "diffusion_pytorch_model.safetensors.index.json")
+      << R"({"weight_map": {"w": "s1.safetensors", "v": "s2.safetensors"}})";
+  std::ofstream(folder / "diffusion_pytorch_model.fp16.safetensors.index.json")
+      << R"({"weight_map": {"w": "diffusion_pytorch_model.fp16.safetensors"}})";
+  EXPECT_EQ(store_files(), (std::vector<std::string>{"s1.safetensors", "s2.safetensors"}));
+  EXPECT_EQ(needed_weights(), (std::vector<std::string>{"diffusion_pytorch_model.safetensors.index.json", "s1.safetensors",
+                                                        "s2.safetensors"}));
+
+  // Two variants' indexes and no plain one: both refuse, naming the folder.
+  std::filesystem::rename(folder / "diffusion_pytorch_model.safetensors.index.json",
+                          folder / "diffusion_pytorch_model.bf16.safetensors.index.json");
+  for (const auto& attempt : {std::function<void()>([&] { store_files(); }), std::function<void()>([&] { needed_weights(); })}) {
+    try {
+      attempt();
+      ADD_FAILURE() << "two indexes, none plain, were taken";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("2 shard indexes"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("transformer"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Dtype, ConversionsMatchTheFormats) {
