@@ -171,7 +171,7 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
       }
       char rate[32];
       std::snprintf(rate, sizeof rate, "%.0f", w.value("images_per_hour", 0.0));
-      ctx.out << ", " << w.value("images_done", 0) << " images done, " << rate << " images/hour";
+      ctx.out << ", " << count_of(w.value("images_done", uint64_t{0}), "image") << " done, " << rate << " images/hour";
       if (w.value("session_restarts", 0) > 0) ctx.out << ", session reopened " << w.value("session_restarts", 0) << "x";
       ctx.out << "\n";
     }
@@ -187,11 +187,11 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
     for (const json& w : s["workers"]) {
       ctx.out << "  " << printable(w.value("host", "?")) << " (pid " << w.value("pid", 0) << ", " << printable(w.value("engine", ""))
               << " on " << printable(w.value("device", "")) << "): " << (w["job"].is_number() ? "job " + std::to_string(w["job"].get<int64_t>()) : std::string("idle"))
-              << ", " << w.value("images_done", 0) << " images done, last heartbeat "
+              << ", " << count_of(w.value("images_done", uint64_t{0}), "image") << " done, last heartbeat "
               << duration(std::max(0.0, now - w.value("heartbeat_at", now))) << " ago\n";
     }
   }
-  ctx.out << "since start: " << c.value("images_rendered", 0) << " images rendered, " << c.value("outputs_reused", 0)
+  ctx.out << "since start: " << count_of(c.value("images_rendered", uint64_t{0}), "image") << " rendered, " << c.value("outputs_reused", 0)
           << " finished outputs reused, " << c.value("encoder_runs", 0) << " encoder runs, embedding cache hits "
           << c.value("cache_memory_hits", 0) << " in memory and " << c.value("cache_disk_hits", 0) << " on disk\n";
   if (const json cache = s.value("encoder_cache", json::object()); cache.contains("disk_budget")) {

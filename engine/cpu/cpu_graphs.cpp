@@ -23,7 +23,9 @@ CpuGraphs::CpuGraphs(const ModelDirectory& model, int threads)
 
 Tensor CpuGraphs::run_encode(std::span<const int32_t> ids) { return encoder_->encode(ids, pool_); }
 
-std::string CpuGraphs::device_description() const { return "cpu, " + std::to_string(pool_.size()) + " threads"; }
+std::string CpuGraphs::device_description() const {
+  return "cpu, " + std::to_string(pool_.size()) + (pool_.size() == 1 ? " thread" : " threads");
+}
 
 void CpuGraphs::run_begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) {
   rope_ = rope;

@@ -61,7 +61,7 @@ TEST(DaemonWorkers, TwoCpuWorkersShareTheRunTheQueueAndTheEncoderCache) {
     const json& w = render_worker(s, i);
     EXPECT_EQ(w["label"], "w" + std::to_string(i) + " cpu");
     EXPECT_EQ(w["device"], "cpu");
-    EXPECT_EQ(w["description"], "cpu, 1 threads");
+    EXPECT_EQ(w["description"], "cpu, 1 thread");
     EXPECT_EQ(w["state"], "idle");
     EXPECT_EQ(w["images_done"], by_worker[i]) << "its own count agrees with the PNGs";
     EXPECT_GT(w["images_per_hour"].get<double>(), 0.0);
@@ -90,9 +90,10 @@ TEST(DaemonWorkers, TwoCpuWorkersShareTheRunTheQueueAndTheEncoderCache) {
   }
   EXPECT_EQ(n, 18);
   const auto text = rgbaq(d, {"status"});
-  EXPECT_NE(text.out.find("render workers:\n  w0 cpu (cpu, 1 threads): idle, " + std::to_string(by_worker[0]) + " images done, "),
+  const auto images = [](int n) { return std::to_string(n) + (n == 1 ? " image" : " images"); };
+  EXPECT_NE(text.out.find("render workers:\n  w0 cpu (cpu, 1 thread): idle, " + images(by_worker[0]) + " done, "),
             std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("  w1 cpu (cpu, 1 threads): idle, " + std::to_string(by_worker[1]) + " images done, "), std::string::npos)
+  EXPECT_NE(text.out.find("  w1 cpu (cpu, 1 thread): idle, " + images(by_worker[1]) + " done, "), std::string::npos)
       << text.out;
 }
 
@@ -148,7 +149,7 @@ TEST(DaemonWorkers, AWorkerWhoseDeviceIsLostGoesOutOfServiceAndTheOtherRendersEv
   EXPECT_EQ(interrupted, 1);
   EXPECT_EQ(d.wait_exit(std::chrono::seconds(1)), -1) << "the daemon goes on with the other worker";
   const auto text = rgbaq(d, {"status"});
-  EXPECT_NE(text.out.find("  w1 cpu (cpu, 1 threads): OUT OF SERVICE: its device failed ("), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  w1 cpu (cpu, 1 thread): OUT OF SERVICE: its device failed ("), std::string::npos) << text.out;
 }
 
 TEST(DaemonWorkers, WhenTheLastWorkerGoesOutOfServiceTheDaemonExitsOneWithItsJobBackInTheQueue) {
@@ -208,7 +209,9 @@ TEST(DaemonWorkers, ACrashBlamesOnlyTheJobOfTheWorkerThatCrashed) {
       // The other worker's job in hand at a crash was interrupted, not blamed: one attempt, its own.
       EXPECT_EQ(j.state, storage::JobState::kDone) << j.id;
       EXPECT_EQ(j.attempts, 1) << j.id;
-      if (j.prompt == "fox") EXPECT_EQ(j.interruptions, 3) << "in hand at each of the three crashes";
+      if (j.prompt == "fox") {
+        EXPECT_EQ(j.interruptions, 3) << "in hand at each of the three crashes";
+      }
     }
   }
 }

@@ -74,7 +74,7 @@ TEST(Session, ReopenedBackendRendersAsAFreshSession) {
   session->reopen_backend();  // as a worker does after a device fault that poisons its session
   EXPECT_EQ(session->render(request).rgba, fresh);
   EXPECT_EQ(session->backend_name(), "cpu");
-  EXPECT_EQ(session->device_description(), "cpu, 1 threads");
+  EXPECT_EQ(session->device_description(), "cpu, 1 thread");
 }
 
 TEST(Session, CallerErrors) {
