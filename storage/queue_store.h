@@ -270,7 +270,11 @@ class QueueStore {
   };
   virtual Canceled cancel_run(int64_t run_id) = 0;
   virtual bool cancel_job(int64_t job_id) = 0;
-  virtual bool cancel_requested(int64_t job_id) = 0;
+  // What a rendering worker asks at each step, in one narrow query: whether `worker_id` still holds
+  // the job (running, leased to it; a host that stalled past its lease may find it given to another),
+  // and if so whether a cancel was requested.
+  enum class StepHold { kHeld, kCancelRequested, kLost };
+  virtual StepHold step_hold(int64_t job_id, int64_t worker_id) = 0;
   virtual void set_paused(bool paused) = 0;
   virtual bool paused() = 0;
   // The priority of the run's queued and running jobs.

@@ -197,9 +197,9 @@ void RenderWorker::handle(const storage::Job& job) {
       if (state_.stopping()) return false;
       // Still ours? A host that stalled past its lease (stopped, swapped out) may find the job given to
       // another worker: it stops rendering it (the writer's fenced complete is what guarantees the rest).
-      const auto now_in_queue = store_->job(job.id);
-      lease_lost = !now_in_queue || now_in_queue->state != storage::JobState::kRunning || now_in_queue->worker_id != job.worker_id;
-      canceled = !lease_lost && now_in_queue->cancel_requested;
+      const auto hold = store_->step_hold(job.id, job.worker_id);
+      lease_lost = hold == storage::QueueStore::StepHold::kLost;
+      canceled = hold == storage::QueueStore::StepHold::kCancelRequested;
       stop_if_test_step(job.prompt, done);  // tests only: a host that stalls here
       return !canceled && !lease_lost;
     });

@@ -730,10 +730,12 @@ QueueStore::Canceled PostgresQueueStore::cancel_run(int64_t run_id) { return can
 
 bool PostgresQueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id).total() > 0; }
 
-bool PostgresQueueStore::cancel_requested(int64_t job_id) {
+QueueStore::StepHold PostgresQueueStore::step_hold(int64_t job_id, int64_t worker_id) {
   return db_->retrying([&] {
-    const auto r = db_->exec("SELECT cancel_requested FROM jobs WHERE id = $1", {num(job_id)}, "cancel_requested");
-    return !r.empty() && r.boolean(0, 0);
+    const auto r = db_->exec("SELECT cancel_requested FROM jobs WHERE id = $1 AND state = 'running' AND worker_id = $2",
+                             {num(job_id), num(worker_id)}, "step_hold");
+    if (r.empty()) return StepHold::kLost;
+    return r.boolean(0, 0) ? StepHold::kCancelRequested : StepHold::kHeld;
   });
 }
 

@@ -43,7 +43,7 @@ class PostgresQueueStore final : public QueueStore {
   bool finish_canceled(int64_t job_id, int64_t worker_id) override;
   Canceled cancel_run(int64_t run_id) override;
   bool cancel_job(int64_t job_id) override;
-  bool cancel_requested(int64_t job_id) override;
+  StepHold step_hold(int64_t job_id, int64_t worker_id) override;
   void set_paused(bool paused) override;
   bool paused() override;
   int64_t prioritize_run(int64_t run_id, int priority) override;

@@ -226,9 +226,9 @@ struct SqliteQueueStore::Statements {
         complete(db, "UPDATE jobs SET state = 'done', finished_at = ?, output_path = ?, metadata = ?, error = '', "
                      "lease_expires = 0 WHERE id = ? AND state = 'running' AND worker_id = ?"),
         count_image(db, "UPDATE workers SET images_done = images_done + 1 WHERE id = ?"),
-        cancel_requested(db, "SELECT cancel_requested FROM jobs WHERE id = ?") {}
+        step_hold(db, "SELECT cancel_requested FROM jobs WHERE id = ? AND state = 'running' AND worker_id = ?") {}
 
-  SQLite::Statement paused, top, preferred, preferred_lora, lease, select_job, complete, count_image, cancel_requested;
+  SQLite::Statement paused, top, preferred, preferred_lora, lease, select_job, complete, count_image, step_hold;
 };
 
 namespace {
@@ -691,10 +691,12 @@ QueueStore::Canceled SqliteQueueStore::cancel_run(int64_t run_id) { return cance
 
 bool SqliteQueueStore::cancel_job(int64_t job_id) { return cancel_where("id", job_id).total() > 0; }
 
-bool SqliteQueueStore::cancel_requested(int64_t job_id) {
-  Use q(st_->cancel_requested);
+QueueStore::StepHold SqliteQueueStore::step_hold(int64_t job_id, int64_t worker_id) {
+  Use q(st_->step_hold);
   q->bind(1, job_id);
-  return q->executeStep() && q->getColumn(0).getInt() != 0;
+  q->bind(2, worker_id);
+  if (!q->executeStep()) return StepHold::kLost;
+  return q->getColumn(0).getInt() != 0 ? StepHold::kCancelRequested : StepHold::kHeld;
 }
 
 void SqliteQueueStore::set_paused(bool paused) {

@@ -422,7 +422,9 @@ TEST(DaemonHostile, AcceptOutOfDescriptorsShedsThroughTheReserveAndBacksOff) {
   // used up shows the same). Under UBSan nothing renders until the limit is restored, so no PNG write
   // meets the squeeze; the shedding and the backoff are tested the same.
   const bool vptr_checked = dlsym(RTLD_DEFAULT, "__ubsan_handle_dynamic_type_cache_miss") != nullptr;
-  if (vptr_checked) ASSERT_EQ(rgbaq(d, {"pause"}).exit_code, 0);
+  if (vptr_checked) {
+    ASSERT_EQ(rgbaq(d, {"pause"}).exit_code, 0);
+  }
   const auto r = rgbaq(d, {"submit", "-", "--size", "128", "--seeds", "1-4", "--out", (dir.path() / "o").string()},
                        "prompt\na heron\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -452,7 +454,9 @@ TEST(DaemonHostile, AcceptOutOfDescriptorsShedsThroughTheReserveAndBacksOff) {
   EXPECT_LT(io_cpu, 0.3) << "no busy loop on EMFILE";
   rlimit restored{256, 256};
   ASSERT_EQ(prlimit(d.pid(), RLIMIT_NOFILE, &restored, nullptr), 0);
-  if (vptr_checked) ASSERT_EQ(rgbaq(d, {"resume"}).exit_code, 0);
+  if (vptr_checked) {
+    ASSERT_EQ(rgbaq(d, {"resume"}).exit_code, 0);
+  }
   for (int i = 0; i < 600 * test_time_scale(); ++i) {
     const auto s = json::parse(rgbaq(d, {"status", "--json"}).out, nullptr, false);
     if (s.is_object() && s["jobs"]["done"] == 4) break;

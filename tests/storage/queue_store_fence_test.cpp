@@ -36,7 +36,10 @@ TYPED_TEST(QueueStoreFenceTest, AWorkerWhoseLeaseRanOutCannotFinishFailOrRequeue
   ASSERT_EQ(theirs->id, mine->id);
   EXPECT_EQ(theirs->attempts, 1) << "the interruption gave A's attempt back";
 
-  // A wakes up and acts on the job as it claimed it: every transition is refused.
+  // A wakes up and asks at its next step whether it still holds the job: it does not; B does.
+  EXPECT_EQ(s->step_hold(mine->id, a), QueueStore::StepHold::kLost);
+  EXPECT_EQ(s->step_hold(mine->id, b), QueueStore::StepHold::kHeld);
+  // A acts on the job as it claimed it: every transition is refused.
   EXPECT_FALSE(s->complete(mine->id, a, mine->output_path, "{\"by\": \"a\"}"));
   EXPECT_EQ(s->fail(mine->id, a, "a's render failed"), std::nullopt);
   EXPECT_EQ(s->fail(mine->id, a, "a's folder is a file", Failure::kPermanent), std::nullopt);

@@ -12,9 +12,12 @@
 #include "tests/storage/two_worker_jobs.h"
 
 namespace rgbaq::storage {
-namespace {
 
-void PrintTo(Mark m, std::ostream* os) { *os << (m == Mark::kNone ? "no mark" : mark_name(m)); }  // for gtest's messages
+// For gtest's messages: found by argument-dependent lookup in Mark's own namespace (in an unnamed one
+// it was never used).
+void PrintTo(Mark m, std::ostream* os) { *os << (m == Mark::kNone ? "no mark" : mark_name(m)); }
+
+namespace {
 
 double wall_clock() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 

@@ -121,9 +121,11 @@ TYPED_TEST(QueueStoreTest, CancelPauseRequeuePrioritizeFromAnotherConnection) {
   const auto r1 = s->submit({"r1", "{}", "/o"}, {job("a", 1), job("a", 2), job("a", 3)});
   const auto r2 = s->submit({"r2", "{}", "/o"}, {job("b", 1)});
   const auto running = s->claim(w);
+  EXPECT_EQ(s->step_hold(running->id, w), QueueStore::StepHold::kHeld);
   EXPECT_EQ(other->cancel_run(r1.run_id).total(), 3);
   EXPECT_EQ(count(*s, JobState::kCanceled, r1.run_id), 2);
-  EXPECT_TRUE(s->cancel_requested(running->id)) << "the worker sees another host's cancel at its next step";
+  EXPECT_EQ(s->step_hold(running->id, w), QueueStore::StepHold::kCancelRequested) << "the worker sees another host's cancel at its next step";
+  EXPECT_EQ(s->step_hold(running->id, w + 1), QueueStore::StepHold::kLost) << "not held by another worker id";
   EXPECT_TRUE(s->finish_canceled(running->id, w));
   EXPECT_EQ(s->job(running->id)->state, JobState::kCanceled);
   other->set_paused(true);
