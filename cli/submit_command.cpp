@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "common/arguments.h"
@@ -195,6 +196,12 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   }
 
   DaemonClient client(ctx.socket);
+  // --wait watches before the run exists: a job done (or reused) at once is not missed.
+  std::optional<DaemonClient> events;
+  if (a.has("wait") && !a.has("dry-run")) {
+    events.emplace(ctx.socket);
+    events->call("watch", {{"run", 0}});
+  }
   nlohmann::json r;
   try {
     r = client.call("submit", params);
@@ -234,7 +241,7 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   ctx.out.flush();  // the run id now, also through a pipe: the wait may be long
   say_on_interrupt(run, ctx.socket);
   // A daemon that restarts (a crash, the service restarted) takes the run up again: follow it, as watch does.
-  const int code = watch_run(client, ctx, run, true, true);
+  const int code = watch_run(*events, ctx, run, true, true, true);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   if (reusable && !a.has("json")) {

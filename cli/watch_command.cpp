@@ -58,11 +58,19 @@ class Watch {
     view_.scope = run ? "run " + std::to_string(run) : "all runs";
   }
 
-  int follow(DaemonClient& first) {
+  int follow(DaemonClient& first, bool watching_every_run) {
     events_ = &first;
-    subscribe();
+    if (watching_every_run) {
+      queries_ = std::make_unique<DaemonClient>(ctx_.socket);
+      refresh();
+    } else {
+      subscribe();
+    }
     for (;;) {
-      if (until_done_ && totals_.finished()) break;
+      if (until_done_ && totals_.finished()) {
+        drain_last_events();
+        break;
+      }
       if (!step()) {
         if (!reconnect_) {
           end_frame();
@@ -81,6 +89,21 @@ class Watch {
   }
 
  private:
+  // The counts can say the run is finished before the events of its last jobs are read: their lines
+  // come first (a wait that watched from the start sees one final event a job), for a short while.
+  void drain_last_events() {
+    const auto until = Clock::now() + std::chrono::milliseconds(500);
+    while (!missed_events_ && final_events_ < totals_.total && Clock::now() < until) {
+      try {
+        const auto event = events_->next_event(50);
+        if (!event) return;
+        if (event->contains("event")) handle(*event);
+      } catch (const DaemonUnreachable&) {
+        return;
+      }
+    }
+  }
+
   // Subscribes on events_ and reads the state afresh; throws DaemonUnreachable.
   void subscribe() {
     queries_ = std::make_unique<DaemonClient>(ctx_.socket);
@@ -106,6 +129,7 @@ class Watch {
   void handle(const json& e) {
     const std::string kind = e.value("event", "");
     const int64_t id = e.value("job", int64_t{-1});
+    if (run_ && e.contains("run") && e["run"] != run_) return;  // a watch of every run, for this one
     if (e.contains("run") && e["run"].is_number_integer()) followed_.insert(e["run"].get<int64_t>());  // even one done in a blink
     if (kind == "job_started") {
       // A worker renders one job at a time: its previous one is past its decode (its PNG being
@@ -136,6 +160,7 @@ class Watch {
     } else if (kind == "decoding") {
       jobs_[id].decoding = true;
     } else if (kind == "job_done" || kind == "job_failed" || kind == "job_canceled" || kind == "job_interrupted") {
+      if (kind != "job_interrupted" && !(kind == "job_failed" && e.value("will_retry", false))) ++final_events_;
       if (kind == "job_done" && !e.value("reused", false) && jobs_.count(id) && e.contains("seconds")) {
         times_.image_done(jobs_[id].width, jobs_[id].height, e.value("seconds", 0.0));
       }
@@ -282,6 +307,7 @@ class Watch {
   }
 
   void wait_for_daemon() {
+    missed_events_ = true;  // those of the time it was away
     const auto since = Clock::now();
     jobs_.clear();
     if (!ctx_.out_is_tty) ctx_.out << "rgbaqd went away; waiting for it to return\n" << std::flush;
@@ -354,11 +380,13 @@ class Watch {
   StepTimes times_;
   Clock::time_point last_refresh_;
   int drawn_lines_ = 0;
+  int64_t final_events_ = 0;    // jobs of the run seen done, failed for good or canceled
+  bool missed_events_ = false;  // the daemon went away meanwhile: some final events never come
 };
 
 }  // namespace
 
-int watch_run(DaemonClient& client, CliContext& ctx, int64_t run, bool until_done, bool reconnect) {
+int watch_run(DaemonClient& client, CliContext& ctx, int64_t run, bool until_done, bool reconnect, bool watching_every_run) {
   struct sigaction sa {};
   sa.sa_handler = on_winch;
   sigemptyset(&sa.sa_mask);
@@ -367,7 +395,7 @@ int watch_run(DaemonClient& client, CliContext& ctx, int64_t run, bool until_don
   sa.sa_flags = SA_RESTART;
   sigaction(SIGWINCH, &sa, nullptr);
   Watch watch(ctx, run, until_done, reconnect);
-  return watch.follow(client);
+  return watch.follow(client, watching_every_run);
 }
 
 int watch_command(const std::vector<std::string>& args, CliContext& ctx) {

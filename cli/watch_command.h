@@ -16,7 +16,10 @@ int watch_command(const std::vector<std::string>& args, CliContext& ctx);
 
 // Follows `run` (0: every run) until it finishes (when `until_done`), or the daemon goes and not
 // `reconnect`. Returns 0 when every job of the run (with 0: of the runs seen in progress) is done, 1
-// when some failed or were canceled or the daemon went away.
-int watch_run(DaemonClient& client, CliContext& ctx, int64_t run, bool until_done, bool reconnect = false);
+// when some failed or were canceled or the daemon went away. `watching_every_run`: `client` asked to
+// "watch" every run before the run was made (submit --wait), so no event of the run came before the
+// watch; other runs' events are passed over.
+int watch_run(DaemonClient& client, CliContext& ctx, int64_t run, bool until_done, bool reconnect = false,
+              bool watching_every_run = false);
 
 }  // namespace rgbaq::cli

@@ -131,7 +131,7 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
   void close() {
     if (closed_) return;
     closed_ = true;
-    body_source_ = nullptr;  // it holds the route's call, which holds this connection
+    body_source_ = nullptr;  // a source may hold the route's call, which holds this connection
     keep_alive_timer_.cancel();
     boost::system::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
