@@ -61,6 +61,13 @@ tcp::endpoint parse_http_address(const std::string& text) {
 
 namespace {
 
+// A response's status line and headers as they go on the wire, for a body written after them.
+std::string header_text(const Response& header) {
+  std::ostringstream text;
+  text << header.base();
+  return text.str();
+}
+
 class Connection : public HttpExchange, public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared)
@@ -95,9 +102,7 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
       self->streaming_ = true;
       self->on_end_ = std::move(on_end);
       header.keep_alive(false);
-      std::ostringstream text;
-      text << header.base();
-      self->queue(text.str());
+      self->queue(header_text(header));
       self->watch_hang_up();
       self->keep_stream_alive();
     });
@@ -122,9 +127,7 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
       self->keep_after_body_ = header.keep_alive() && self->request_.keep_alive();
       header.keep_alive(self->keep_after_body_);
       header.chunked(true);
-      std::ostringstream text;
-      text << header.base();
-      self->write_then(text.str(), [self] { self->pull_chunk(); });
+      self->write_then(header_text(header), [self] { self->pull_chunk(); });
     });
   }
 
