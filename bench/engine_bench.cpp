@@ -1,5 +1,6 @@
 // The CPU engine's speed against the machine's OpenBLAS sgemm, measured in the same run.
-// usage: engine_bench [--threads N] | engine_bench --engine cuda (engine_bench_cuda.cpp: real dims on a GPU)
+// usage: engine_bench [--threads N] | engine_bench --engine cuda [--text-tokens L] [--reps R] [--json FILE]
+// (engine_bench_cuda.cpp: real dims on a GPU)
 // Prints achieved GFLOP/s next to sgemm's for: a mid-size Qwen3 text encoder (head_dim 128, hidden 2048,
 // 3 layers, BF16 and F32 weights) at Lfull = 256; one DiT step (hidden 2048 = 16 heads x 128, 2 blocks,
 // L = 64) at N = 256, 1024 and 4096; the VAE decode (decoder_base_dim 32) at N = 256 and 1024; and the peak
@@ -167,7 +168,7 @@ void vae_section(engine::VaeConfig vc, int base, std::initializer_list<int> side
 
 #if RGBAQ_HAVE_CUDA
 namespace rgbaq {
-int run_cuda_engine_bench();
+int run_cuda_engine_bench(int argc, char** argv);
 }
 #endif
 
@@ -182,7 +183,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--engine") == 0 && std::strcmp(argv[i + 1], "cuda") == 0) {
 #if RGBAQ_HAVE_CUDA
-      return rgbaq::run_cuda_engine_bench();
+      return rgbaq::run_cuda_engine_bench(argc, argv);
 #else
       std::fprintf(stderr, "engine_bench: --engine cuda: this build has no CUDA backend (CMake found no CUDA toolkit)\n");
       return 2;

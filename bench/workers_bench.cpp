@@ -146,15 +146,17 @@ void print(const char* what, const Result& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string engine = "cpu", model_arg;
+  std::string engine = "cpu", model_arg, random_weights;
   int images = 0, size = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--engine") == 0) engine = argv[i + 1];
     else if (std::strcmp(argv[i], "--images") == 0) images = std::atoi(argv[i + 1]);
     else if (std::strcmp(argv[i], "--size") == 0) size = std::atoi(argv[i + 1]);
     else if (std::strcmp(argv[i], "--model") == 0) model_arg = argv[i + 1];
+    else if (std::strcmp(argv[i], "--random-weights") == 0) random_weights = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: workers_bench [--engine cpu|cuda] [--images N] [--size PX] [--model DIR]\n");
+      std::fprintf(stderr, "usage: workers_bench [--engine cpu|cuda] [--images N] [--size PX] [--model DIR] "
+                           "[--random-weights SEED (cuda; a hollow model)]\n");
       return 2;
     }
   }
@@ -184,8 +186,15 @@ int main(int argc, char** argv) {
   if (images == 0) images = 16;
   const std::vector<int> sizes = size ? std::vector<int>{size} : std::vector<int>{256, 1024};
   std::printf("%d images a size, cuda engine, device 0 (%s)\n", images, model.string().c_str());
-  const auto one = through_daemon(model, {"--engine", "cuda", "--devices", "0"}, images, sizes);
-  const auto two = through_daemon(model, {"--engine", "cuda", "--devices", "0,0"}, images, sizes);
+  std::vector<std::string> args = {"--engine", "cuda"};
+  if (!random_weights.empty()) args.insert(args.end(), {"--random-weights", random_weights});
+  auto with = [&](const char* devices) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--devices", devices});
+    return a;
+  };
+  const auto one = through_daemon(model, with("0"), images, sizes);
+  const auto two = through_daemon(model, with("0,0"), images, sizes);
   for (size_t i = 0; i < sizes.size(); ++i) {
     std::printf("%dx%d:\n", sizes[i], sizes[i]);
     print("--devices 0", one[i]);

@@ -24,7 +24,7 @@ namespace {
 
 constexpr const char* kHelp = R"(usage: rgbaqd render --model DIR --prompt TEXT [--seed S] [--size SIZE] -o FILE.png
                      [--engine auto|cpu|cuda] [--threads N] [--device N] [--precision bf16|fp32]
-                     [--gpu-memory GIB] [--lora NAME:W[;NAME:W] --lora-dir DIR ...]
+                     [--gpu-memory GIB] [--lora NAME:W[;NAME:W] --lora-dir DIR ...] [--random-weights SEED]
 
 Renders one image with no queue: tokenize, encode, 8 Euler steps, decode, then an RGBA PNG with its
 parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an `rgbaq` JSON chunk).
@@ -38,6 +38,9 @@ parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an 
                  add to them); NAME is NAME.safetensors in a --lora-dir (repeatable)
   --device N, --precision bf16|fp32, --gpu-memory GIB: the cuda engine's device, GEMM precision and
                  memory budget (see rgbaqd --help)
+  --random-weights SEED  cuda only, for speed measurements: every weight random, made on the device,
+                 not read from the model (whose files give only the shapes: make_tiny_model --dims real
+                 --hollow writes such a model in moments); the image is noise
 Exit codes: 0 ok, 1 failure, 2 usage or bad input (unknown model directory, bad size, prompt too long,
 an engine that cannot run here).
 )";
@@ -49,7 +52,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
   for (const auto& a : raw_args) args.push_back(a == "-o" ? "--output" : a);
   try {
     const common::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads", "device", "precision", "gpu-memory",
-                               "lora", "lora-dir"}, {"help"});
+                               "lora", "lora-dir", "random-weights"}, {"help"});
     if (a.has("help")) {
       out << kHelp;
       return 0;
@@ -89,6 +92,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     options.threads = a.get_int("threads", 0);
     options.device = a.get_int("device", 0);
     if (const auto v = a.get("gpu-memory")) options.gpu_memory_gib = parse_gpu_memory(*v);
+    if (a.has("random-weights")) options.random_weights = a.get_u64("random-weights", 0);
     try {
       options.precision = engine::parse_precision(a.get("precision").value_or("bf16"));
     } catch (const std::invalid_argument& e) {
@@ -128,7 +132,8 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     m.prompt = prompt;
     storage::write_png_atomic(output, result.rgba.data(), result.size.width, result.size.height, storage::png_texts(m));
     out << output << " (" << result.size.to_string() << ", seed " << request.seed << ", " << result.timings.total_s
-        << " s, engine " << session->backend_name() << " on " << session->device_description() << ")\n";
+        << " s, engine " << session->backend_name() << " on " << session->device_description()
+        << (options.random_weights ? ", random weights: a speed measurement" : "") << ")\n";
     return 0;
   } catch (const common::UsageError& e) {
     err << "rgbaqd render: " << common::printable(e.what()) << "\n(see rgbaqd render --help)\n";

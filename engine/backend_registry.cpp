@@ -59,7 +59,9 @@ const std::vector<BackendEntry>& backends() {
   return all;
 }
 
-const BackendEntry& resolve_backend(const EngineOptions& options) {
+namespace {
+
+const BackendEntry& resolve_by_name(const EngineOptions& options) {
   const auto& all = backends();
   if (options.backend == "auto") {
     for (const auto& b : all) {
@@ -79,6 +81,17 @@ const BackendEntry& resolve_backend(const EngineOptions& options) {
                              "(configure with -DRGBAQ_CUDA=ON to require it); this build has: " + names_of(all));
   }
   throw std::invalid_argument("engine \"" + options.backend + "\" is not one of auto, " + names_of(all));
+}
+
+}  // namespace
+
+const BackendEntry& resolve_backend(const EngineOptions& options) {
+  const BackendEntry& b = resolve_by_name(options);
+  if (options.random_weights && b.name != "cuda") {
+    throw std::invalid_argument("random weights are the cuda engine's (speed measurements on a hollow model); engine \"" +
+                                b.name + "\" reads the model's own");
+  }
+  return b;
 }
 
 std::vector<std::string> usable_backend_names(const EngineOptions& options) {

@@ -2,7 +2,9 @@
 // How a session opens its backend: which one, and the knobs each understands. A backend ignores the
 // knobs that are not its own (cpu: threads; cuda: device, precision, gpu_memory_gib).
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace rgbaq::engine {
@@ -21,6 +23,10 @@ struct EngineOptions {
   Precision precision = Precision::kBf16;
   double gpu_memory_gib = 0;     // cuda: the device memory the session may use; 0 = what the device has
   bool force_block_streaming = false;  // cuda: stream the DiT's blocks even when they fit (tests)
+  // cuda: every weight random (this seed), made on the device instead of read from the files, whose
+  // headers still give the shapes: speed measurements on a hollow model (make_tiny_model --hollow), no
+  // 30 GB checkpoint to write. Its images are noise. Refused by the other engines.
+  std::optional<uint64_t> random_weights;
   size_t lora_cache_bytes = size_t{1} << 30;  // LoRA adapters kept between renders (engine/lora_cache.h)
   // A LoRA cache the session shares with other sessions (a daemon's workers on one device), or null for
   // one of its own of lora_cache_bytes.

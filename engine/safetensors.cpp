@@ -206,7 +206,8 @@ Tensor SafetensorsFile::tensor(const std::string& name) const {
   return Tensor::view(e.dtype, e.shape, p, mapping_);
 }
 
-void write_safetensors(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors) {
+void write_safetensors(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       bool hollow) {
   json header = json::object();
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
@@ -224,9 +225,12 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<std:
     for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
     out.write(reinterpret_cast<const char*>(len), 8);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& [name, t] : tensors) out.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
+    if (!hollow) {
+      for (const auto& [name, t] : tensors) out.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
+    }
     if (!out.flush()) fail(tmp, "write failed");
   }
+  if (hollow) std::filesystem::resize_file(tmp, 8 + text.size() + offset);
   std::filesystem::rename(tmp, path);
 }
 

@@ -53,6 +53,9 @@ class SafetensorsFile {
 
 // Writes tensors (F32, BF16, F16 or I8) in order, the header padded to 8 bytes, atomically (a temporary
 // file renamed into place).
-void write_safetensors(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors);
+// hollow: only the header is written and the data is a hole in the file (it reads as zeros and takes no
+// disk): benchmark checkpoints at real size whose values come from elsewhere (--random-weights).
+void write_safetensors(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       bool hollow = false);
 
 }  // namespace rgbaq::engine

@@ -11,12 +11,12 @@
 
 int main(int argc, char** argv) {
   try {
-    const rgbaq::common::Arguments args({argv + 1, argv + argc}, {"seed", "tokenizer", "layout", "dims", "lora"}, {"f32", "int8", "help"});
+    const rgbaq::common::Arguments args({argv + 1, argv + argc}, {"seed", "tokenizer", "layout", "dims", "lora"}, {"f32", "int8", "hollow", "help"});
     const auto lora_dir = args.get("lora");
     if (args.has("help") || args.positionals().size() > 1 || (args.positionals().empty() && !lora_dir)) {
       (args.has("help") ? std::cout : std::cerr)
           << "usage: make_tiny_model DIR [--seed N] [--f32] [--layout ours|published] [--dims tiny|real]\n"
-             "                       [--int8] [--tokenizer FILE] [--lora LORA_DIR]\n"
+             "                       [--int8] [--hollow] [--tokenizer FILE] [--lora LORA_DIR]\n"
              "       make_tiny_model --lora LORA_DIR [--seed N]\n"
              "Writes a tiny diffusers-layout RGBA-Image-2.1-Turbo checkpoint to DIR: BF16 weights (F32 with\n"
              "--f32), deterministic for a seed (default 0), the Qwen3 tokenizer.json that ships with rgbaq.\n"
@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
              "Qwen3-VL text encoder (lm_head, model.visual.*), the VAE encoder, 4-D convolutions.\n"
              "--int8 writes the Linear weights as int8 with bf16 block scales. --dims real writes the real\n"
              "model's dimensions with random weights (bf16: ~30 GB; --int8: ~16 GB), for benchmarks only.\n"
+             "--hollow writes each weights file as its header and a hole (zeros, no disk, in moments): a\n"
+             "real-dims model for the cuda engine's --random-weights (scripts/device-check).\n"
              "--lora LORA_DIR writes the tiny DiT's test LoRAs there: style-diffusers, style-comfyui and\n"
              "style-kohya (one adapter in the three key formats) and detail, each NAME.safetensors.\n";
       return args.has("help") ? 0 : 2;
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
     if (dims != "tiny" && dims != "real") throw rgbaq::common::UsageError("--dims must be tiny or real, not \"" + dims + "\"");
     options.real_dims = dims == "real";
     options.int8_linears = args.has("int8");
+    options.hollow = args.has("hollow");
     options.tokenizer_json = args.get("tokenizer").value_or(
         rgbaq::common::data_file("tokenizer/qwen3/tokenizer.json", RGBAQ_DEFAULT_TOKENIZER).string());
     if (lora_dir) {

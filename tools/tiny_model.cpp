@@ -1,11 +1,14 @@
 #include "tools/tiny_model.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <memory>
 #include <random>
 #include <stdexcept>
 
@@ -27,13 +30,28 @@ using engine::Tensor;
 using nlohmann::json;
 using Named = std::vector<std::pair<std::string, Tensor>>;
 
+// A hollow model's tensors: views of one read-only anonymous mapping that is never written, so they
+// read as zeros and cost neither memory nor time (the hollow file writer reads only their shapes).
+Tensor hollow_tensor(DType type, Shape shape) {
+  constexpr size_t kBytes = size_t{4} << 30;  // above the largest tensor (the real embedding, 1.2 GB)
+  static const std::shared_ptr<const void> zeros = [] {
+    void* p = mmap(nullptr, kBytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("hollow model: mmap of the zero pages failed");
+    return std::shared_ptr<const void>(p, [](const void* q) { munmap(const_cast<void*>(q), kBytes); });
+  }();
+  Tensor t = Tensor::view(type, shape, zeros.get(), zeros);
+  if (t.nbytes() > kBytes) throw std::logic_error("hollow model: a tensor of " + std::to_string(t.nbytes()) + " bytes");
+  return t;
+}
+
 // Uniform values centred on `center` with standard deviation `stddev`, from a generator seeded by the
 // model seed and the tensor's name: portable (mt19937_64 and arithmetic only) and stable when tensors
 // are added.
 class WeightMaker {
  public:
-  WeightMaker(uint64_t seed, DType dtype, bool int8_linears = false)
-      : seed_(seed), dtype_(dtype), int8_linears_(int8_linears) {}
+  // hollow: every tensor zeros, made without drawing values (the file writer leaves their data a hole).
+  WeightMaker(uint64_t seed, DType dtype, bool int8_linears = false, bool hollow = false)
+      : seed_(seed), dtype_(dtype), int8_linears_(int8_linears), hollow_(hollow) {}
 
   std::mt19937_64 generator(const std::string& name) const {
     uint64_t h = seed_ * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
@@ -42,6 +60,10 @@ class WeightMaker {
   }
 
   void add(Named& out, const std::string& name, Shape shape, double stddev, double center = 0.0) const {
+    if (hollow_) {
+      out.emplace_back(name, hollow_tensor(dtype_, shape));
+      return;
+    }
     std::mt19937_64 rng = generator(name);
     const double half_width = std::sqrt(3.0) * stddev;
     const int64_t n = engine::shape_numel(shape);
@@ -63,6 +85,11 @@ class WeightMaker {
   void linear(Named& out, const std::string& name, int64_t rows, int64_t cols, double gain = 1.0) const {
     const double stddev = gain / std::sqrt(static_cast<double>(cols));
     if (!int8_linears_) return add(out, name, {rows, cols}, stddev);
+    if (hollow_) {
+      out.emplace_back(name, hollow_tensor(DType::kI8, {rows, cols}));
+      out.emplace_back(engine::int8_scale_name(name), hollow_tensor(DType::kBF16, {rows, engine::int8_scale_columns(cols)}));
+      return;
+    }
     std::mt19937_64 rng = generator(name);
     Tensor q = Tensor::zeros(DType::kI8, {rows, cols});
     Tensor s = Tensor::zeros(DType::kBF16, {rows, engine::int8_scale_columns(cols)});
@@ -82,6 +109,7 @@ class WeightMaker {
   uint64_t seed_;
   DType dtype_;
   bool int8_linears_;
+  bool hollow_;
 };
 
 void write_json(const std::filesystem::path& path, const json& doc);
@@ -97,13 +125,13 @@ uint64_t bytes_of(const Named& tensors) {
 // shard), so a real-size model is never in memory whole. shard_bytes 0: one file.
 class ShardSink {
  public:
-  ShardSink(std::filesystem::path dir, std::string base, uint64_t shard_bytes)
-      : dir_(std::move(dir)), base_(std::move(base)), shard_bytes_(shard_bytes) {}
+  ShardSink(std::filesystem::path dir, std::string base, uint64_t shard_bytes, bool hollow)
+      : dir_(std::move(dir)), base_(std::move(base)), shard_bytes_(shard_bytes), hollow_(hollow) {}
   void maybe_flush(Named& t) {
     if (shard_bytes_ > 0 && bytes_of(t) >= shard_bytes_) flush(t);
   }
   void finish(Named& t) {
-    if (shards_.empty()) return engine::write_safetensors(dir_ / (base_ + ".safetensors"), t);
+    if (shards_.empty()) return engine::write_safetensors(dir_ / (base_ + ".safetensors"), t, hollow_);
     if (!t.empty()) flush(t);
     json weight_map = json::object();
     const size_t n = shards_.size();
@@ -118,7 +146,7 @@ class ShardSink {
 
  private:
   void flush(Named& t) {
-    engine::write_safetensors(dir_ / (".shard-" + std::to_string(shards_.size())), t);
+    engine::write_safetensors(dir_ / (".shard-" + std::to_string(shards_.size())), t, hollow_);
     shards_.emplace_back();
     for (const auto& [name, tensor] : t) shards_.back().push_back(name);
     t.clear();
@@ -126,6 +154,7 @@ class ShardSink {
   std::filesystem::path dir_;
   std::string base_;
   uint64_t shard_bytes_;
+  bool hollow_;
   std::vector<std::vector<std::string>> shards_;
 };
 
@@ -225,7 +254,7 @@ engine::VaeConfig real_vae_config() {
 }
 
 void write_text_encoder(const std::filesystem::path& dir, const engine::TextEncoderConfig& c, uint64_t seed, DType dtype,
-                        bool sharded, Layout layout, uint64_t shard_bytes, bool int8_linears) {
+                        bool sharded, Layout layout, uint64_t shard_bytes, bool int8_linears, bool hollow) {
   std::filesystem::create_directories(dir);
   const int64_t d = c.head_dim;
   write_json(dir / "config.json",
@@ -239,10 +268,10 @@ void write_text_encoder(const std::filesystem::path& dir, const engine::TextEnco
                 {"rope_scaling", {{"rope_type", "default"}, {"mrope_section", {d / 8, d * 3 / 16, d * 3 / 16}}, {"mrope_interleaved", true}}},
                 {"torch_dtype", dtype == DType::kF32 ? "float32" : "bfloat16"}}}});
   if (int8_linears) write_int8_entry(dir / "config.json", 7 * c.layers);
-  const WeightMaker w(seed, dtype, int8_linears);
+  const WeightMaker w(seed, dtype, int8_linears, hollow);
   const std::string p = "model.language_model.";
   Named embed, layers;
-  ShardSink sink(dir, "model", shard_bytes);
+  ShardSink sink(dir, "model", shard_bytes, hollow);
   w.add(embed, p + "embed_tokens.weight", {c.vocab, c.hidden}, 1.0);
   for (int i = 0; i < c.layers; ++i) {
     if (shard_bytes > 0) {
@@ -277,20 +306,20 @@ void write_text_encoder(const std::filesystem::path& dir, const engine::TextEnco
   }
   if (!sharded) {
     embed.insert(embed.end(), layers.begin(), layers.end());
-    engine::write_safetensors(dir / "model.safetensors", embed);
+    engine::write_safetensors(dir / "model.safetensors", embed, hollow);
     return;
   }
   const std::string shard1 = "model-00001-of-00002.safetensors", shard2 = "model-00002-of-00002.safetensors";
   json weight_map = json::object();
   for (const auto& [name, t] : embed) weight_map[name] = shard1;
   for (const auto& [name, t] : layers) weight_map[name] = shard2;
-  engine::write_safetensors(dir / shard1, embed);
-  engine::write_safetensors(dir / shard2, layers);
+  engine::write_safetensors(dir / shard1, embed, hollow);
+  engine::write_safetensors(dir / shard2, layers, hollow);
   write_json(dir / "model.safetensors.index.json", {{"metadata", json::object()}, {"weight_map", weight_map}});
 }
 
 void write_dit(const std::filesystem::path& dir, const engine::DitConfig& c, uint64_t seed, DType dtype, uint64_t shard_bytes,
-               bool int8_linears) {
+               bool int8_linears, bool hollow) {
   std::filesystem::create_directories(dir);
   write_json(dir / "config.json",
              {{"_class_name", "QwenImage21Transformer2DModel"}, {"patch_size", 1}, {"in_channels", 64},
@@ -298,10 +327,10 @@ void write_dit(const std::filesystem::path& dir, const engine::DitConfig& c, uin
               {"num_attention_heads", c.heads}, {"context_in_dim", c.context_dim}, {"mlp_ratio", c.mlp_ratio},
               {"axes_dims_rope", {16, 56, 56}}, {"eps", c.eps}, {"causal_condition", true}});
   if (int8_linears) write_int8_entry(dir / "config.json", 7 * c.layers + 8);
-  const WeightMaker w(seed, dtype, int8_linears);
+  const WeightMaker w(seed, dtype, int8_linears, hollow);
   const int64_t dim = c.dim(), mlp = dim * c.mlp_ratio;
   Named t;
-  ShardSink sink(dir, "diffusion_pytorch_model", shard_bytes);
+  ShardSink sink(dir, "diffusion_pytorch_model", shard_bytes, hollow);
   w.linear(t, "img_in.weight", dim, 64);
   w.norm(t, "txt_in.text_norm.weight", {c.context_dim}, 0.0);  // zero-centred: the scale is weight + 1
   w.linear(t, "txt_in.in_layer.weight", dim, c.context_dim);
@@ -325,7 +354,8 @@ void write_dit(const std::filesystem::path& dir, const engine::DitConfig& c, uin
   sink.finish(t);
 }
 
-void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& c, uint64_t seed, DType dtype, Layout layout) {
+void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& c, uint64_t seed, DType dtype, Layout layout,
+               bool hollow) {
   std::filesystem::create_directories(dir);
   std::vector<bool> temporal = c.temporal_downsample;
   write_json(dir / "config.json",
@@ -333,7 +363,7 @@ void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& c, uin
               {"z_dim", c.z_dim}, {"dim_mult", c.dim_mult}, {"num_res_blocks", c.num_res_blocks}, {"attn_scales", json::array()},
               {"temperal_downsample", temporal}, {"dropout", 0.0}, {"is_residual", c.is_residual}, {"in_channels", 4},
               {"out_channels", c.out_channels}, {"latents_mean", c.latents_mean}, {"latents_std", c.latents_std}});
-  const WeightMaker w(seed, dtype);
+  const WeightMaker w(seed, dtype, false, hollow);
   Named t;
   // Decoder dims: [dim * m for m in [dim_mult[-1]] + reversed(dim_mult)].
   std::vector<int64_t> dims = {int64_t{c.decoder_base_dim} * c.dim_mult.back()};
@@ -372,7 +402,7 @@ void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& c, uin
   }
   w.norm(t, "decoder.norm_out.gamma", {dims.back(), 1, 1, 1});
   conv3d(w, t, "decoder.conv_out", c.out_channels, dims.back(), 3, 0.5, layout);
-  engine::write_safetensors(dir / "diffusion_pytorch_model.safetensors", t);
+  engine::write_safetensors(dir / "diffusion_pytorch_model.safetensors", t, hollow);
 }
 
 void write_tiny_model(const std::filesystem::path& dir, const TinyModelOptions& options) {
@@ -392,7 +422,7 @@ void write_tiny_model(const std::filesystem::path& dir, const TinyModelOptions& 
                 {"transformer", {"diffusers", "QwenImage21Transformer2DModel"}},
                 {"vae", {"diffusers", "AutoencoderKLQwenImage21"}},
                 {"rgbaq_tiny_model", {{"seed", options.seed}, {"dtype", engine::dtype_name(options.dtype)},
-                                      {"layout", published ? "published" : "ours"}}}};
+                                      {"layout", published ? "published" : "ours"}, {"hollow", options.hollow}}}};
   if (published) {
     index["processor"] = {"transformers", "Qwen3VLProcessor"};
     write_json(tokenizer_dir / "preprocessor_config.json", {{"processor_class", "Qwen3VLProcessor"}});
@@ -407,15 +437,16 @@ void write_tiny_model(const std::filesystem::path& dir, const TinyModelOptions& 
   if (options.real_dims) {
     constexpr uint64_t kShardBytes = 2ull << 30;
     write_text_encoder(dir / "text_encoder", real_text_encoder_config(), options.seed, options.dtype, true, options.layout,
-                       kShardBytes, options.int8_linears);
-    write_dit(dir / "transformer", real_dit_config(), options.seed, options.dtype, kShardBytes, options.int8_linears);
-    write_vae(dir / "vae", real_vae_config(), options.seed, options.dtype, options.layout);
+                       kShardBytes, options.int8_linears, options.hollow);
+    write_dit(dir / "transformer", real_dit_config(), options.seed, options.dtype, kShardBytes, options.int8_linears,
+              options.hollow);
+    write_vae(dir / "vae", real_vae_config(), options.seed, options.dtype, options.layout, options.hollow);
     return;
   }
   write_text_encoder(dir / "text_encoder", tiny_text_encoder_config(), options.seed, options.dtype, true, options.layout, 0,
-                     options.int8_linears);
-  write_dit(dir / "transformer", tiny_dit_config(), options.seed, options.dtype, 0, options.int8_linears);
-  write_vae(dir / "vae", tiny_vae_config(), options.seed, options.dtype, options.layout);
+                     options.int8_linears, options.hollow);
+  write_dit(dir / "transformer", tiny_dit_config(), options.seed, options.dtype, 0, options.int8_linears, options.hollow);
+  write_vae(dir / "vae", tiny_vae_config(), options.seed, options.dtype, options.layout, options.hollow);
 }
 
 void write_lora(const std::filesystem::path& path, const engine::DitConfig& config, LoraFormat format, int rank,

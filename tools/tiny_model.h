@@ -26,6 +26,9 @@ struct TinyModelOptions {
   // to shards: for benchmarks only (tens of GB); int8_linears as `rgbaq model quantize` would write them.
   bool real_dims = false;
   bool int8_linears = false;
+  // Every weights file a header and a hole (zeros, no disk, written in moments): a real-dims model for a
+  // GPU benchmark whose session makes its own values (EngineOptions::random_weights).
+  bool hollow = false;
   engine::DType dtype = engine::DType::kBF16;  // or kF32
   std::filesystem::path tokenizer_json;        // copied into tokenizer/
 };
@@ -48,11 +51,11 @@ void write_tiny_model(const std::filesystem::path& dir, const TinyModelOptions& 
 // models; int8_linears writes the Linear weights as int8 with block scales (random, as the rest).
 void write_text_encoder(const std::filesystem::path& dir, const engine::TextEncoderConfig& config, uint64_t seed,
                         engine::DType dtype, bool sharded, Layout layout = Layout::kOurs, uint64_t shard_bytes = 0,
-                        bool int8_linears = false);
+                        bool int8_linears = false, bool hollow = false);
 void write_dit(const std::filesystem::path& dir, const engine::DitConfig& config, uint64_t seed, engine::DType dtype,
-               uint64_t shard_bytes = 0, bool int8_linears = false);
+               uint64_t shard_bytes = 0, bool int8_linears = false, bool hollow = false);
 void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& config, uint64_t seed, engine::DType dtype,
-               Layout layout = Layout::kOurs);
+               Layout layout = Layout::kOurs, bool hollow = false);
 
 // A LoRA for a DiT of `config` in one key format (engine/lora.h): for each of `modules` (Linears named
 // as dit_linear_modules names them) A [rank, in] and B [out, rank], BF16, their values a function of the

@@ -39,6 +39,9 @@ options (each may also be set in the config file; flags win):
                           free, shared out equally between the sessions on it); when the weights do
                           not fit, DiT blocks stream from pinned host memory. At start each session
                           allocates its largest render's workspace; one that does not fit exits 2
+  --random-weights SEED   cuda, for speed measurements only: every weight random, made on the device
+                          (see rgbaqd render --help); its images are noise, and the model identity
+                          (outputs, the encoder cache) is marked with the seed
   --socket PATH           Unix socket (default $XDG_RUNTIME_DIR/rgbaq/rgbaqd.sock, or $RGBAQ_SOCKET)
   --data-dir DIR          queue.db, cache/embeddings/, logs/rgbaqd.log (default ~/.local/share/rgbaq)
   --queue URL             the job queue: a path or sqlite:PATH (default DATA_DIR/queue.db), or
@@ -287,6 +290,7 @@ engine::EngineOptions DaemonConfig::engine_options() const {
   o.threads = threads;
   o.device = device;
   o.gpu_memory_gib = gpu_memory_gib;
+  o.random_weights = random_weights;
   o.lora_cache_bytes = lora_cache_mb << 20;
   try {
     o.precision = engine::parse_precision(precision);
@@ -312,7 +316,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
                           "queue", "max-attempts", "encoder-cache-mb", "encoder-cache-disk-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
                           "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host",
-                          "http", "http-host", "http-cors", "api-out", "thumbnail-cache-mb", "copy-root"},
+                          "http", "http-host", "http-cors", "api-out", "thumbnail-cache-mb", "copy-root", "random-weights"},
                          {"create-queue"});
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
@@ -336,6 +340,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   }
   if (const auto v = a.get("precision")) c.precision = *v;
   if (const auto v = a.get("gpu-memory")) c.gpu_memory_gib = parse_gpu_memory(*v);
+  if (a.has("random-weights")) c.random_weights = a.get_u64("random-weights", 0);
   if (const auto v = a.get("socket")) c.socket_path = made_absolute(*v);
   if (const auto v = a.get("data-dir")) c.data_dir = made_absolute(*v);
   if (const auto v = a.get("queue")) c.queue = queue_url_from(*v, std::filesystem::current_path(), "--queue: ");
@@ -384,6 +389,10 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   }
   if (c.engine != "auto" && c.engine != "cpu" && c.engine != "cuda") {
     throw common::UsageError("--engine \"" + c.engine + "\" is not one of auto, cpu, cuda");
+  }
+  if (c.random_weights && c.engine != "cuda") {
+    throw common::UsageError("--random-weights takes --engine cuda (speed measurements on a hollow model), not \"" + c.engine +
+                             "\"");
   }
   c.engine_options();  // checks --precision
   if (c.max_attempts < 1) throw common::UsageError("--max-attempts must be at least 1");

@@ -25,6 +25,7 @@ struct DaemonConfig {
   int workers = 1;                     // cpu: render workers, each its own session of `threads` threads
   std::string precision = "bf16";      // cuda: bf16 | fp32
   double gpu_memory_gib = 0;           // cuda: 0 = what the device has
+  std::optional<uint64_t> random_weights;  // cuda, a flag only: EngineOptions::random_weights (benchmarks)
   std::filesystem::path socket_path;   // default: paths::default_socket_path()
   std::filesystem::path data_dir;      // queue.db, cache/, logs/; default: paths::default_data_dir()
   std::string queue;                   // the queue's URL (storage/open_queue_store.h); empty: DATA_DIR/queue.db

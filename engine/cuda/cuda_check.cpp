@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "engine/cuda/cublaslt_library.h"
+
 namespace rgbaq::engine::cuda {
 
 std::string device_label(int device) {
@@ -68,8 +70,8 @@ void check(cudaError_t status, int device, const char* what) {
 
 void check_cublas(int status, int device, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  const std::string message = device_label(device) + ": " + what + " failed: cuBLASLt status " + std::to_string(status) +
-                              " (" + cublasLtGetStatusString(static_cast<cublasStatus_t>(status)) + ")";
+  std::string message = device_label(device) + ": " + what + " failed: cuBLASLt status " + std::to_string(status);
+  if (const CublasLt* lt = cublaslt_if_loaded()) message += std::string(" (") + lt->status_string(static_cast<cublasStatus_t>(status)) + ")";
   if (status == CUBLAS_STATUS_ALLOC_FAILED) throw DeviceFault(DeviceFaultKind::kOutOfMemory, message);
   // A kernel that failed to run: the runtime's sticky error behind it poisons the context.
   if (status == CUBLAS_STATUS_EXECUTION_FAILED) throw DeviceFault(DeviceFaultKind::kContextPoisoned, message);

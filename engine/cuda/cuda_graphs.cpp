@@ -61,12 +61,19 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   // Short of memory, both give way: the encoder comes up only to encode (16 GB at real dims, freed
   // after) and the DiT's blocks stream, so a 24 GiB card holds the encoder or the DiT's working set.
   const bool stream_blocks = options.force_block_streaming || !fits;
-  WeightSource source(*arena_, type_, stream_);
+  const bool random = options.random_weights.has_value();
+  if (random && stream_blocks) {
+    // Streaming and the per-encode upload copy host weights, which random weights do not have.
+    throw CudaError(device_label(device_) + ": random weights must stay resident, and " +
+                    gib_string(encoder_bytes + blocks_bytes) + " of weights with " + gib_string(reserve) +
+                    " of workspace do not fit the session's " + gib_string(arena_->budget()));
+  }
+  WeightSource source(*arena_, type_, stream_, random, options.random_weights.value_or(0));
   dit_ = std::make_unique<CudaDit>(dit_config, &dit_views, source, *gemm_, stream_, stream_blocks);
   {
     const WeightStore vae_weights = WeightStore::open(model.vae_dir());
     const cpu::VaeDecoder vae_views(vae_weights, load_vae_config(model.vae_dir() / "config.json"));
-    vae_ = std::make_unique<CudaVae>(vae_views, *arena_, *gemm_, stream_, type_);
+    vae_ = std::make_unique<CudaVae>(vae_views, source, *gemm_, stream_);
   }
   if (fits && !options.force_block_streaming) {
     encoder_ = std::make_unique<CudaTextEncoder>(text_config_, text_views_.get(), source, *gemm_, stream_);

@@ -17,49 +17,50 @@ constexpr int64_t kScoreBudget = int64_t{64} << 20;
 
 }  // namespace
 
-CudaVae::Conv CudaVae::upload_conv(const cpu::VaeDecoder::Conv& c, const std::string& what) {
+CudaVae::Conv CudaVae::upload_conv(WeightSource& source, const cpu::VaeDecoder::Conv& c, const std::string& what) {
   Conv d;
   d.out = c.out, d.in = c.in, d.k = c.k;
-  d.weight = upload(arena_, c.weight, type_, "VAE " + what);
-  d.bias = upload(arena_, c.bias, ElementType::kF32, "VAE " + what);
+  d.weight = source.matrix(&c.weight, c.out, c.in * c.k * c.k, "VAE " + what);
+  d.bias = source.vector(&c.bias, c.out, "VAE " + what, 0.0f);
   return d;
 }
 
-CudaVae::ResBlock CudaVae::upload_res(const cpu::VaeDecoder::ResBlock& r, const std::string& what) {
+CudaVae::ResBlock CudaVae::upload_res(WeightSource& source, const cpu::VaeDecoder::ResBlock& r, const std::string& what) {
   ResBlock d;
-  d.norm1 = upload(arena_, r.norm1, ElementType::kF32, "VAE " + what);
-  d.norm2 = upload(arena_, r.norm2, ElementType::kF32, "VAE " + what);
-  d.conv1 = upload_conv(r.conv1, what);
-  d.conv2 = upload_conv(r.conv2, what);
+  d.norm1 = source.vector(&r.norm1, static_cast<int64_t>(r.norm1.size()), "VAE " + what);
+  d.norm2 = source.vector(&r.norm2, static_cast<int64_t>(r.norm2.size()), "VAE " + what);
+  d.conv1 = upload_conv(source, r.conv1, what);
+  d.conv2 = upload_conv(source, r.conv2, what);
   d.has_shortcut = r.has_shortcut;
-  if (r.has_shortcut) d.shortcut = upload_conv(r.shortcut, what);
+  if (r.has_shortcut) d.shortcut = upload_conv(source, r.shortcut, what);
   return d;
 }
 
-CudaVae::CudaVae(const cpu::VaeDecoder& v, DeviceArena& arena, Gemm& gemm, cudaStream_t stream, ElementType type)
-    : arena_(arena), gemm_(gemm), stream_(stream), type_(type) {
-  mean_ = upload(arena, v.config_.latents_mean, ElementType::kF32, "VAE latents_mean");
-  std_ = upload(arena, v.config_.latents_std, ElementType::kF32, "VAE latents_std");
-  post_quant_ = upload_conv(v.post_quant_, "post_quant_conv");
-  conv_in_ = upload_conv(v.conv_in_, "conv_in");
-  mid_0_ = upload_res(v.mid_0_, "mid_block.resnets.0");
-  mid_1_ = upload_res(v.mid_1_, "mid_block.resnets.1");
-  attn_norm_ = upload(arena, v.attn_norm_, ElementType::kF32, "VAE mid attention norm");
-  attn_qkv_ = upload_conv(v.attn_qkv_, "mid attention to_qkv");
-  attn_proj_ = upload_conv(v.attn_proj_, "mid attention proj");
+CudaVae::CudaVae(const cpu::VaeDecoder& v, WeightSource& source, Gemm& gemm, cudaStream_t stream)
+    : arena_(source.arena()), gemm_(gemm), stream_(stream), type_(source.type()) {
+  // The latent statistics are the config's, not weights: as configured even with random weights.
+  mean_ = upload(arena_, v.config_.latents_mean, ElementType::kF32, "VAE latents_mean");
+  std_ = upload(arena_, v.config_.latents_std, ElementType::kF32, "VAE latents_std");
+  post_quant_ = upload_conv(source, v.post_quant_, "post_quant_conv");
+  conv_in_ = upload_conv(source, v.conv_in_, "conv_in");
+  mid_0_ = upload_res(source, v.mid_0_, "mid_block.resnets.0");
+  mid_1_ = upload_res(source, v.mid_1_, "mid_block.resnets.1");
+  attn_norm_ = source.vector(&v.attn_norm_, static_cast<int64_t>(v.attn_norm_.size()), "VAE mid attention norm");
+  attn_qkv_ = upload_conv(source, v.attn_qkv_, "mid attention to_qkv");
+  attn_proj_ = upload_conv(source, v.attn_proj_, "mid attention proj");
   for (size_t i = 0; i < v.up_blocks_.size(); ++i) {
     const auto& b = v.up_blocks_[i];
     UpBlock d;
     for (size_t r = 0; r < b.resnets.size(); ++r) {
-      d.resnets.push_back(upload_res(b.resnets[r], "up_blocks." + std::to_string(i) + ".resnets." + std::to_string(r)));
+      d.resnets.push_back(upload_res(source, b.resnets[r], "up_blocks." + std::to_string(i) + ".resnets." + std::to_string(r)));
     }
     d.upsamples = b.upsamples;
     d.temporal_factor = b.temporal_factor;
-    if (b.upsamples) d.upsample_conv = upload_conv(b.upsample_conv, "up_blocks." + std::to_string(i) + ".upsampler");
+    if (b.upsamples) d.upsample_conv = upload_conv(source, b.upsample_conv, "up_blocks." + std::to_string(i) + ".upsampler");
     up_blocks_.push_back(std::move(d));
   }
-  norm_out_ = upload(arena, v.norm_out_, ElementType::kF32, "VAE norm_out");
-  conv_out_ = upload_conv(v.conv_out_, "conv_out");
+  norm_out_ = source.vector(&v.norm_out_, static_cast<int64_t>(v.norm_out_.size()), "VAE norm_out");
+  conv_out_ = upload_conv(source, v.conv_out_, "conv_out");
   dims_ = v.dims_;
 }
 

@@ -9,13 +9,15 @@
 
 #include "engine/cpu/vae_decoder.h"
 #include "engine/cuda/device_memory.h"
+#include "engine/cuda/device_weights.h"
 #include "engine/cuda/gemm.h"
 
 namespace rgbaq::engine::cuda {
 
 class CudaVae {
  public:
-  CudaVae(const cpu::VaeDecoder& vae, DeviceArena& arena, Gemm& gemm, cudaStream_t stream, ElementType type);
+  // The weights from `source`: vae's checked views, or random ones (the views then give only the shapes).
+  CudaVae(const cpu::VaeDecoder& vae, WeightSource& source, Gemm& gemm, cudaStream_t stream);
   // latents [h w, 64] -> image [4, 16 h, 16 w] in [-1, 1].
   Tensor decode(const Tensor& latents, int grid_height, int grid_width);
   // Allocates the feature maps of a decode of `grid_pixels` latents now; throws a DeviceFault when they
@@ -38,8 +40,8 @@ class CudaVae {
     Conv upsample_conv;
     int temporal_factor = 1;
   };
-  Conv upload_conv(const cpu::VaeDecoder::Conv& c, const std::string& what);
-  ResBlock upload_res(const cpu::VaeDecoder::ResBlock& r, const std::string& what);
+  Conv upload_conv(WeightSource& source, const cpu::VaeDecoder::Conv& c, const std::string& what);
+  ResBlock upload_res(WeightSource& source, const cpu::VaeDecoder::ResBlock& r, const std::string& what);
   void ensure_maps(int64_t grid_pixels);
   // out [c.out, pixels] = conv(in [c.in, H, W] in the GEMM type) + bias.
   void conv(const void* in, int64_t height, int64_t width, const Conv& c, float* out);

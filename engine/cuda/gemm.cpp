@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include "engine/cuda/cublaslt_library.h"
 #include "engine/cuda/cuda_check.h"
+#include "engine/cuda/kernels.h"
 
 namespace rgbaq::engine::cuda {
 namespace {
@@ -21,20 +23,20 @@ unsigned alignment_of(const void* a, const void* b, const void* c) {
 
 size_t element_size(ElementType t) { return t == ElementType::kBf16 ? 2 : 4; }
 
-Gemm::Gemm(DeviceArena& arena, cudaStream_t stream) : arena_(arena), stream_(stream) {
-  check_cublas(cublasLtCreate(&handle_), arena.device(), "cublasLtCreate");
+Gemm::Gemm(DeviceArena& arena, cudaStream_t stream) : lt_(cublaslt()), arena_(arena), stream_(stream) {
+  check_cublas(lt_.create(&handle_), arena.device(), "cublasLtCreate");
   workspace_ = arena.allocate(kWorkspaceBytes, "cuBLASLt workspace");
 }
 
 Gemm::~Gemm() {
   for (auto& [key, p] : plans_) destroy_plan(p);
-  if (handle_) cublasLtDestroy(handle_);
+  if (handle_) lt_.destroy(handle_);
 }
 
-void Gemm::destroy_plan(Plan& p) {
-  if (p.op) cublasLtMatmulDescDestroy(p.op);
+void Gemm::destroy_plan(Plan& p) const {
+  if (p.op) lt_.matmul_desc_destroy(p.op);
   for (cublasLtMatrixLayout_t l : {p.a, p.b, p.c}) {
-    if (l) cublasLtMatrixLayoutDestroy(l);
+    if (l) lt_.matrix_layout_destroy(l);
   }
   p = Plan{};
 }
@@ -54,46 +56,46 @@ void Gemm::build_plan(Plan& p, const GemmShape& s, ElementType type, unsigned al
   const int device = arena_.device();
   const cudaDataType_t in = type == ElementType::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
   // Row-major C = A op(B) is column-major C^T = op(B)^T A^T: cuBLASLt's first operand is our B.
-  check_cublas(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), device, "cublasLtMatmulDescCreate");
+  check_cublas(lt_.matmul_desc_create(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), device, "cublasLtMatmulDescCreate");
   const cublasOperation_t trans_first = s.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, trans_second = CUBLAS_OP_N;
-  check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_first, sizeof trans_first), device,
+  check_cublas(lt_.matmul_desc_set_attribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_first, sizeof trans_first), device,
                "cublasLtMatmulDescSetAttribute(TRANSA)");
-  check_cublas(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_second, sizeof trans_second), device,
+  check_cublas(lt_.matmul_desc_set_attribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_second, sizeof trans_second), device,
                "cublasLtMatmulDescSetAttribute(TRANSB)");
   // Our B as stored, column-major: [k x n] when it is [n, k] row-major, else [n x k].
   const uint64_t b_rows = s.b_transposed ? s.k : s.n, b_cols = s.b_transposed ? s.n : s.k;
-  check_cublas(cublasLtMatrixLayoutCreate(&p.a, in, b_rows, b_cols, s.ldb), device, "cublasLtMatrixLayoutCreate");
-  check_cublas(cublasLtMatrixLayoutCreate(&p.b, in, s.k, s.m, s.lda), device, "cublasLtMatrixLayoutCreate");
-  check_cublas(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, s.n, s.m, s.ldc), device, "cublasLtMatrixLayoutCreate");
+  check_cublas(lt_.matrix_layout_create(&p.a, in, b_rows, b_cols, s.ldb), device, "cublasLtMatrixLayoutCreate");
+  check_cublas(lt_.matrix_layout_create(&p.b, in, s.k, s.m, s.lda), device, "cublasLtMatrixLayoutCreate");
+  check_cublas(lt_.matrix_layout_create(&p.c, CUDA_R_32F, s.n, s.m, s.ldc), device, "cublasLtMatrixLayoutCreate");
   if (s.batch > 1) {
     const int32_t count = s.batch;
     const int64_t strides[3] = {s.stride_b, s.stride_a, s.stride_c};
     cublasLtMatrixLayout_t layouts[3] = {p.a, p.b, p.c};
     for (int i = 0; i < 3; ++i) {
-      check_cublas(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+      check_cublas(lt_.matrix_layout_set_attribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
                    device, "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
-      check_cublas(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i],
+      check_cublas(lt_.matrix_layout_set_attribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i],
                                                     sizeof strides[i]),
                    device, "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
     }
   }
   cublasLtMatmulPreference_t pref = nullptr;
-  check_cublas(cublasLtMatmulPreferenceCreate(&pref), device, "cublasLtMatmulPreferenceCreate");
+  check_cublas(lt_.preference_create(&pref), device, "cublasLtMatmulPreferenceCreate");
   size_t ws = workspace_.bytes();
   const uint32_t align = alignment;
-  cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  cublasStatus_t set = lt_.preference_set_attribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
   for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-    if (set == CUBLAS_STATUS_SUCCESS) set = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
+    if (set == CUBLAS_STATUS_SUCCESS) set = lt_.preference_set_attribute(pref, attr, &align, sizeof align);
   }
   if (set != CUBLAS_STATUS_SUCCESS) {
-    cublasLtMatmulPreferenceDestroy(pref);
+    lt_.preference_destroy(pref);
     check_cublas(set, device, "cublasLtMatmulPreferenceSetAttribute");
   }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
+  const cublasStatus_t status = lt_.algo_get_heuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+  lt_.preference_destroy(pref);
   if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
     throw CudaError(device_label(device) + ": cuBLASLt has no algorithm for a " +
                     (type == ElementType::kBf16 ? "bf16" : "fp32") + " GEMM of m " + std::to_string(s.m) + ", n " +
@@ -112,7 +114,8 @@ void Gemm::run(const GemmShape& s, ElementType type, const void* a, const void* 
   auto it = plans_.find(key);
   if (it == plans_.end()) it = plans_.emplace(key, make_plan(s, type, alignment)).first;
   const Plan& p = it->second;
-  check_cublas(cublasLtMatmul(handle_, p.op, &alpha, b, p.a, a, p.b, &beta, c, p.c, c, p.c, &p.algo, workspace_.get(),
+  count_launch();
+  check_cublas(lt_.matmul(handle_, p.op, &alpha, b, p.a, a, p.b, &beta, c, p.c, c, p.c, &p.algo, workspace_.get(),
                               workspace_.bytes(), stream_),
                arena_.device(), "cublasLtMatmul");
 }

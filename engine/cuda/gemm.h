@@ -3,7 +3,8 @@
 // (a Linear's weight: y = x W^T) or [k, n]; optionally strided-batched. A and B are bf16 (fp32
 // accumulation, tensor cores) or fp32 (CUBLAS_COMPUTE_32F: no TF32, for parity); C is always fp32.
 // A call's descriptors and algorithm are made once per (shape, type, pointer alignment) and cached, so
-// the step loop allocates nothing; the workspace is allocated once.
+// the step loop allocates nothing; the workspace is allocated once. cuBLASLt itself is loaded when the
+// first Gemm is made (cublaslt_library.h).
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -14,6 +15,8 @@
 #include "engine/cuda/device_memory.h"
 
 namespace rgbaq::engine::cuda {
+
+struct CublasLt;
 
 enum class ElementType { kBf16, kF32 };
 size_t element_size(ElementType t);
@@ -50,8 +53,9 @@ class Gemm {
   };
   Plan make_plan(const GemmShape& s, ElementType type, unsigned alignment);  // destroys what it made if it throws
   void build_plan(Plan& p, const GemmShape& s, ElementType type, unsigned alignment);
-  static void destroy_plan(Plan& p);
+  void destroy_plan(Plan& p) const;
 
+  const CublasLt& lt_;  // loaded by the first Gemm (cublaslt_library.h)
   DeviceArena& arena_;
   cudaStream_t stream_;
   cublasLtHandle_t handle_ = nullptr;

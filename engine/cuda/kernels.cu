@@ -3,6 +3,8 @@
 // loop. Never run on a GPU yet.
 #include <cuda_bf16.h>
 
+#include <atomic>
+
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/kernels.h"
 #include "engine/elementwise_math.h"
@@ -236,14 +238,19 @@ __global__ void fill_random_kernel(int64_t n, uint64_t seed, float scale, float 
   }
 }
 
+std::atomic<uint64_t> launches{0};
+
 }  // namespace
+
+void count_launch() { launches.fetch_add(1, std::memory_order_relaxed); }
+uint64_t launch_count() { return launches.load(std::memory_order_relaxed); }
 
 #define DISPATCH(type, kernel, grid, block, stream, out, ...)                                               \
   do {                                                                                                     \
     if ((type) == ElementType::kBf16)                                                                      \
-      kernel<bf16><<<(grid), (block), 0, (stream)>>>(__VA_ARGS__, static_cast<bf16*>(out));                \
+      count_launch(), kernel<bf16><<<(grid), (block), 0, (stream)>>>(__VA_ARGS__, static_cast<bf16*>(out));                \
     else                                                                                                   \
-      kernel<float><<<(grid), (block), 0, (stream)>>>(__VA_ARGS__, static_cast<float*>(out));              \
+      count_launch(), kernel<float><<<(grid), (block), 0, (stream)>>>(__VA_ARGS__, static_cast<float*>(out));              \
   } while (0)
 
 void convert(const float* in, int64_t n, void* out, ElementType t, cudaStream_t s) {
@@ -267,10 +274,10 @@ void head_norm_rope(const float* in, int64_t ld_in, int64_t rows, int heads, int
   if (tasks == 0) return;
   const unsigned grid = static_cast<unsigned>((tasks + warps - 1) / warps);
   if (t == ElementType::kBf16)
-    head_norm_rope_kernel<bf16><<<grid, kThreads, 0, s>>>(in, ld_in, rows, heads, d, weight, eps, cos, sin, interleaved,
+    count_launch(), head_norm_rope_kernel<bf16><<<grid, kThreads, 0, s>>>(in, ld_in, rows, heads, d, weight, eps, cos, sin, interleaved,
                                                           static_cast<bf16*>(out), ld_out);
   else
-    head_norm_rope_kernel<float><<<grid, kThreads, 0, s>>>(in, ld_in, rows, heads, d, weight, eps, cos, sin, interleaved,
+    count_launch(), head_norm_rope_kernel<float><<<grid, kThreads, 0, s>>>(in, ld_in, rows, heads, d, weight, eps, cos, sin, interleaved,
                                                            static_cast<float*>(out), ld_out);
 }
 
@@ -283,7 +290,7 @@ void layer_norm_modulate(const float* x, int64_t rows, int64_t dim, float eps, c
 
 void gated_residual(float* x, const float* delta, int64_t rows, int64_t dim, const float* text_gate,
                     const float* image_gate, int64_t text_rows, cudaStream_t s) {
-  gated_residual_kernel<<<blocks_for(rows * dim), kThreads, 0, s>>>(x, delta, rows, dim, text_gate, image_gate, text_rows);
+  count_launch(), gated_residual_kernel<<<blocks_for(rows * dim), kThreads, 0, s>>>(x, delta, rows, dim, text_gate, image_gate, text_rows);
 }
 
 void swiglu(const float* gate, const float* up, int64_t n, void* out, ElementType t, cudaStream_t s) {
@@ -295,13 +302,13 @@ void gelu_tanh(const float* in, int64_t n, void* out, ElementType t, cudaStream_
 void silu(const float* in, int64_t n, void* out, ElementType t, cudaStream_t s) {
   DISPATCH(t, silu_kernel, blocks_for(n), kThreads, s, out, in, n);
 }
-void tanh_gates(float* m, int64_t dim, cudaStream_t s) { tanh_gates_kernel<<<blocks_for(dim), kThreads, 0, s>>>(m, dim); }
+void tanh_gates(float* m, int64_t dim, cudaStream_t s) { count_launch(), tanh_gates_kernel<<<blocks_for(dim), kThreads, 0, s>>>(m, dim); }
 
 void embed_rows(const void* table, ElementType t, const int32_t* ids, int64_t rows, int64_t dim, float* x, cudaStream_t s) {
   if (t == ElementType::kBf16)
-    embed_kernel<<<blocks_for(rows * dim), kThreads, 0, s>>>(static_cast<const bf16*>(table), ids, rows, dim, x);
+    count_launch(), embed_kernel<<<blocks_for(rows * dim), kThreads, 0, s>>>(static_cast<const bf16*>(table), ids, rows, dim, x);
   else
-    embed_kernel<<<blocks_for(rows * dim), kThreads, 0, s>>>(static_cast<const float*>(table), ids, rows, dim, x);
+    count_launch(), embed_kernel<<<blocks_for(rows * dim), kThreads, 0, s>>>(static_cast<const float*>(table), ids, rows, dim, x);
 }
 
 void masked_softmax(const float* scores, int64_t batch, int64_t rows, int64_t cols, int64_t ld, int64_t q0,
@@ -312,7 +319,7 @@ void masked_softmax(const float* scores, int64_t batch, int64_t rows, int64_t co
 }
 
 void unpack_latents(const float* tokens, int64_t pixels, const float* mean, const float* std, float* out, cudaStream_t s) {
-  unpack_kernel<<<blocks_for(64 * pixels), kThreads, 0, s>>>(tokens, pixels, mean, std, out);
+  count_launch(), unpack_kernel<<<blocks_for(64 * pixels), kThreads, 0, s>>>(tokens, pixels, mean, std, out);
 }
 
 void channel_rms_norm(const float* x, int64_t channels, int64_t pixels, const float* gamma, bool then_silu, void* out,
@@ -324,13 +331,13 @@ void im2col3x3(const void* x, ElementType t, int64_t channels, int64_t height, i
                void* col, cudaStream_t s) {
   const int blocks = blocks_for(channels * 9 * (y1 - y0) * width);
   if (t == ElementType::kBf16)
-    im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const bf16*>(x), channels, height, width, y0, y1, static_cast<bf16*>(col));
+    count_launch(), im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const bf16*>(x), channels, height, width, y0, y1, static_cast<bf16*>(col));
   else
-    im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(x), channels, height, width, y0, y1, static_cast<float*>(col));
+    count_launch(), im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(x), channels, height, width, y0, y1, static_cast<float*>(col));
 }
 
 void fill_bias(float* out, const float* bias, int64_t channels, int64_t pixels, cudaStream_t s) {
-  fill_bias_kernel<<<blocks_for(channels * pixels), kThreads, 0, s>>>(out, bias, channels, pixels);
+  count_launch(), fill_bias_kernel<<<blocks_for(channels * pixels), kThreads, 0, s>>>(out, bias, channels, pixels);
 }
 
 void upsample2x(const float* x, int64_t channels, int64_t height, int64_t width, void* out, ElementType t, cudaStream_t s) {
@@ -338,11 +345,11 @@ void upsample2x(const float* x, int64_t channels, int64_t height, int64_t width,
 }
 
 void add_dup_up(float* y, int64_t channels, int64_t h2, int64_t w2, const float* x, int64_t in_channels, int ft, cudaStream_t s) {
-  dup_up_kernel<<<blocks_for(channels * h2 * w2), kThreads, 0, s>>>(y, channels, h2, w2, x, in_channels, ft);
+  count_launch(), dup_up_kernel<<<blocks_for(channels * h2 * w2), kThreads, 0, s>>>(y, channels, h2, w2, x, in_channels, ft);
 }
 
-void add(float* y, const float* x, int64_t n, cudaStream_t s) { add_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, x, n); }
-void clamp_unit(float* x, int64_t n, cudaStream_t s) { clamp_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n); }
+void add(float* y, const float* x, int64_t n, cudaStream_t s) { count_launch(), add_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, x, n); }
+void clamp_unit(float* x, int64_t n, cudaStream_t s) { count_launch(), clamp_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n); }
 
 void fill_random(void* p, ElementType t, int64_t n, uint64_t seed, float scale, float offset, cudaStream_t s) {
   DISPATCH(t, fill_random_kernel, blocks_for(n), kThreads, s, p, n, seed, scale, offset);

@@ -77,6 +77,11 @@ void clamp_unit(float* x, int64_t n, cudaStream_t s);
 // the device.
 void fill_random(void* p, ElementType type, int64_t n, uint64_t seed, float scale, float offset, cudaStream_t s);
 
+// Launches made by this process: every kernel above and every cuBLASLt matmul (Gemm::run counts one,
+// whatever kernels cuBLASLt runs inside it). For benchmarks' launches per step; relaxed, never reset.
+void count_launch();
+uint64_t launch_count();
+
 // Raises CudaError naming `what` when a launch failed (the launches' configuration errors).
 void check_launch(int device, const char* what);
 

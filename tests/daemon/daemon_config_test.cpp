@@ -42,6 +42,12 @@ TEST(DaemonConfig, EngineFlags) {
   EXPECT_NE(usage_error({"--precision", "fp16"}).find("--precision"), std::string::npos);
   EXPECT_NE(usage_error({"--gpu-memory", "lots"}).find("--gpu-memory \"lots\""), std::string::npos);
   EXPECT_NE(usage_error({"--gpu-memory", "-1"}).find("--gpu-memory"), std::string::npos);
+  EXPECT_FALSE(d.engine_options().random_weights.has_value());
+  EXPECT_EQ(parse({"--engine", "cuda", "--random-weights", "18446744073709551615"}).engine_options().random_weights,
+            std::optional<uint64_t>(18446744073709551615ull));
+  EXPECT_NE(usage_error({"--random-weights", "3"}).find("--random-weights takes --engine cuda"), std::string::npos);
+  EXPECT_NE(usage_error({"--engine", "cpu", "--random-weights", "3"}).find("not \"cpu\""), std::string::npos);
+  EXPECT_NE(usage_error({"--engine", "cuda", "--random-weights", "x"}).find("--random-weights \"x\""), std::string::npos);
 }
 
 TEST(DaemonConfig, EngineKeysInTheConfigFile) {

@@ -70,6 +70,9 @@ TEST(RenderCommand, BadInputExitsTwoWithAClearMessage) {
       {{"--model", m, "--prompt", "x", "-o", out, "--engine", "metal"}, "engine \"metal\" is not one of auto, cpu"},
       {{"--model", m, "--prompt", "x", "-o", out, "--precision", "fp16"}, "--precision: precision \"fp16\""},
       {{"--model", m, "--prompt", "x", "-o", out, "--seed", "abc"}, "--seed \"abc\""},
+      {{"--model", m, "--prompt", "x", "-o", out, "--engine", "cpu", "--random-weights", "7"},
+       "random weights are the cuda engine's (speed measurements on a hollow model); engine \"cpu\" reads the model's own"},
+      {{"--model", m, "--prompt", "x", "-o", out, "--random-weights", "-1"}, "--random-weights \"-1\""},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {kRgbaqd, "render"};

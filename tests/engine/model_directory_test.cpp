@@ -4,6 +4,7 @@
 #include "engine/model_directory.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -35,6 +36,28 @@ void edit_index(const std::filesystem::path& dir, const std::function<void(json&
   }
   edit(index);
   std::ofstream(dir / "model_index.json") << index.dump(2);
+}
+
+// The GPU benchmarks' model: every real-dims tensor present with its shape, in files that are holes.
+TEST(ModelDirectory, AHollowRealDimsModelOpensWithEveryTensorAndTakesNoDisk) {
+  TempDir dir;
+  tools::TinyModelOptions options;
+  options.real_dims = true;
+  options.hollow = true;
+  options.tokenizer_json = std::filesystem::path(RGBAQ_SOURCE_DIR_PATH) / "tokenizer/data/qwen3/tokenizer.json";
+  tools::write_tiny_model(dir.path() / "real", options);
+  const ModelDirectory model = ModelDirectory::open(dir.path() / "real");  // checks every tensor's name, shape, dtype
+  EXPECT_EQ(model.dit_config().layers, 32);
+  uint64_t apparent = 0, allocated = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".safetensors") continue;
+    struct stat st {};
+    ASSERT_EQ(stat(entry.path().c_str(), &st), 0);
+    apparent += static_cast<uint64_t>(st.st_size);
+    allocated += static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+  EXPECT_GT(apparent, uint64_t{28} << 30) << "the real model's bf16 bytes";
+  EXPECT_LT(allocated, uint64_t{16} << 20);
 }
 
 TEST(ModelDirectory, PublishedLayoutRendersTheSameBytesAsOurs) {

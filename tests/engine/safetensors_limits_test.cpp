@@ -64,11 +64,12 @@ TEST(SafetensorsLimits, TheScanCountsTheValuesAParserMakes) {
   const std::string text = R"( {"a": [[], [1, 2]], "b": {}, "s": "[,{,"} )";
   EXPECT_EQ(common::scan_json(text, 8).values, 8u);  // ... and "s"'s string, whose brackets do not count
   size_t dom_values = 0;
-  nlohmann::json::parse(text, [&](int, nlohmann::json::parse_event_t e, nlohmann::json&) {
+  const auto parsed = nlohmann::json::parse(text, [&](int, nlohmann::json::parse_event_t e, nlohmann::json&) {
     dom_values += e == nlohmann::json::parse_event_t::value || e == nlohmann::json::parse_event_t::object_end ||
                   e == nlohmann::json::parse_event_t::array_end;
     return true;
   });
+  EXPECT_FALSE(parsed.is_discarded());
   EXPECT_EQ(dom_values, 8u) << "nlohmann's own events agree";
   EXPECT_EQ(common::scan_json("[]", 8).values, 1u);
   EXPECT_EQ(common::scan_json("", 8).values, 0u);

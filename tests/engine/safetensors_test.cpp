@@ -3,6 +3,7 @@
 #include "engine/safetensors.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <functional>
@@ -63,6 +64,35 @@ TEST(Safetensors, RoundTripsEveryDtype) {
   EXPECT_EQ(file.tensor("i8").to_f32_vector()[4], -128.0f);
   EXPECT_EQ(file.tensor("f32").shape(), (Shape{2, 3}));
   EXPECT_THROW(file.tensor("nope"), std::runtime_error);
+}
+
+// make_tiny_model --hollow: the header of the whole file, then a hole the data would fill, which reads as
+// zeros and takes no disk.
+TEST(Safetensors, AHollowFileIsTheWholeFilesHeaderOverAHoleOfZeros) {
+  TempDir dir;
+  Tensor t = Tensor::zeros(DType::kBF16, {2048, 4096});  // 16 MiB
+  auto* v = static_cast<uint16_t*>(t.mutable_data());
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = f32_to_bf16(static_cast<float>(i % 251) - 125.0f);
+  const Tensor bias = Tensor::from_f32({7}, {1, 2, 3, 4, 5, 6, 7});
+  const auto whole = dir.path() / "whole.safetensors", hollow = dir.path() / "hollow.safetensors";
+  write_safetensors(whole, {{"w", t}, {"b", bias}});
+  write_safetensors(hollow, {{"w", t}, {"b", bias}}, true);
+  ASSERT_EQ(std::filesystem::file_size(hollow), std::filesystem::file_size(whole));
+  auto bytes = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string a = bytes(whole), b = bytes(hollow);
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = header << 8 | static_cast<uint8_t>(a[static_cast<size_t>(i)]);
+  EXPECT_EQ(a.substr(0, 8 + header), b.substr(0, 8 + header));  // the same length prefix and JSON
+  EXPECT_EQ(b.find_first_not_of('\0', 8 + header), std::string::npos) << "the data reads as zeros";
+  struct stat st {};
+  ASSERT_EQ(stat(hollow.c_str(), &st), 0);
+  EXPECT_LT(st.st_blocks * 512, 1 << 20) << "a hole takes no disk (" << st.st_blocks * 512 << " bytes allocated)";
+  const auto file = SafetensorsFile::open(hollow);
+  EXPECT_EQ(file.tensor("w").shape(), (Shape{2048, 4096}));
+  EXPECT_EQ(file.tensor("b").to_f32_vector(), std::vector<float>(7, 0.0f));
 }
 
 TEST(Safetensors, CorruptAndTruncatedFilesAreNamedErrors) {
