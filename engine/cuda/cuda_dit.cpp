@@ -7,13 +7,12 @@
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/workspace_plan.h"
 
 namespace rgbaq::engine::cuda {
 namespace {
 
 constexpr int kTimestepDim = 256;
-// Attention scores at most this many per chunk (fp32 plus the probabilities in the GEMM type).
-constexpr int64_t kScoreBudget = int64_t{64} << 20;
 
 std::vector<const Tensor*> block_linears(const cpu::Dit::Block& b) {
   return {&b.to_q, &b.to_k, &b.to_v, &b.to_out, &b.gate, &b.proj, &b.out};
@@ -148,26 +147,14 @@ void CudaDit::ensure_workspace(int64_t rows, int64_t keys) {
   if (rows <= ws_rows_ && keys <= ws_keys_) return;
   // ws_rows_/ws_keys_ change only once every buffer is allocated: after a failed allocation (the job
   // fails) the next image must not skip this with buffers too small or empty.
-  const int64_t r = std::max(rows, ws_rows_), k = std::max(keys, ws_keys_), dim = config_.dim(), mlp = dim * config_.mlp_ratio, f = sizeof(float);
-  const int64_t e = static_cast<int64_t>(esize_);
-  arena_.ensure(x_, r * dim * f, "DiT residual stream");
-  arena_.ensure(h_, r * std::max<int64_t>(dim, config_.context_dim) * e, "DiT normed rows");
-  arena_.ensure(qf_, r * dim * f, "DiT projections");
-  arena_.ensure(q_, r * dim * e, "DiT queries");
-  arena_.ensure(k_, k * dim * e, "DiT keys");
-  arena_.ensure(v_, k * dim * e, "DiT values");
-  arena_.ensure(attn_, r * dim * f, "DiT attention output");
-  arena_.ensure(attn_t_, r * dim * e, "DiT attention output");
-  arena_.ensure(delta_, r * dim * f, "DiT block output");
-  arena_.ensure(gate_, r * mlp * f, "DiT MLP gate");
-  arena_.ensure(up_, r * mlp * f, "DiT MLP up");
-  arena_.ensure(mlp_t_, r * mlp * e, "DiT MLP hidden");
-  score_elements_ = attention_score_elements(config_.heads, r, k, kScoreBudget);
-  arena_.ensure(scores_, score_elements_ * f, "DiT attention scores");
-  arena_.ensure(probs_, score_elements_ * e, "DiT attention probabilities");
-  arena_.ensure(tokens_, r * 64 * f, "DiT image tokens");
-  arena_.ensure(txt_, r * config_.context_dim * f, "DiT text features");
-  arena_.ensure(vel_, r * 64 * f, "DiT velocity");
+  const int64_t r = std::max(rows, ws_rows_), k = std::max(keys, ws_keys_);
+  // The plan's buffers, in its order (workspace_plan.h: what the session's fit check counted).
+  DeviceBuffer* buffers[] = {&x_,     &h_,     &qf_,    &q_,      &k_,      &v_,      &attn_, &attn_t_, &delta_,
+                             &gate_,  &up_,    &mlp_t_, &scores_, &probs_,  &tokens_, &txt_,  &vel_};
+  const auto plan = dit_workspace(config_, static_cast<int64_t>(esize_), r, k);
+  if (plan.size() != std::size(buffers)) throw std::logic_error("CudaDit: the workspace plan has another shape");
+  for (size_t i = 0; i < plan.size(); ++i) arena_.ensure(*buffers[i], static_cast<size_t>(plan[i].bytes), plan[i].what);
+  score_elements_ = attention_score_elements(config_.heads, r, k, kDitScoreBudget);
   ws_rows_ = r;
   ws_keys_ = k;
 }
@@ -229,15 +216,12 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
 }
 
 void CudaDit::reserve(int64_t text_tokens, int64_t image_tokens) {
-  const int64_t l = text_tokens, n = image_tokens, f = sizeof(float);
+  const int64_t l = text_tokens, n = image_tokens;
   ensure_workspace(std::max(l, n), l + n);
-  arena_.ensure(txt_cos_, l * 64 * f, "DiT RoPE");
-  arena_.ensure(txt_sin_, l * 64 * f, "DiT RoPE");
-  arena_.ensure(img_cos_, n * 64 * f, "DiT RoPE");
-  arena_.ensure(img_sin_, n * 64 * f, "DiT RoPE");
-  const size_t prefix_bytes = static_cast<size_t>(config_.layers) * l * config_.dim() * esize_;
-  arena_.ensure(prefix_k_, prefix_bytes, "DiT text prefix keys");
-  arena_.ensure(prefix_v_, prefix_bytes, "DiT text prefix values");
+  DeviceBuffer* buffers[] = {&txt_cos_, &txt_sin_, &img_cos_, &img_sin_, &prefix_k_, &prefix_v_};
+  const auto plan = dit_image_buffers(config_, static_cast<int64_t>(esize_), l, n);
+  if (plan.size() != std::size(buffers)) throw std::logic_error("CudaDit: the image buffer plan has another shape");
+  for (size_t i = 0; i < plan.size(); ++i) arena_.ensure(*buffers[i], static_cast<size_t>(plan[i].bytes), plan[i].what);
 }
 
 void CudaDit::begin_image(const Tensor& txt_feats, const host::RopeTensors& rope) {

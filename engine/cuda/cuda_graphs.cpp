@@ -4,17 +4,11 @@
 
 #include "engine/cpu/vae_decoder.h"
 #include "engine/cuda/cuda_check.h"
+#include "engine/cuda/workspace_plan.h"
 #include "engine/model_config.h"
+#include "host/contract_limits.h"
 
 namespace rgbaq::engine::cuda {
-namespace {
-
-// What the workspaces need beside the weights, at most (the DiT's at 1024 x 1024 real dims is about
-// 1.5 GiB; the VAE's maps take more at 1024 and are not tiled yet).
-constexpr double kWorkspaceReserveGib = 4.0;
-
-}  // namespace
-
 CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options)
     : device_(options.device),
       type_(options.precision == Precision::kFp32 ? ElementType::kF32 : ElementType::kBf16),
@@ -56,7 +50,12 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   const cpu::Dit dit_views(dit_weights, dit_config);
   const size_t encoder_bytes = CudaTextEncoder::weight_bytes(*text_views_, type_);
   const size_t blocks_bytes = CudaDit::block_bytes(dit_views, type_);
-  const size_t reserve = static_cast<size_t>(kWorkspaceReserveGib * 1024 * 1024 * 1024);
+  // What the session holds beside its weights at the largest render the contract allows (the daemon's
+  // workers reserve it at start): weights that fit only without it would run out at the first decode.
+  const VaeConfig vae_config = load_vae_config(model.vae_dir() / "config.json");
+  const size_t reserve = static_cast<size_t>(session_workspace_bytes(
+      text_config_, dit_config, vae_config, static_cast<int64_t>(element_size(type_)), host::kMaxTextTokens,
+      host::kMaxFullTokens, host::kMaxImageTokens));
   const bool fits = encoder_bytes + blocks_bytes + reserve <= arena_->budget();
   // Short of memory, both give way: the encoder comes up only to encode (16 GB at real dims, freed
   // after) and the DiT's blocks stream, so a 24 GiB card holds the encoder or the DiT's working set.
@@ -72,7 +71,7 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   dit_ = std::make_unique<CudaDit>(dit_config, &dit_views, source, *gemm_, stream_, stream_blocks);
   {
     const WeightStore vae_weights = WeightStore::open(model.vae_dir());
-    const cpu::VaeDecoder vae_views(vae_weights, load_vae_config(model.vae_dir() / "config.json"));
+    const cpu::VaeDecoder vae_views(vae_weights, vae_config);
     vae_ = std::make_unique<CudaVae>(vae_views, source, *gemm_, stream_);
   }
   if (fits && !options.force_block_streaming) {

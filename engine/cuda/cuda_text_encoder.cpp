@@ -6,14 +6,9 @@
 #include "engine/cuda/attention_plan.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/workspace_plan.h"
 
 namespace rgbaq::engine::cuda {
-namespace {
-
-constexpr int64_t kScoreBudget = int64_t{16} << 20;  // attention scores per chunk
-
-}  // namespace
-
 size_t CudaTextEncoder::weight_bytes(const cpu::TextEncoder& e, ElementType type) {
   size_t total = static_cast<size_t>(e.embedding().numel()) * element_size(type);
   for (const auto& l : e.layers())
@@ -60,19 +55,15 @@ Tensor CudaTextEncoder::encode(std::span<const int32_t> ids) {
   }
   std::vector<float> cos, sin;
   cpu::rotate_half_rope_tables(n, config_, cos, sin);  // the CPU backend's tables, bit for bit
-  // Per encode (not a step loop): buffers for this Lfull, freed on return.
-  DeviceBuffer ids_d = arena_.allocate(n * sizeof(int32_t), "encoder ids"), cos_d = arena_.allocate(cos.size() * f, "encoder RoPE"),
-               sin_d = arena_.allocate(sin.size() * f, "encoder RoPE"), x = arena_.allocate(n * h * f, "encoder residual stream"),
-               normed = arena_.allocate(n * h * e, "encoder normed rows"),
-               proj = arena_.allocate(n * std::max(q_dim, inter) * f, "encoder projections"),
-               q = arena_.allocate(n * q_dim * e, "encoder queries"), k = arena_.allocate(n * kv_dim * e, "encoder keys"),
-               v = arena_.allocate(n * kv_dim * e, "encoder values"), attn = arena_.allocate(n * q_dim * f, "encoder attention"),
-               up = arena_.allocate(n * inter * f, "encoder MLP up"),
-               mlp = arena_.allocate(n * std::max(inter, q_dim) * e, "encoder MLP hidden");
+  // Per encode (not a step loop): the plan's buffers for this Lfull (workspace_plan.h), freed on return.
   // Query chunks keep the scores linear in Lfull (heads x n x n would be quadratic).
-  const int64_t score_elements = attention_score_elements(config_.heads, n, n, kScoreBudget);
-  DeviceBuffer scores = arena_.allocate(score_elements * f, "encoder attention scores"),
-               probs = arena_.allocate(score_elements * e, "encoder attention probabilities");
+  const auto plan = encoder_workspace(config_, e, n);
+  std::vector<DeviceBuffer> b;
+  for (const auto& p : plan) b.push_back(arena_.allocate(static_cast<size_t>(p.bytes), p.what));
+  if (b.size() != 14) throw std::logic_error("CudaTextEncoder: the workspace plan has another shape");
+  DeviceBuffer &ids_d = b[0], &cos_d = b[1], &sin_d = b[2], &x = b[3], &normed = b[4], &proj = b[5], &q = b[6], &k = b[7],
+               &v = b[8], &attn = b[9], &up = b[10], &mlp = b[11], &scores = b[12], &probs = b[13];
+  const int64_t score_elements = attention_score_elements(config_.heads, n, n, kEncoderScoreBudget);
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(ids_d.get(), ids.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_), device);
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(cos_d.get(), cos.data(), cos.size() * f, cudaMemcpyHostToDevice, stream_), device);
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(sin_d.get(), sin.data(), sin.size() * f, cudaMemcpyHostToDevice, stream_), device);

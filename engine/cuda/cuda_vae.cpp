@@ -8,15 +8,9 @@
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/workspace_plan.h"
 
 namespace rgbaq::engine::cuda {
-namespace {
-
-constexpr int64_t kColumnBudget = int64_t{64} << 20;  // im2col elements per strip
-constexpr int64_t kScoreBudget = int64_t{64} << 20;
-
-}  // namespace
-
 CudaVae::Conv CudaVae::upload_conv(WeightSource& source, const cpu::VaeDecoder::Conv& c, const std::string& what) {
   Conv d;
   d.out = c.out, d.in = c.in, d.k = c.k;
@@ -37,7 +31,7 @@ CudaVae::ResBlock CudaVae::upload_res(WeightSource& source, const cpu::VaeDecode
 }
 
 CudaVae::CudaVae(const cpu::VaeDecoder& v, WeightSource& source, Gemm& gemm, cudaStream_t stream)
-    : arena_(source.arena()), gemm_(gemm), stream_(stream), type_(source.type()) {
+    : arena_(source.arena()), gemm_(gemm), stream_(stream), type_(source.type()), config_(v.config_) {
   // The latent statistics are the config's, not weights: as configured even with random weights.
   mean_ = upload(arena_, v.config_.latents_mean, ElementType::kF32, "VAE latents_mean");
   std_ = upload(arena_, v.config_.latents_std, ElementType::kF32, "VAE latents_std");
@@ -66,27 +60,15 @@ CudaVae::CudaVae(const cpu::VaeDecoder& v, WeightSource& source, Gemm& gemm, cud
 
 void CudaVae::ensure_maps(int64_t grid_pixels) {
   if (grid_pixels <= map_pixels_) return;
-  // The largest C x pixels of any stage: each up block works at its channels and 4x the pixels of the last.
-  // (The mid attention's qkv is 3 C wide at the grid's pixels.)
-  int64_t largest = std::max<int64_t>(64, 3 * dims_[0]) * grid_pixels, pixels = grid_pixels;
-  for (size_t i = 0; i < up_blocks_.size(); ++i) {
-    largest = std::max(largest, std::max(dims_[i], dims_[i + 1]) * pixels);
-    if (up_blocks_[i].upsamples) pixels *= 4;
-    largest = std::max(largest, dims_[i + 1] * pixels);
-  }
-  const int64_t f = sizeof(float), e = static_cast<int64_t>(element_size(type_));
-  arena_.ensure(x_, largest * f, "VAE feature map");
-  arena_.ensure(h_, largest * f, "VAE feature map");
-  arena_.ensure(sc_, largest * f, "VAE shortcut map");
-  arena_.ensure(skip_, largest * f, "VAE up block input");
-  arena_.ensure(t_, largest * e, "VAE conv input");
-  col_elements_ = std::min(kColumnBudget, largest * 9);
-  arena_.ensure(col_, col_elements_ * e, "VAE im2col strip");
-  // The latents (fp32 [n, 64]) pass through it first, then the attention's [n, 3C] tokens.
-  arena_.ensure(tokens_, std::max(64 * f, 3 * dims_[0] * e) * grid_pixels, "VAE latents and attention tokens");
-  score_elements_ = attention_score_elements(1, grid_pixels, grid_pixels, kScoreBudget);
-  arena_.ensure(scores_, score_elements_ * f, "VAE attention scores");
-  arena_.ensure(probs_, score_elements_ * e, "VAE attention probabilities");
+  // The plan's buffers, in its order (workspace_plan.h). The latents (fp32 [n, 64]) pass through
+  // tokens_ first, then the mid attention's [n, 3C] tokens.
+  DeviceBuffer* buffers[] = {&x_, &h_, &sc_, &skip_, &t_, &col_, &tokens_, &scores_, &probs_};
+  const int64_t e = static_cast<int64_t>(element_size(type_));
+  const auto plan = vae_workspace(config_, e, grid_pixels);
+  if (plan.size() != std::size(buffers)) throw std::logic_error("CudaVae: the workspace plan has another shape");
+  for (size_t i = 0; i < plan.size(); ++i) arena_.ensure(*buffers[i], static_cast<size_t>(plan[i].bytes), plan[i].what);
+  col_elements_ = plan[5].bytes / e;
+  score_elements_ = attention_score_elements(1, grid_pixels, grid_pixels, kVaeScoreBudget);
   map_pixels_ = grid_pixels;  // only once all fit: after a failure the next decode tries again
 }
 

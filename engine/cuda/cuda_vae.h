@@ -52,6 +52,7 @@ class CudaVae {
   Gemm& gemm_;
   cudaStream_t stream_;
   ElementType type_;
+  VaeConfig config_;  // its decoder dims size the maps (workspace_plan.h)
   int64_t z_dim_ = 64;
   DeviceBuffer mean_, std_;
   Conv post_quant_, conv_in_, conv_out_, attn_qkv_, attn_proj_;

@@ -5,11 +5,11 @@
 #include "engine/cuda/cublaslt_library.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/workspace_plan.h"
 
 namespace rgbaq::engine::cuda {
 namespace {
 
-constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 // The largest power of two up to 16 that divides every address: cuBLASLt's algorithms need it.
 unsigned alignment_of(const void* a, const void* b, const void* c) {
@@ -25,7 +25,7 @@ size_t element_size(ElementType t) { return t == ElementType::kBf16 ? 2 : 4; }
 
 Gemm::Gemm(DeviceArena& arena, cudaStream_t stream) : lt_(cublaslt()), arena_(arena), stream_(stream) {
   check_cublas(lt_.create(&handle_), arena.device(), "cublasLtCreate");
-  workspace_ = arena.allocate(kWorkspaceBytes, "cuBLASLt workspace");
+  workspace_ = arena.allocate(static_cast<size_t>(kGemmWorkspaceBytes), "cuBLASLt workspace");
 }
 
 Gemm::~Gemm() {

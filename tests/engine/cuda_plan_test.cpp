@@ -1,6 +1,7 @@
 // The CUDA backend's plain-C++ arithmetic on the host (no GPU needed): attention's query chunks and
-// their padded score strides (engine/cuda/attention_plan.h), and the DiT block streamer's copy-ahead
-// schedule (engine/cuda/block_schedule.h), against the CPU attention's mask and a simulated pair of slots.
+// their padded score strides (engine/cuda/attention_plan.h), the DiT block streamer's copy-ahead
+// schedule (engine/cuda/block_schedule.h), against the CPU attention's mask and a simulated pair of
+// slots; and the graphs' workspaces (engine/cuda/workspace_plan.h) against sums worked out by hand.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 
 #include "engine/cuda/attention_plan.h"
 #include "engine/cuda/block_schedule.h"
+#include "engine/cuda/workspace_plan.h"
+#include "tools/tiny_model.h"
 
 namespace rgbaq::engine::cuda {
 namespace {
@@ -76,6 +79,63 @@ TEST(CudaBlockSchedule, EveryBlockFindsItsWeightsAndNoCopyHitsTheComputingSlot) 
       EXPECT_EQ(copies, blocks) << "blocks that fit both slots are copied once";
     }
     EXPECT_LE(copies, 9 * blocks + 1) << "at most one copy per block run (and the wrap's copy ahead)";
+  }
+}
+
+}  // namespace
+}  // namespace rgbaq::engine::cuda
+
+namespace rgbaq::engine::cuda {
+namespace {
+
+// The workspace a real-dims bf16 session holds at the contract's largest render (L 512, Lfull 512,
+// N 4096 = 1024 x 1024), worked out by hand from the graphs' buffers: what the fit check counts.
+TEST(CudaWorkspacePlan, TheRealModelsLargestRenderIsCountedBufferByBuffer) {
+  const int64_t mib = int64_t{1} << 20, e = 2;  // bf16
+  const DitConfig dit = tools::real_dit_config();
+  // DiT, rows max(L, N) = 4096 over L + N = 4608 keys, dim 4096, MLP 12288: fp32 rows of 4096 are
+  // 64 MiB (x, projections, attention output, block output, text features), bf16 ones 32 MiB (normed,
+  // queries, attention output); keys and values 4608 x 4096 x 2 = 36 MiB each; the MLP's gate and up
+  // 192 MiB, its hidden 96 MiB; scores at the 64 Mi-element budget 256 MiB, probabilities 128 MiB;
+  // image tokens and velocity 4096 x 64 x 4 = 1 MiB each.
+  const auto ws = dit_workspace(dit, e, 4096, 4608);
+  ASSERT_EQ(ws.size(), 17u);
+  EXPECT_EQ(bytes_of(ws), (64 + 32 + 64 + 32 + 36 + 36 + 64 + 32 + 64 + 192 + 192 + 96 + 256 + 128 + 1 + 64 + 1) * mib);
+  EXPECT_STREQ(ws[12].what, "DiT attention scores");
+  EXPECT_EQ(ws[12].bytes, 256 * mib);
+  // RoPE: 512 and 4096 rows of 64 floats, twice; the text prefix: 32 blocks x 512 x 4096 x 2 bytes, K and V.
+  EXPECT_EQ(bytes_of(dit_image_buffers(dit, e, 512, 4096)), 2 * 512 * 64 * 4 + 2 * 4096 * 64 * 4 + 2 * 128 * mib);
+  // The VAE (decoder_base_dim 144, dim_mult 1 2 4 8 8): channels 1152 1152 1152 576 288 144; the widest
+  // stage is 288 channels at the full 1024 x 1024 pixels, 301,989,888 values: four fp32 maps of them
+  // (4.5 GiB) and one bf16 conv input; the im2col strip at its 64 Mi-element budget; the attention's
+  // tokens 3 x 1152 x 2 bytes per latent; its scores 4096 x 4096, fp32 and bf16.
+  const VaeConfig vae = tools::real_vae_config();
+  EXPECT_EQ(vae_decoder_dims(vae), (std::vector<int64_t>{1152, 1152, 1152, 576, 288, 144}));
+  const int64_t widest = int64_t{288} * 1024 * 1024;
+  EXPECT_EQ(bytes_of(vae_workspace(vae, e, 4096)),
+            4 * widest * 4 + widest * 2 + 64 * mib * 2 + 3 * 1152 * 2 * 4096 + 4096 * 4096 * (4 + 2));
+  // The encoder at Lfull 512 (hidden 4096, 32 query and 8 key/value heads of 128, MLP 12288).
+  const TextEncoderConfig enc = tools::real_text_encoder_config();
+  EXPECT_EQ(bytes_of(encoder_workspace(enc, e, 512)),
+            512 * 4 + 2 * 512 * 64 * 4 + 512 * 4096 * (4 + 2) + 512 * 12288 * 4 + 512 * 4096 * 2 + 2 * 512 * 1024 * 2 +
+                512 * 4096 * 4 + 512 * 12288 * 4 + 512 * 12288 * 2 + 32 * 512 * 512 * (4 + 2));
+  // Together, with cuBLASLt's 32 MiB: 7.04 GiB, where the fit check used to reserve a flat 4 GiB.
+  const int64_t total = session_workspace_bytes(enc, dit, vae, e, 512, 512, 4096);
+  EXPECT_EQ(total, int64_t{7563905024});
+  EXPECT_GT(total, int64_t{4} << 30);
+}
+
+// The plan follows the size asked for: smaller renders need less, fp32 sessions more.
+TEST(CudaWorkspacePlan, GrowsWithTheImageAndTheElementSize) {
+  const auto enc = tools::real_text_encoder_config();
+  const auto dit = tools::real_dit_config();
+  const auto vae = tools::real_vae_config();
+  int64_t last = 0;
+  for (const int64_t n : {256, 1024, 4096}) {
+    const int64_t bytes = session_workspace_bytes(enc, dit, vae, 2, 512, 512, n);
+    EXPECT_GT(bytes, last) << n;
+    EXPECT_GT(session_workspace_bytes(enc, dit, vae, 4, 512, 512, n), bytes) << n;
+    last = bytes;
   }
 }
 

@@ -1,0 +1,126 @@
+#pragma once
+// The CUDA graphs' device workspaces as plain arithmetic, so the host tests check them against a table
+// worked out by hand and a session decides what fits before it allocates: the DiT's (sized for its
+// widest pass, the text prefix or a step), its per-image RoPE and text-prefix keys/values, the VAE's
+// feature maps, the encoder's per-prompt buffers and cuBLASLt's workspace. The graphs allocate exactly
+// these buffers, in this order (CudaDit::ensure_workspace, CudaVae::ensure_maps, CudaTextEncoder::encode).
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "engine/cuda/attention_plan.h"
+#include "engine/model_config.h"
+
+namespace rgbaq::engine::cuda {
+
+// Attention scores per query chunk (fp32, and the probabilities again in the GEMM type).
+inline constexpr int64_t kDitScoreBudget = int64_t{64} << 20;
+inline constexpr int64_t kEncoderScoreBudget = int64_t{16} << 20;
+inline constexpr int64_t kVaeScoreBudget = int64_t{64} << 20;
+inline constexpr int64_t kVaeColumnBudget = int64_t{64} << 20;  // im2col elements per row strip
+inline constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
+
+struct WorkspaceBuffer {
+  const char* what;
+  int64_t bytes;
+};
+
+inline int64_t bytes_of(const std::vector<WorkspaceBuffer>& buffers) {
+  int64_t n = 0;
+  for (const auto& b : buffers) n += b.bytes;
+  return n;
+}
+
+// The DiT's workspace for `rows` rows over `keys` keys; `e` bytes an element of the GEMM type.
+inline std::vector<WorkspaceBuffer> dit_workspace(const DitConfig& c, int64_t e, int64_t rows, int64_t keys) {
+  const int64_t r = rows, k = keys, dim = c.dim(), mlp = dim * c.mlp_ratio, f = 4;
+  const int64_t scores = attention_score_elements(c.heads, r, k, kDitScoreBudget);
+  return {{"DiT residual stream", r * dim * f},
+          {"DiT normed rows", r * std::max<int64_t>(dim, c.context_dim) * e},
+          {"DiT projections", r * dim * f},
+          {"DiT queries", r * dim * e},
+          {"DiT keys", k * dim * e},
+          {"DiT values", k * dim * e},
+          {"DiT attention output", r * dim * f},
+          {"DiT attention output", r * dim * e},
+          {"DiT block output", r * dim * f},
+          {"DiT MLP gate", r * mlp * f},
+          {"DiT MLP up", r * mlp * f},
+          {"DiT MLP hidden", r * mlp * e},
+          {"DiT attention scores", scores * f},
+          {"DiT attention probabilities", scores * e},
+          {"DiT image tokens", r * 64 * f},
+          {"DiT text features", r * c.context_dim * f},
+          {"DiT velocity", r * 64 * f}};
+}
+
+// An image's RoPE tables and each block's text keys and values, L text and N image tokens.
+inline std::vector<WorkspaceBuffer> dit_image_buffers(const DitConfig& c, int64_t e, int64_t l, int64_t n) {
+  const int64_t prefix = int64_t{c.layers} * l * c.dim() * e;
+  return {{"DiT RoPE", l * 64 * 4}, {"DiT RoPE", l * 64 * 4}, {"DiT RoPE", n * 64 * 4}, {"DiT RoPE", n * 64 * 4},
+          {"DiT text prefix keys", prefix}, {"DiT text prefix values", prefix}};
+}
+
+// The decoder's channels at each stage (VaeDecoder's dims_): [base * mult.back()] + reversed(base * mult).
+inline std::vector<int64_t> vae_decoder_dims(const VaeConfig& c) {
+  std::vector<int64_t> dims = {int64_t{c.decoder_base_dim} * c.dim_mult.back()};
+  for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims.push_back(int64_t{c.decoder_base_dim} * *it);
+  return dims;
+}
+
+// The VAE's feature maps for a grid of `grid_pixels` latents. Each up block works at its channels and
+// 4x the pixels of the last (every block but the last upsamples); the mid attention's qkv is 3 C wide.
+inline std::vector<WorkspaceBuffer> vae_workspace(const VaeConfig& c, int64_t e, int64_t grid_pixels) {
+  const std::vector<int64_t> dims = vae_decoder_dims(c);
+  int64_t largest = std::max<int64_t>(64, 3 * dims[0]) * grid_pixels, pixels = grid_pixels;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) {
+    largest = std::max(largest, std::max(dims[i], dims[i + 1]) * pixels);
+    if (i + 1 < c.dim_mult.size()) pixels *= 4;
+    largest = std::max(largest, dims[i + 1] * pixels);
+  }
+  const int64_t f = 4, columns = std::min(kVaeColumnBudget, largest * 9);
+  const int64_t scores = attention_score_elements(1, grid_pixels, grid_pixels, kVaeScoreBudget);
+  return {{"VAE feature map", largest * f},
+          {"VAE feature map", largest * f},
+          {"VAE shortcut map", largest * f},
+          {"VAE up block input", largest * f},
+          {"VAE conv input", largest * e},
+          {"VAE im2col strip", columns * e},
+          {"VAE latents and attention tokens", std::max(64 * f, 3 * dims[0] * e) * grid_pixels},
+          {"VAE attention scores", scores * f},
+          {"VAE attention probabilities", scores * e}};
+}
+
+// The encoder's buffers for one prompt of `n` tokens (Lfull), allocated per encode and freed after.
+inline std::vector<WorkspaceBuffer> encoder_workspace(const TextEncoderConfig& c, int64_t e, int64_t n) {
+  const int64_t h = c.hidden, q = int64_t{c.heads} * c.head_dim, kv = int64_t{c.kv_heads} * c.head_dim,
+                inter = c.intermediate, f = 4, rope = n * (c.head_dim / 2) * f;
+  const int64_t scores = attention_score_elements(c.heads, n, n, kEncoderScoreBudget);
+  return {{"encoder ids", n * 4},
+          {"encoder RoPE", rope},
+          {"encoder RoPE", rope},
+          {"encoder residual stream", n * h * f},
+          {"encoder normed rows", n * h * e},
+          {"encoder projections", n * std::max(q, inter) * f},
+          {"encoder queries", n * q * e},
+          {"encoder keys", n * kv * e},
+          {"encoder values", n * kv * e},
+          {"encoder attention", n * q * f},
+          {"encoder MLP up", n * inter * f},
+          {"encoder MLP hidden", n * std::max(inter, q) * e},
+          {"encoder attention scores", scores * f},
+          {"encoder attention probabilities", scores * e}};
+}
+
+// Everything a session holds beside its weights while it renders an image of `image_tokens` with a
+// text of `text_tokens` (L; the encoder runs Lfull = `encoded_tokens`): the DiT's workspace at its
+// widest pass, the image's buffers, the VAE's maps (all kept from the reservation on), the encoder's
+// per-prompt buffers, and cuBLASLt's workspace.
+inline int64_t session_workspace_bytes(const TextEncoderConfig& t, const DitConfig& d, const VaeConfig& v, int64_t e,
+                                       int64_t text_tokens, int64_t encoded_tokens, int64_t image_tokens) {
+  const int64_t l = text_tokens, n = image_tokens;
+  return bytes_of(dit_workspace(d, e, std::max(l, n), l + n)) + bytes_of(dit_image_buffers(d, e, l, n)) +
+         bytes_of(vae_workspace(v, e, n)) + bytes_of(encoder_workspace(t, e, encoded_tokens)) + kGemmWorkspaceBytes;
+}
+
+}  // namespace rgbaq::engine::cuda
