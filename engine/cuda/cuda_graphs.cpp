@@ -146,7 +146,7 @@ void CudaGraphs::run_reserve(int64_t text_tokens, int64_t image_tokens) {
   use_device();
   dit_->reserve(text_tokens, image_tokens);
   vae_->reserve(image_tokens);
-  if (encoder_) return;
+  if (encoder_) return encoder_->reserve(host::kMaxFullTokens);
   // Not resident: the encoder comes up for each prompt beside the workspaces held now.
   const size_t encoder_bytes = CudaTextEncoder::weight_bytes(*text_views_, type_);
   if (arena_->in_use() + encoder_bytes > arena_->budget()) {

@@ -41,12 +41,23 @@ CudaTextEncoder::CudaTextEncoder(const TextEncoderConfig& c, const cpu::TextEnco
   RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), arena_.device());
 }
 
+// The plan's buffers for `tokens` (workspace_plan.h), kept for the next prompt. Query chunks keep the
+// scores linear in Lfull (heads x n x n would be quadratic).
+void CudaTextEncoder::ensure_work(int64_t tokens) {
+  const auto plan = encoder_workspace(config_, static_cast<int64_t>(element_size(type_)), tokens);
+  if (plan.size() != 14) throw std::logic_error("CudaTextEncoder: the workspace plan has another shape");
+  work_.resize(plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) arena_.ensure(work_[i], static_cast<size_t>(plan[i].bytes), plan[i].what);
+}
+
+void CudaTextEncoder::reserve(int64_t tokens) { ensure_work(tokens); }
+
 Tensor CudaTextEncoder::encode(std::span<const int32_t> ids) {
   const int64_t n = static_cast<int64_t>(ids.size()), h = config_.hidden, d = config_.head_dim;
   const int64_t q_dim = int64_t{config_.heads} * d, kv_dim = int64_t{config_.kv_heads} * d, inter = config_.intermediate;
   const float eps = static_cast<float>(config_.rms_eps);
   const int device = arena_.device();
-  const int64_t e = static_cast<int64_t>(element_size(type_)), f = sizeof(float);
+  const int64_t f = sizeof(float);
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= config_.vocab) {
       throw std::invalid_argument("token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
@@ -55,12 +66,8 @@ Tensor CudaTextEncoder::encode(std::span<const int32_t> ids) {
   }
   std::vector<float> cos, sin;
   cpu::rotate_half_rope_tables(n, config_, cos, sin);  // the CPU backend's tables, bit for bit
-  // Per encode (not a step loop): the plan's buffers for this Lfull (workspace_plan.h), freed on return.
-  // Query chunks keep the scores linear in Lfull (heads x n x n would be quadratic).
-  const auto plan = encoder_workspace(config_, e, n);
-  std::vector<DeviceBuffer> b;
-  for (const auto& p : plan) b.push_back(arena_.allocate(static_cast<size_t>(p.bytes), p.what));
-  if (b.size() != 14) throw std::logic_error("CudaTextEncoder: the workspace plan has another shape");
+  ensure_work(n);
+  std::vector<DeviceBuffer>& b = work_;
   DeviceBuffer &ids_d = b[0], &cos_d = b[1], &sin_d = b[2], &x = b[3], &normed = b[4], &proj = b[5], &q = b[6], &k = b[7],
                &v = b[8], &attn = b[9], &up = b[10], &mlp = b[11], &scores = b[12], &probs = b[13];
   const int64_t score_elements = attention_score_elements(config_.heads, n, n, kEncoderScoreBudget);

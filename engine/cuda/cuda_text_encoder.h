@@ -3,7 +3,8 @@
 // norm), with the fp32 residual stream the contract asks for (GEMMs in the session's type, fp32
 // accumulation; the GEMMs add into the stream with beta = 1). Causal GQA attention through
 // attention.h. Its weights are uploaded at construction and freed with the object, so a session short
-// of memory can drop it after encoding. Never run on a GPU yet.
+// of memory can drop it after encoding; its work buffers grow to the longest prompt and stay, so a
+// resident encoder allocates nothing per prompt. Never run on a GPU yet.
 #include <cuda_runtime.h>
 
 #include <span>
@@ -22,6 +23,8 @@ class CudaTextEncoder {
   CudaTextEncoder(const TextEncoderConfig& config, const cpu::TextEncoder* encoder, WeightSource& source, Gemm& gemm,
                   cudaStream_t stream);
   Tensor encode(std::span<const int32_t> ids);
+  // Allocates the work buffers of a prompt of `tokens` (Lfull) now; throws a DeviceFault when they do not fit.
+  void reserve(int64_t tokens);
   static size_t weight_bytes(const cpu::TextEncoder& encoder, ElementType type);
 
  private:
@@ -35,6 +38,8 @@ class CudaTextEncoder {
   ElementType type_;
   DeviceBuffer embed_;
   std::vector<Layer> layers_;
+  void ensure_work(int64_t tokens);
+  std::vector<DeviceBuffer> work_;  // workspace_plan.h's encoder buffers, grown to the longest prompt seen
 };
 
 }  // namespace rgbaq::engine::cuda
