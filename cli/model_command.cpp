@@ -85,8 +85,8 @@ void print_check(const engine::ModelDirectory& model, std::ostream& out) {
     }
     out << "\n";
   }
-  out << "memory a render needs (estimated: resident weights + the largest graph's work buffers, " << threads()
-      << " threads, a 512-token prompt):\n";
+  out << "memory a render needs (estimated: resident weights + work buffers, on cpu the largest graph's with "
+      << threads() << " threads, on cuda every graph's in bf16; a 512-token prompt):\n";
   for (const auto& m : engine::estimate_render_memory(model, threads())) {
     out << "  " << std::left << std::setw(5) << m.engine << std::right << std::setw(5) << m.size << "x" << std::left
         << std::setw(5) << m.size << " " << format_bytes(m.total()) << " (weights " << format_bytes(m.weights) << ", encoder "

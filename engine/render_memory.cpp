@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "engine/cuda/workspace_plan.h"
+#include "host/contract_limits.h"
+
 namespace rgbaq::engine {
 namespace {
 
@@ -39,9 +42,23 @@ uint64_t vae_work(const VaeConfig& c, int side, int threads) {
   return kF32 * (std::max(largest, attention) + im2col);
 }
 
+// The CUDA graphs' buffers as the session allocates them (engine/cuda/workspace_plan.h), bf16, at the
+// contract's longest prompt.
+void cuda_work(const ModelDirectory& model, int side, RenderMemory& m) {
+  using namespace cuda;
+  const int64_t e = 2, l = host::kMaxTextTokens, n = int64_t{side / 16} * (side / 16);
+  m.text_encoder = static_cast<uint64_t>(bytes_of(encoder_workspace(model.text_encoder_config(), e, host::kMaxFullTokens)));
+  m.dit = static_cast<uint64_t>(bytes_of(dit_workspace(model.dit_config(), e, std::max(l, n), l + n)) +
+                                bytes_of(dit_image_buffers(model.dit_config(), e, l, n)) + kGemmWorkspaceBytes);
+  m.vae = static_cast<uint64_t>(bytes_of(vae_workspace(model.vae_config(), e, n)));
+}
+
 }  // namespace
 
-uint64_t RenderMemory::total() const { return weights + std::max({text_encoder, dit, vae}); }
+uint64_t RenderMemory::total() const {
+  // The CPU graphs' buffers come and go in turn; a CUDA session keeps all of its graphs' buffers.
+  return engine == "cuda" ? weights + text_encoder + dit + vae : weights + std::max({text_encoder, dit, vae});
+}
 
 std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads) {
   uint64_t mapped = 0, stored = 0, copies = 0;
@@ -58,9 +75,13 @@ std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, in
       m.size = side;
       m.weights = std::string(engine) == "cpu" ? mapped + copies : stored;
       m.shared = std::string(engine) == "cpu" ? mapped : 0;
-      m.text_encoder = text_encoder_work(model.text_encoder_config(), threads);
-      m.dit = dit_work(model.dit_config(), int64_t{side / 16} * (side / 16), threads);
-      m.vae = vae_work(model.vae_config(), side, threads);
+      if (m.engine == "cuda") {
+        cuda_work(model, side, m);
+      } else {
+        m.text_encoder = text_encoder_work(model.text_encoder_config(), threads);
+        m.dit = dit_work(model.dit_config(), int64_t{side / 16} * (side / 16), threads);
+        m.vae = vae_work(model.vae_config(), side, threads);
+      }
       out.push_back(m);
     }
   }

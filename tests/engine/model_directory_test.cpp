@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/render_memory.h"
 #include "engine/safetensors.h"
 #include "engine/session.h"
 #include "tests/engine/tiny_model_fixture.h"
@@ -58,6 +59,15 @@ TEST(ModelDirectory, AHollowRealDimsModelOpensWithEveryTensorAndTakesNoDisk) {
   }
   EXPECT_GT(apparent, uint64_t{28} << 30) << "the real model's bf16 bytes";
   EXPECT_LT(allocated, uint64_t{16} << 20);
+  // `rgbaq model check`'s cuda row at 1024x1024 is what a session's fit check counts beside the weights
+  // (engine/cuda/workspace_plan.h; CudaWorkspacePlan works the 7.04 GiB out by hand).
+  bool found = false;
+  for (const auto& m : estimate_render_memory(model, 1)) {
+    if (m.engine != "cuda" || m.size != 1024) continue;
+    found = true;
+    EXPECT_EQ(m.total() - m.weights, uint64_t{7563905024});
+  }
+  EXPECT_TRUE(found);
 }
 
 TEST(ModelDirectory, PublishedLayoutRendersTheSameBytesAsOurs) {
