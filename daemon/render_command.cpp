@@ -128,7 +128,8 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
       if (show_progress) err << "\n";
       throw common::UsageError(e.what());
     }
-    storage::RenderMetadata m = describe_render(request, result, model, engine::model_identity(model), session->backend_name());
+    const std::string identity = engine::model_identity(model) + engine::random_weights_mark(options);
+    storage::RenderMetadata m = describe_render(request, result, model, identity, session->backend_name());
     m.prompt = prompt;
     storage::write_png_atomic(output, result.rgba.data(), result.size.width, result.size.height, storage::png_texts(m));
     out << output << " (" << result.size.to_string() << ", seed " << request.seed << ", " << result.timings.total_s

@@ -115,12 +115,6 @@ std::unique_ptr<engine::Session> open_worker_session(const DaemonConfig& config,
   return session;
 }
 
-// Random weights make other embeddings and images than the model's own: their identity says so (and
-// which seed), so neither the encoder cache nor an output folder takes one for the other.
-std::string random_weights_mark(const DaemonConfig& config) {
-  return config.random_weights ? "+random-weights-" + std::to_string(*config.random_weights) : "";
-}
-
 }  // namespace
 
 int run_serve_command(const std::vector<std::string>& args) {
@@ -198,7 +192,7 @@ int run_serve_command(const std::vector<std::string>& args) {
       if (bound_here) unlink(config.socket_path.c_str());
       return 2;
     }
-    identity = engine::model_identity(config.model_dir) + random_weights_mark(config);
+    identity = engine::model_identity(config.model_dir) + engine::random_weights_mark(config.engine_options());
     const auto store = storage::open_queue_store(config.queue_url(), config.store_options());
     spdlog::info("queue {}", store->location());
     me = this_worker(config, sessions.front()->backend_name(), sessions.front()->device_description());
@@ -237,9 +231,9 @@ int run_serve_command(const std::vector<std::string>& args) {
     return 1;
   }
   EventHub events;
-  SharedEncoderCache encoder_cache(engine::text_encoder_identity(config.model_dir) + random_weights_mark(config),
-                                   config.encoder_cache_mb << 20,
-                                   config.cache_dir(), config.encoder_cache_disk_bytes(), state.counters);
+  SharedEncoderCache encoder_cache(
+      engine::text_encoder_identity(config.model_dir) + engine::random_weights_mark(config.engine_options()),
+      config.encoder_cache_mb << 20, config.cache_dir(), config.encoder_cache_disk_bytes(), state.counters);
   // Submits tokenize with the first session's tokenizer, which a reopen of its backend leaves alone.
   RequestHandler quick_handler(config, *sessions.front(), identity, state);
   RequestHandler bulk_handler(config, *sessions.front(), identity, state);

@@ -12,4 +12,8 @@ Precision parse_precision(const std::string& name) {
 
 const char* precision_name(Precision p) { return p == Precision::kFp32 ? "fp32" : "bf16"; }
 
+std::string random_weights_mark(const EngineOptions& options) {
+  return options.random_weights ? "+random-weights-" + std::to_string(*options.random_weights) : "";
+}
+
 }  // namespace rgbaq::engine

@@ -33,6 +33,10 @@ struct EngineOptions {
   std::shared_ptr<LoraCache> lora_cache;
 };
 
+// What random weights add to a model's identity ("+random-weights-SEED", or nothing), so that neither an
+// encoder cache nor an output folder takes their embeddings and images for the model's own.
+std::string random_weights_mark(const EngineOptions& options);
+
 // "bf16" | "fp32"; throws std::invalid_argument naming the value.
 Precision parse_precision(const std::string& name);
 const char* precision_name(Precision p);

@@ -39,9 +39,10 @@ options (each may also be set in the config file; flags win):
                           free, shared out equally between the sessions on it); when the weights do
                           not fit, DiT blocks stream from pinned host memory. At start each session
                           allocates its largest render's workspace; one that does not fit exits 2
-  --random-weights SEED   cuda, for speed measurements only: every weight random, made on the device
-                          (see rgbaqd render --help); its images are noise, and the model identity
-                          (outputs, the encoder cache) is marked with the seed
+  --random-weights SEED   cuda, for speed measurements only (a flag, not in the config file): every
+                          weight random, made on the device (see rgbaqd render --help); its images
+                          are noise, and the model identity (outputs, the encoder cache) is marked
+                          with the seed
   --socket PATH           Unix socket (default $XDG_RUNTIME_DIR/rgbaq/rgbaqd.sock, or $RGBAQ_SOCKET)
   --data-dir DIR          queue.db, cache/embeddings/, logs/rgbaqd.log (default ~/.local/share/rgbaq)
   --queue URL             the job queue: a path or sqlite:PATH (default DATA_DIR/queue.db), or

@@ -12,10 +12,16 @@ namespace {
 
 std::atomic<const CublasLt*> loaded{nullptr};
 
+std::string loader_error() {
+  const char* e = dlerror();
+  return e ? e : "no reason given";
+}
+
 template <typename F>
 void resolve(void* handle, const std::string& file, const char* name, F& out) {
+  dlerror();  // clear an earlier error
   void* symbol = dlsym(handle, name);
-  if (!symbol) throw CudaError(file + " has no " + name + " (" + dlerror() + "): not the cuBLASLt this build needs");
+  if (!symbol) throw CudaError(file + " has no " + name + " (" + loader_error() + "): not the cuBLASLt this build needs");
   out = reinterpret_cast<F>(symbol);
 }
 
@@ -24,7 +30,7 @@ void resolve(void* handle, const std::string& file, const char* name, F& out) {
 const CublasLt& open_cublaslt(const std::string& file) {
   void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
-    throw CudaError("cuBLASLt could not be loaded: " + std::string(dlerror()) + " (install CUDA " +
+    throw CudaError("cuBLASLt could not be loaded: " + loader_error() + " (install CUDA " +
                     std::to_string(CUBLAS_VER_MAJOR) + "'s cuBLAS, or put the folder holding " + file +
                     " on LD_LIBRARY_PATH)");
   }

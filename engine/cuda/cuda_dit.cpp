@@ -27,6 +27,17 @@ size_t CudaDit::block_bytes(const cpu::Dit& dit, ElementType type) {
   return total;
 }
 
+size_t CudaDit::other_bytes(const cpu::Dit& dit, ElementType type) {
+  size_t total = 0;
+  for (const Tensor* t : {&dit.img_in(), &dit.txt_in(), &dit.txt_out(), &dit.time_1(), &dit.time_2(), &dit.modulation_weight(),
+                          &dit.norm_out(), &dit.proj_out()}) {
+    total += static_cast<size_t>(t->numel()) * element_size(type);
+  }
+  total += dit.text_norm().size() * sizeof(float);
+  for (const auto& b : dit.blocks()) total += (b.norm_q.size() + b.norm_k.size()) * sizeof(float);
+  return total;
+}
+
 CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, Gemm& gemm, cudaStream_t stream,
                  bool stream_blocks)
     : config_(config), arena_(source.arena()), gemm_(gemm), stream_(stream), type_(source.type()), esize_(element_size(type_)) {

@@ -41,8 +41,10 @@ class CudaDit {
   void reserve(int64_t text_tokens, int64_t image_tokens);
 
   bool streams_blocks() const { return streamer_ != nullptr; }
-  // Bytes of every block's linears (what streaming keeps off the device).
+  // Bytes of every block's linears (what streaming keeps off the device), and of the rest of its
+  // weights (always resident: the global linears, the norms).
   static size_t block_bytes(const cpu::Dit& dit, ElementType type);
+  static size_t other_bytes(const cpu::Dit& dit, ElementType type);
 
  private:
   struct Block {

@@ -48,15 +48,19 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   text_views_ = std::make_unique<cpu::TextEncoder>(text_weights_, text_config_);
   const WeightStore dit_weights = WeightStore::open(model.transformer_dir());
   const cpu::Dit dit_views(dit_weights, dit_config);
+  const VaeConfig vae_config = load_vae_config(model.vae_dir() / "config.json");
+  const WeightStore vae_weights = WeightStore::open(model.vae_dir());
+  auto vae_views = std::make_unique<cpu::VaeDecoder>(vae_weights, vae_config);
   const size_t encoder_bytes = CudaTextEncoder::weight_bytes(*text_views_, type_);
   const size_t blocks_bytes = CudaDit::block_bytes(dit_views, type_);
+  // Always resident: the DiT's other weights and the VAE's.
+  const size_t kept_bytes = CudaDit::other_bytes(dit_views, type_) + CudaVae::weight_bytes(*vae_views, type_);
   // What the session holds beside its weights at the largest render the contract allows (the daemon's
   // workers reserve it at start): weights that fit only without it would run out at the first decode.
-  const VaeConfig vae_config = load_vae_config(model.vae_dir() / "config.json");
   const size_t reserve = static_cast<size_t>(session_workspace_bytes(
       text_config_, dit_config, vae_config, static_cast<int64_t>(element_size(type_)), host::kMaxTextTokens,
       host::kMaxFullTokens, host::kMaxImageTokens));
-  const bool fits = encoder_bytes + blocks_bytes + reserve <= arena_->budget();
+  const bool fits = encoder_bytes + blocks_bytes + kept_bytes + reserve <= arena_->budget();
   // Short of memory, both give way: the encoder comes up only to encode (16 GB at real dims, freed
   // after) and the DiT's blocks stream, so a 24 GiB card holds the encoder or the DiT's working set.
   const bool stream_blocks = options.force_block_streaming || !fits;
@@ -64,16 +68,13 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   if (random && stream_blocks) {
     // Streaming and the per-encode upload copy host weights, which random weights do not have.
     throw CudaError(device_label(device_) + ": random weights must stay resident, and " +
-                    gib_string(encoder_bytes + blocks_bytes) + " of weights with " + gib_string(reserve) +
+                    gib_string(encoder_bytes + blocks_bytes + kept_bytes) + " of weights with " + gib_string(reserve) +
                     " of workspace do not fit the session's " + gib_string(arena_->budget()));
   }
   WeightSource source(*arena_, type_, stream_, random, options.random_weights.value_or(0));
   dit_ = std::make_unique<CudaDit>(dit_config, &dit_views, source, *gemm_, stream_, stream_blocks);
-  {
-    const WeightStore vae_weights = WeightStore::open(model.vae_dir());
-    const cpu::VaeDecoder vae_views(vae_weights, vae_config);
-    vae_ = std::make_unique<CudaVae>(vae_views, source, *gemm_, stream_);
-  }
+  vae_ = std::make_unique<CudaVae>(*vae_views, source, *gemm_, stream_);
+  vae_views.reset();  // its widened fp32 copies are on the device now
   if (fits && !options.force_block_streaming) {
     encoder_ = std::make_unique<CudaTextEncoder>(text_config_, text_views_.get(), source, *gemm_, stream_);
     text_views_.reset();
@@ -147,11 +148,14 @@ void CudaGraphs::run_reserve(int64_t text_tokens, int64_t image_tokens) {
   dit_->reserve(text_tokens, image_tokens);
   vae_->reserve(image_tokens);
   if (encoder_) return encoder_->reserve(host::kMaxFullTokens);
-  // Not resident: the encoder comes up for each prompt beside the workspaces held now.
-  const size_t encoder_bytes = CudaTextEncoder::weight_bytes(*text_views_, type_);
+  // Not resident: the encoder comes up for each prompt beside the workspaces held now, its weights and
+  // its buffers for the longest prompt.
+  const size_t encoder_bytes = CudaTextEncoder::weight_bytes(*text_views_, type_) +
+                               static_cast<size_t>(bytes_of(encoder_workspace(text_config_, static_cast<int64_t>(element_size(type_)),
+                                                                              host::kMaxFullTokens)));
   if (arena_->in_use() + encoder_bytes > arena_->budget()) {
     throw DeviceFault(DeviceFaultKind::kOutOfMemory,
-                      device_label(device_) + ": the text encoder's weights (" + gib_string(encoder_bytes) +
+                      device_label(device_) + ": the text encoder's weights and buffers (" + gib_string(encoder_bytes) +
                           ", uploaded for each prompt) do not fit beside the " + gib_string(arena_->in_use()) +
                           " in use at the largest size, within the " + gib_string(arena_->budget()) + " budget");
   }
