@@ -31,6 +31,7 @@
 #include "engine/cuda/cuda_vae.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/workspace_plan.h"
 #include "host/noise.h"
 #include "host/rope.h"
 #include "tests/test_temp_dir.h"
@@ -91,11 +92,12 @@ struct Report {
   }
 };
 
-int64_t arg_int(int argc, char** argv, const char* name, int64_t fallback) {
+// The value after `name`, or null.
+const char* arg(int argc, char** argv, const char* name) {
   for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return std::atoll(argv[i + 1]);
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
   }
-  return fallback;
+  return nullptr;
 }
 
 }  // namespace
@@ -107,12 +109,11 @@ int run_cuda_engine_bench(int argc, char** argv) {
       std::fprintf(stderr, "engine_bench --engine cuda: %s\n", why.c_str());
       return 2;
     }
-    const int64_t l = arg_int(argc, argv, "--text-tokens", 200);
-    const int reps = static_cast<int>(std::max<int64_t>(5, arg_int(argc, argv, "--reps", 5)));
-    std::string json_path;
-    for (int i = 1; i + 1 < argc; ++i) {
-      if (std::strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
-    }
+    const char* text_tokens = arg(argc, argv, "--text-tokens");
+    const char* reps_arg = arg(argc, argv, "--reps");
+    const int64_t l = text_tokens ? std::atoll(text_tokens) : 200;
+    const int reps = std::max(5, reps_arg ? std::atoi(reps_arg) : 5);
+    const std::string json_path = arg(argc, argv, "--json") ? arg(argc, argv, "--json") : "";
     if (l < 1 || l > 1024) throw std::invalid_argument("--text-tokens must be 1..1024");
 
     const int device = 0;
@@ -174,7 +175,7 @@ int run_cuda_engine_bench(int argc, char** argv) {
       DeviceBuffer q = arena.allocate(n * dim * 2, "bench Q"), k = arena.allocate(keys * dim * 2, "bench K"),
                    v = arena.allocate(keys * dim * 2, "bench V"), out = arena.allocate(n * dim * 4, "bench attention out");
       for (auto* b : {&q, &k, &v}) fill_random(b->get(), ElementType::kBf16, static_cast<int64_t>(b->bytes() / 2), 3, 1.0f, 0.0f, stream);
-      const int64_t elements = attention_score_elements(dc.heads, n, keys, int64_t{64} << 20);  // the DiT's budget
+      const int64_t elements = attention_score_elements(dc.heads, n, keys, kDitScoreBudget);
       DeviceBuffer scores = arena.allocate(elements * 4, "bench scores"), probs = arena.allocate(elements * 2, "bench probs");
       AttentionArgs a;
       a.q = q.get(), a.k = k.get(), a.v = v.get(), a.out = out.as<float>();

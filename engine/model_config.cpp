@@ -123,6 +123,12 @@ DitConfig load_dit_config(const std::filesystem::path& path) {
   return c;
 }
 
+std::vector<int64_t> vae_decoder_dims(const VaeConfig& c) {
+  std::vector<int64_t> dims = {int64_t{c.decoder_base_dim} * c.dim_mult.back()};
+  for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims.push_back(int64_t{c.decoder_base_dim} * *it);
+  return dims;
+}
+
 VaeConfig load_vae_config(const std::filesystem::path& path) {
   const json doc = read_json_object(path);
   const Fields f(doc, path);

@@ -41,4 +41,8 @@ TextEncoderConfig load_text_encoder_config(const std::filesystem::path& config_j
 DitConfig load_dit_config(const std::filesystem::path& config_json);
 VaeConfig load_vae_config(const std::filesystem::path& config_json);
 
+// The decoder's channels at each stage: [base * mult.back()] + reversed(base * mult) (diffusers'
+// dims = [dim * m for m in [dim_mult[-1]] + dim_mult[::-1]]).
+std::vector<int64_t> vae_decoder_dims(const VaeConfig& config);
+
 }  // namespace rgbaq::engine

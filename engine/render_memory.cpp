@@ -9,27 +9,25 @@ namespace rgbaq::engine {
 namespace {
 
 constexpr uint64_t kF32 = 4;
-constexpr int64_t kMaxFullTokens = 512;  // the encoder's axis (contract §2)
 constexpr int64_t kDropIdx = 14;
 constexpr int64_t kLinearTileRows = 256;  // engine/cpu/linear.cpp's widening tile
 constexpr int64_t kVaeStripPixels = 8192;  // engine/cpu/vae_decoder.cpp's im2col strip
 
 uint64_t text_encoder_work(const TextEncoderConfig& c, int threads) {
-  const int64_t n = kMaxFullTokens, q = int64_t{c.heads} * c.head_dim, kv = int64_t{c.kv_heads} * c.head_dim;
+  const int64_t n = host::kMaxFullTokens, q = int64_t{c.heads} * c.head_dim, kv = int64_t{c.kv_heads} * c.head_dim;
   const int64_t floats = n * c.hidden * 3 + n * q * 2 + n * kv * 2 + n * c.intermediate * 2;
   return kF32 * (floats + threads * kLinearTileRows * std::max<int64_t>(c.hidden, c.intermediate));
 }
 
 uint64_t dit_work(const DitConfig& c, int64_t image_tokens, int threads) {
-  const int64_t dim = c.dim(), mlp = dim * c.mlp_ratio, l = kMaxFullTokens - kDropIdx, n = image_tokens;
+  const int64_t dim = c.dim(), mlp = dim * c.mlp_ratio, l = host::kMaxFullTokens - kDropIdx, n = image_tokens;
   const int64_t prefix = int64_t{c.layers} * 2 * l * dim;                  // cached text keys and values
   const int64_t block = n * dim * 5 + 2 * (l + n) * dim + 2 * n * mlp;    // x, h, q, attn, delta; k, v; gate, up
   return kF32 * (prefix + block + threads * kLinearTileRows * mlp);
 }
 
 uint64_t vae_work(const VaeConfig& c, int side, int threads) {
-  std::vector<int64_t> dims = {int64_t{c.decoder_base_dim} * c.dim_mult.back()};
-  for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims.push_back(int64_t{c.decoder_base_dim} * *it);
+  const std::vector<int64_t> dims = vae_decoder_dims(c);
   int64_t pixels = int64_t{side / 16} * (side / 16), largest = 0;
   for (size_t i = 0; i < dims.size(); ++i) {
     // A res block holds its input, the normed input, the conv output and the shortcut; an up block

@@ -153,8 +153,7 @@ ComponentSchema dit_schema(const DitConfig& c) {
 
 ComponentSchema vae_schema(const VaeConfig& c) {
   SchemaBuilder b("vae");
-  std::vector<int64_t> dims = {int64_t{c.decoder_base_dim} * c.dim_mult.back()};
-  for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims.push_back(int64_t{c.decoder_base_dim} * *it);
+  const std::vector<int64_t> dims = vae_decoder_dims(c);
   b.conv("post_quant_conv", c.z_dim, c.z_dim, 1);
   b.conv("decoder.conv_in", dims[0], c.z_dim, 3);
   b.resnet("decoder.mid_block.resnets.0", dims[0], dims[0]);

@@ -365,9 +365,7 @@ void write_vae(const std::filesystem::path& dir, const engine::VaeConfig& c, uin
               {"out_channels", c.out_channels}, {"latents_mean", c.latents_mean}, {"latents_std", c.latents_std}});
   const WeightMaker w(seed, dtype, false, hollow);
   Named t;
-  // Decoder dims: [dim * m for m in [dim_mult[-1]] + reversed(dim_mult)].
-  std::vector<int64_t> dims = {int64_t{c.decoder_base_dim} * c.dim_mult.back()};
-  for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims.push_back(int64_t{c.decoder_base_dim} * *it);
+  const std::vector<int64_t> dims = engine::vae_decoder_dims(c);
   if (layout == Layout::kPublished) {  // the encoder half, which a decode never reads (a few of its tensors)
     conv3d(w, t, "encoder.conv_in", c.base_dim, 4, 3, 1.0, layout);
     resnet(w, t, "encoder.down_blocks.0", c.base_dim, c.base_dim, layout);

@@ -323,8 +323,7 @@ void add_dup_up(Map& y, const Map& x, int temporal_factor, ThreadPool& pool) {
 }  // namespace
 
 VaeDecoder::VaeDecoder(const WeightStore& ws, const VaeConfig& c) : config_(c), buffers_(std::make_unique<MapBuffers>()) {
-  dims_.push_back(int64_t{c.decoder_base_dim} * c.dim_mult.back());
-  for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims_.push_back(int64_t{c.decoder_base_dim} * *it);
+  dims_ = vae_decoder_dims(c);
   post_quant_ = load_conv(ws, "post_quant_conv", c.z_dim, c.z_dim, 1);
   conv_in_ = load_conv(ws, "decoder.conv_in", dims_[0], c.z_dim, 3);
   mid_0_ = load_resblock(ws, "decoder.mid_block.resnets.0", dims_[0], dims_[0]);

@@ -61,13 +61,6 @@ inline std::vector<WorkspaceBuffer> dit_image_buffers(const DitConfig& c, int64_
           {"DiT text prefix keys", prefix}, {"DiT text prefix values", prefix}};
 }
 
-// The decoder's channels at each stage (VaeDecoder's dims_): [base * mult.back()] + reversed(base * mult).
-inline std::vector<int64_t> vae_decoder_dims(const VaeConfig& c) {
-  std::vector<int64_t> dims = {int64_t{c.decoder_base_dim} * c.dim_mult.back()};
-  for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims.push_back(int64_t{c.decoder_base_dim} * *it);
-  return dims;
-}
-
 // The VAE's feature maps for a grid of `grid_pixels` latents. Each up block works at its channels and
 // 4x the pixels of the last (every block but the last upsamples); the mid attention's qkv is 3 C wide.
 inline std::vector<WorkspaceBuffer> vae_workspace(const VaeConfig& c, int64_t e, int64_t grid_pixels) {
