@@ -1,4 +1,5 @@
-// engine_bench --engine cuda [--text-tokens L] [--reps R] [--json FILE]: the CUDA backend at the real
+// engine_bench --engine cuda [--precision bf16|fp8] [--text-tokens L] [--reps R] [--json FILE]: the CUDA
+// backend at the real
 // model's dims (N 4096 image tokens at 1024 x 1024, L 200 text tokens unless told) with random weights
 // made on the device (the VAE's shapes from a hollow checkpoint in the temp folder). Prints the
 // cuBLASLt bf16 GEMM rate measured in the same run, then per graph: the median of R (>= 5) timings
@@ -115,6 +116,10 @@ int run_cuda_engine_bench(int argc, char** argv) {
     const int reps = std::max(5, reps_arg ? std::atoi(reps_arg) : 5);
     const std::string json_path = arg(argc, argv, "--json") ? arg(argc, argv, "--json") : "";
     if (l < 1 || l > 1024) throw std::invalid_argument("--text-tokens must be 1..1024");
+    const std::string precision = arg(argc, argv, "--precision") ? arg(argc, argv, "--precision") : "bf16";
+    if (precision != "bf16" && precision != "fp8") throw std::invalid_argument("--precision must be bf16 or fp8");
+    // fp8: the blocks' and the encoder layers' Linears, as a --precision fp8 session makes them.
+    const LinearFormats formats{precision == "fp8", false};
 
     const int device = 0;
     check(cudaSetDevice(device), device, "cudaSetDevice");
@@ -138,14 +143,16 @@ int run_cuda_engine_bench(int argc, char** argv) {
       std::printf("cuBLASLt bf16 GEMM 4096x4096x4096 (fp32 out): %.1f TFLOP/s\n\n", report.gemm_rate / 1e12);
     }
 
-    WeightSource random(arena, ElementType::kBf16, stream, true, 7);
+    WeightSource random(arena, ElementType::kBf16, stream, formats, true, 7);
+    LinearRunner linears(arena, gemm, ElementType::kBf16, stream);
+    std::printf("precision: %s\n", precision.c_str());
     const TextEncoderConfig tc = tools::real_text_encoder_config();
     const DitConfig dc = tools::real_dit_config();
     const VaeConfig vc = tools::real_vae_config();
     const host::ImageSize size{1024, 1024};
     const int64_t lfull = l + kTemplateTokens, n = size.tokens(), dim = dc.dim(), mlp = dim * dc.mlp_ratio;
 
-    CudaTextEncoder encoder(tc, nullptr, random, gemm, stream);
+    CudaTextEncoder encoder(tc, nullptr, random, linears, stream);
     std::vector<int32_t> ids(static_cast<size_t>(lfull));
     for (int64_t i = 0; i < lfull; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919) % tc.vocab);
     const double kv = 2.0 * tc.kv_heads * tc.head_dim;
@@ -154,7 +161,7 @@ int run_cuda_engine_bench(int argc, char** argv) {
     Tensor hidden;
     report.graph("encode", "L " + std::to_string(lfull), time_on(stream, reps, [&] { hidden = encoder.encode(ids); }), enc_flops);
 
-    CudaDit dit(dc, nullptr, random, gemm, stream, false);
+    CudaDit dit(dc, nullptr, random, linears, stream, false);
     const Tensor feats = Tensor::from_f32(
         {l, tc.hidden}, std::vector<float>(hidden.f32() + kTemplateTokens * tc.hidden, hidden.f32() + lfull * tc.hidden));
     const auto rope = host::build_rope(host::RopeTables::from_formula(), static_cast<int>(l), size);
@@ -244,6 +251,7 @@ int run_cuda_engine_bench(int argc, char** argv) {
 
     if (!json_path.empty()) {
       json j = {{"device", device_label(device)},
+                {"precision", precision},
                 {"text_tokens", l},
                 {"image_tokens", n},
                 {"reps", reps},

@@ -30,10 +30,12 @@ commands:
   pull [REPO[@REV]] [--to DIR] [--endpoint URL] [--token-file F] [--quantize int8]
                           download a pipeline from the Hugging Face Hub (default
                           Qwen/Qwen-Image-2.1-Turbo) into its cache or DIR (see rgbaq model pull --help)
-  check DIR|REPO [--json] read a model directory (or a repo's snapshot in the Hugging Face cache)
+  check DIR|REPO [--json] [--precision bf16|fp32|fp8] [--gpu-int8 widen|keep]
+                          read a model directory (or a repo's snapshot in the Hugging Face cache)
                           without rendering: per component its class, dtypes, tensors (used /
                           ignored), bytes; the sampler; the memory a render needs on each engine
-                          at 256, 512 and 1024 (estimated). Exit 2 when rgbaq cannot use it.
+                          at 256, 512 and 1024 (estimated; cuda at the rgbaqd flags given, as its
+                          session counts it). Exit 2 when rgbaq cannot use it.
   quantize SRC DST [--components transformer,text_encoder]
                           write a copy of SRC whose Linear weights are int8 (one bf16 scale per 32
                           inputs, stored as WEIGHT_scale); norms, embeddings and the VAE as stored
@@ -41,7 +43,17 @@ commands:
 
 int threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-json check_json(const engine::ModelDirectory& model) {
+// The cuda session the memory rows are for (rgbaqd's --precision and --gpu-int8).
+struct CudaChoice {
+  engine::Precision precision = engine::Precision::kBf16;
+  engine::GpuInt8 gpu_int8 = engine::GpuInt8::kWiden;
+};
+
+std::vector<engine::RenderMemory> memory_rows(const engine::ModelDirectory& model, const CudaChoice& cuda) {
+  return engine::estimate_render_memory(model, threads(), cuda.precision, cuda.gpu_int8);
+}
+
+json check_json(const engine::ModelDirectory& model, const CudaChoice& cuda) {
   json components = json::array();
   for (const auto& c : model.components()) {
     json entry = {{"role", c.role}, {"folder", c.folder}, {"library", c.library}, {"class", c.class_name}};
@@ -58,8 +70,8 @@ json check_json(const engine::ModelDirectory& model) {
     components.push_back(entry);
   }
   json memory = json::array();
-  for (const auto& m : engine::estimate_render_memory(model, threads())) {
-    memory.push_back({{"engine", m.engine}, {"size", m.size}, {"weights_bytes", m.weights},
+  for (const auto& m : memory_rows(model, cuda)) {
+    memory.push_back({{"engine", m.engine}, {"precision", m.precision}, {"size", m.size}, {"weights_bytes", m.weights},
                       {"text_encoder_work_bytes", m.text_encoder}, {"dit_work_bytes", m.dit}, {"vae_work_bytes", m.vae},
                       {"total_bytes", m.total()}});
   }
@@ -70,7 +82,7 @@ json check_json(const engine::ModelDirectory& model) {
           {"components", components}, {"memory", memory}, {"memory_threads", threads()}};
 }
 
-void print_check(const engine::ModelDirectory& model, std::ostream& out) {
+void print_check(const engine::ModelDirectory& model, const CudaChoice& cuda, std::ostream& out) {
   out << printable(model.root().string()) << ": " << printable(model.pipeline_class()) << ", usable\n";
   out << "sampler: " << model.sampler_description() << "\n";
   for (const auto& c : model.components()) {
@@ -86,28 +98,40 @@ void print_check(const engine::ModelDirectory& model, std::ostream& out) {
     out << "\n";
   }
   out << "memory a render needs (estimated: resident weights + work buffers, on cpu the largest graph's with "
-      << threads() << " threads, on cuda every graph's in bf16; a 512-token prompt):\n";
-  for (const auto& m : engine::estimate_render_memory(model, threads())) {
+      << threads() << " threads, on cuda every graph's; a 512-token prompt):\n";
+  for (const auto& m : memory_rows(model, cuda)) {
     out << "  " << std::left << std::setw(5) << m.engine << std::right << std::setw(5) << m.size << "x" << std::left
-        << std::setw(5) << m.size << " " << format_bytes(m.total()) << " (weights " << format_bytes(m.weights) << ", encoder "
+        << std::setw(5) << m.size << " " << format_bytes(m.total()) << " (" << m.precision << ": weights "
+        << format_bytes(m.weights) << ", encoder "
         << format_bytes(m.text_encoder) << ", DiT " << format_bytes(m.dit) << ", VAE " << format_bytes(m.vae) << ")\n";
   }
 }
 
 int check_command(const std::vector<std::string>& words, std::ostream& out, std::ostream& err) {
-  const Arguments a(words, {}, {"json", "help"});
+  const Arguments a(words, {"precision", "gpu-int8"}, {"json", "help"});
   if (a.has("help")) {
     out << kModelHelp;
     return 0;
   }
   if (a.positionals().size() != 1) throw UsageError("model check takes one directory or repo id");
   const std::string dir = a.positionals()[0];
+  CudaChoice cuda;
+  try {
+    cuda.precision = engine::parse_precision(a.get("precision").value_or("bf16"));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--precision: ") + e.what());
+  }
+  try {
+    cuda.gpu_int8 = engine::parse_gpu_int8(a.get("gpu-int8").value_or("widen"));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--gpu-int8: ") + e.what());
+  }
   try {
     const auto model = engine::ModelDirectory::open(engine::resolve_model_argument(dir));
     if (a.has("json")) {
-      out << check_json(model).dump(2) << "\n";
+      out << check_json(model, cuda).dump(2) << "\n";
     } else {
-      print_check(model, out);
+      print_check(model, cuda, out);
     }
     return 0;
   } catch (const std::runtime_error& e) {

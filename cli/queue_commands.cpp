@@ -144,8 +144,11 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
     return code;
   }
   const json& c = s["counters"];
+  // The cpu engine computes in fp32 only; a cuda daemon says which of its precisions it runs.
+  const std::string engine = s.value("engine", ""), precision = s.value("precision", "");
+  const std::string engine_text = engine + (engine != "cpu" && !precision.empty() ? ", " + precision : "");
   ctx.out << "rgbaqd " << s.value("version", "?") << " (pid " << s.value("pid", 0) << "), up " << duration(s.value("uptime_s", 0.0))
-          << "\nmodel:  " << printable(s.value("model", "")) << " (" << printable(s.value("engine", "")) << ")\nqueue:  "
+          << "\nmodel:  " << printable(s.value("model", "")) << " (" << printable(engine_text) << ")\nqueue:  "
           << (s["jobs"].is_object() ? counts_line(s["jobs"]) : std::string("unknown")) << (s["paused"] == true ? "  [paused]" : "")
           << "\n";
   if (s.contains("http") && s["http"].is_object()) ctx.out << "http:   " << s["http"].value("url", "") << "/ (rgbaq http-url)\n";

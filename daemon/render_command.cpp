@@ -23,8 +23,9 @@ namespace rgbaq::daemon {
 namespace {
 
 constexpr const char* kHelp = R"(usage: rgbaqd render --model DIR --prompt TEXT [--seed S] [--size SIZE] -o FILE.png
-                     [--engine auto|cpu|cuda] [--threads N] [--device N] [--precision bf16|fp32]
-                     [--gpu-memory GIB] [--lora NAME:W[;NAME:W] --lora-dir DIR ...] [--random-weights SEED]
+                     [--engine auto|cpu|cuda] [--threads N] [--device N] [--precision bf16|fp32|fp8]
+                     [--gpu-int8 widen|keep] [--gpu-memory GIB] [--lora NAME:W[;NAME:W] --lora-dir DIR ...]
+                     [--random-weights SEED]
 
 Renders one image with no queue: tokenize, encode, 8 Euler steps, decode, then an RGBA PNG with its
 parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an `rgbaq` JSON chunk).
@@ -36,8 +37,8 @@ parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an 
   --threads N    CPU threads (default: all)
   --lora L       LoRAs to apply, NAME:WEIGHT items separated by ";" (the prompt's <lora:NAME:W> tags
                  add to them); NAME is NAME.safetensors in a --lora-dir (repeatable)
-  --device N, --precision bf16|fp32, --gpu-memory GIB: the cuda engine's device, GEMM precision and
-                 memory budget (see rgbaqd --help)
+  --device N, --precision bf16|fp32|fp8, --gpu-int8 widen|keep, --gpu-memory GIB: the cuda engine's
+                 device, GEMM precision, int8 weights and memory budget (see rgbaqd --help)
   --random-weights SEED  cuda only, for speed measurements: every weight random, made on the device,
                  not read from the model (whose files give only the shapes: make_tiny_model --dims real
                  --hollow writes such a model in moments); the image is noise
@@ -51,8 +52,8 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
   std::vector<std::string> args;
   for (const auto& a : raw_args) args.push_back(a == "-o" ? "--output" : a);
   try {
-    const common::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads", "device", "precision", "gpu-memory",
-                               "lora", "lora-dir", "random-weights"}, {"help"});
+    const common::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads", "device", "precision", "gpu-int8",
+                               "gpu-memory", "lora", "lora-dir", "random-weights"}, {"help"});
     if (a.has("help")) {
       out << kHelp;
       return 0;
@@ -98,6 +99,11 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     } catch (const std::invalid_argument& e) {
       throw common::UsageError(std::string("--precision: ") + e.what());
     }
+    try {
+      options.gpu_int8 = engine::parse_gpu_int8(a.get("gpu-int8").value_or("widen"));
+    } catch (const std::invalid_argument& e) {
+      throw common::UsageError(std::string("--gpu-int8: ") + e.what());
+    }
     std::unique_ptr<engine::Session> session;
     try {
       session = engine::Session::open(model, options);
@@ -129,7 +135,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
       throw common::UsageError(e.what());
     }
     const std::string identity = engine::model_identity(model) + engine::random_weights_mark(options);
-    storage::RenderMetadata m = describe_render(request, result, model, identity, session->backend_name());
+    storage::RenderMetadata m = describe_render(request, result, model, identity, session->backend_name(), session->precision());
     m.prompt = prompt;
     storage::write_png_atomic(output, result.rgba.data(), result.size.width, result.size.height, storage::png_texts(m));
     out << output << " (" << result.size.to_string() << ", seed " << request.seed << ", " << result.timings.total_s

@@ -232,7 +232,8 @@ int run_serve_command(const std::vector<std::string>& args) {
   }
   EventHub events;
   SharedEncoderCache encoder_cache(
-      engine::text_encoder_identity(config.model_dir) + engine::random_weights_mark(config.engine_options()),
+      engine::text_encoder_identity(config.model_dir) + engine::random_weights_mark(config.engine_options()) +
+          engine::embedding_precision_mark(config.engine_options()),
       config.encoder_cache_mb << 20, config.cache_dir(), config.encoder_cache_disk_bytes(), state.counters);
   // Submits tokenize with the first session's tokenizer, which a reopen of its backend leaves alone.
   RequestHandler quick_handler(config, *sessions.front(), identity, state);

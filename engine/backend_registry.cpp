@@ -91,6 +91,10 @@ const BackendEntry& resolve_backend(const EngineOptions& options) {
     throw std::invalid_argument("random weights are the cuda engine's (speed measurements on a hollow model); engine \"" +
                                 b.name + "\" reads the model's own");
   }
+  if (options.precision == Precision::kFp8 && b.name != "cuda") {
+    throw std::invalid_argument("precision fp8 is the cuda engine's (FP8 tensor cores, sm_89 and later); engine \"" +
+                                b.name + "\" computes in fp32");
+  }
   return b;
 }
 

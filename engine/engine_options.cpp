@@ -7,10 +7,30 @@ namespace rgbaq::engine {
 Precision parse_precision(const std::string& name) {
   if (name == "bf16") return Precision::kBf16;
   if (name == "fp32") return Precision::kFp32;
-  throw std::invalid_argument("precision \"" + name + "\" is not one of bf16, fp32");
+  if (name == "fp8") return Precision::kFp8;
+  throw std::invalid_argument("precision \"" + name + "\" is not one of bf16, fp32, fp8");
 }
 
-const char* precision_name(Precision p) { return p == Precision::kFp32 ? "fp32" : "bf16"; }
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kFp8: return "fp8";
+    case Precision::kBf16: break;
+  }
+  return "bf16";
+}
+
+GpuInt8 parse_gpu_int8(const std::string& name) {
+  if (name == "widen") return GpuInt8::kWiden;
+  if (name == "keep") return GpuInt8::kKeep;
+  throw std::invalid_argument("\"" + name + "\" is not one of widen, keep");
+}
+
+const char* gpu_int8_name(GpuInt8 g) { return g == GpuInt8::kKeep ? "keep" : "widen"; }
+
+std::string embedding_precision_mark(const EngineOptions& options) {
+  return options.precision == Precision::kFp8 ? "+fp8" : "";
+}
 
 std::string random_weights_mark(const EngineOptions& options) {
   return options.random_weights ? "+random-weights-" + std::to_string(*options.random_weights) : "";

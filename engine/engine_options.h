@@ -1,6 +1,7 @@
 #pragma once
 // How a session opens its backend: which one, and the knobs each understands. A backend ignores the
-// knobs that are not its own (cpu: threads; cuda: device, precision, gpu_memory_gib).
+// knobs that are not its own (cpu: threads; cuda: device, gpu_int8, gpu_memory_gib), except a precision
+// only cuda computes in (fp8), which resolve_backend refuses for the others.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -14,6 +15,16 @@ class LoraCache;
 enum class Precision {
   kBf16,  // cuda: bf16 weights and GEMM inputs, fp32 accumulation and residual stream (the default)
   kFp32,  // cuda: fp32 weights and GEMMs, TF32 off: for parity checks against the cpu backend
+  // cuda on sm_89 and later: the DiT's blocks' and the encoder's Linear weights FP8 E4M3 with one scale
+  // per output row, their inputs quantized per token on the device, FP8 GEMMs into the fp32 stream;
+  // everything else as bf16 (engine/fp8_e4m3.h). Refused by the other engines and by older devices.
+  kFp8,
+};
+
+// cuda: what an int8 checkpoint's Linear weights (`rgbaq model quantize`) become on the device.
+enum class GpuInt8 {
+  kWiden,  // widened to the GEMM type at upload (twice the bytes): the default until kKeep has run on a GPU
+  kKeep,   // int8 with their block scales, dequantized per Linear into one reused scratch buffer
 };
 
 struct EngineOptions {
@@ -21,6 +32,7 @@ struct EngineOptions {
   int threads = 0;               // cpu: worker threads, 0 = one per hardware thread
   int device = 0;                // cuda: device ordinal
   Precision precision = Precision::kBf16;
+  GpuInt8 gpu_int8 = GpuInt8::kWiden;
   double gpu_memory_gib = 0;     // cuda: the device memory the session may use; 0 = what the device has
   bool force_block_streaming = false;  // cuda: stream the DiT's blocks even when they fit (tests)
   // cuda: every weight random (this seed), made on the device instead of read from the files, whose
@@ -37,8 +49,16 @@ struct EngineOptions {
 // encoder cache nor an output folder takes their embeddings and images for the model's own.
 std::string random_weights_mark(const EngineOptions& options);
 
-// "bf16" | "fp32"; throws std::invalid_argument naming the value.
+// What the precision adds to the text encoder's identity for the encoder cache: "+fp8" (an fp8
+// embedding is not a bf16 one), or nothing (bf16 and fp32 embeddings agree within the contract's
+// bounds and are shared, as the cpu engine's are).
+std::string embedding_precision_mark(const EngineOptions& options);
+
+// "bf16" | "fp32" | "fp8"; throws std::invalid_argument naming the value.
 Precision parse_precision(const std::string& name);
 const char* precision_name(Precision p);
+// "widen" | "keep"; throws std::invalid_argument naming the value.
+GpuInt8 parse_gpu_int8(const std::string& name);
+const char* gpu_int8_name(GpuInt8 g);
 
 }  // namespace rgbaq::engine

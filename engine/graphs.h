@@ -56,6 +56,8 @@ class Graphs {
   virtual std::string backend_name() const = 0;
   // What it runs on, for logs and status: "cpu, 8 threads", "NVIDIA H200 (device 0, sm_90, 140 GiB), bf16".
   virtual std::string device_description() const = 0;
+  // What its GEMMs compute in, as PNG metadata and status record it: "fp32" (cpu), "bf16", "fp32" or "fp8".
+  virtual std::string precision() const = 0;
   virtual int text_dim() const = 0;  // D
   // Square sizes the decoder is fixed to (Core AI's bundles), or empty for any legal size.
   virtual std::span<const int> fixed_decoder_sizes() const { return {}; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/cuda/weight_plan.h"
 #include "engine/cuda/workspace_plan.h"
 #include "host/contract_limits.h"
 
@@ -40,14 +41,22 @@ uint64_t vae_work(const VaeConfig& c, int side, int threads) {
   return kF32 * (std::max(largest, attention) + im2col);
 }
 
-// The CUDA graphs' buffers as the session allocates them (engine/cuda/workspace_plan.h), bf16, at the
-// contract's longest prompt.
-void cuda_work(const ModelDirectory& model, int side, RenderMemory& m) {
+// A CUDA session's weights and buffers as it allocates them (engine/cuda/weight_plan.h and
+// workspace_plan.h), at the contract's longest prompt; the Linear runner's scratch counts with the DiT.
+void cuda_memory(const ModelDirectory& model, int side, Precision precision, GpuInt8 gpu_int8, RenderMemory& m) {
   using namespace cuda;
-  const int64_t e = 2, l = host::kMaxTextTokens, n = int64_t{side / 16} * (side / 16);
-  m.text_encoder = static_cast<uint64_t>(bytes_of(encoder_workspace(model.text_encoder_config(), e, host::kMaxFullTokens)));
-  m.dit = static_cast<uint64_t>(bytes_of(dit_workspace(model.dit_config(), e, std::max(l, n), l + n)) +
-                                bytes_of(dit_image_buffers(model.dit_config(), e, l, n)) + kGemmWorkspaceBytes);
+  const int64_t e = precision == Precision::kFp32 ? 4 : 2, l = host::kMaxTextTokens, n = int64_t{side / 16} * (side / 16);
+  const LinearFormats formats{precision == Precision::kFp8, gpu_int8 == GpuInt8::kKeep};
+  const bool dit_int8 = !report_of(model, "transformer").int8_linears.empty();
+  const bool encoder_int8 = !report_of(model, "text_encoder").int8_linears.empty();
+  m.precision = std::string(precision_name(precision)) + (formats.keep_int8 && (dit_int8 || encoder_int8) ? ", int8 kept" : "");
+  m.weights = static_cast<uint64_t>(session_weight_bytes(model, e, formats).total());
+  const TextEncoderConfig& t = model.text_encoder_config();
+  const DitConfig& d = model.dit_config();
+  m.text_encoder = static_cast<uint64_t>(bytes_of(encoder_workspace(t, e, host::kMaxFullTokens)));
+  m.dit = static_cast<uint64_t>(bytes_of(dit_workspace(d, e, std::max(l, n), l + n)) + bytes_of(dit_image_buffers(d, e, l, n)) +
+                                kGemmWorkspaceBytes +
+                                bytes_of(linear_scratch(t, d, e, formats, dit_int8, encoder_int8, std::max(l, n), host::kMaxFullTokens)));
   m.vae = static_cast<uint64_t>(bytes_of(vae_workspace(model.vae_config(), e, n)));
 }
 
@@ -58,10 +67,10 @@ uint64_t RenderMemory::total() const {
   return engine == "cuda" ? weights + text_encoder + dit + vae : weights + std::max({text_encoder, dit, vae});
 }
 
-std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads) {
-  uint64_t mapped = 0, stored = 0, copies = 0;
+std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads, Precision precision,
+                                                 GpuInt8 gpu_int8) {
+  uint64_t mapped = 0, copies = 0;
   for (const auto& r : model.reports()) {
-    stored += r.used_bytes;
     copies += r.cpu_copy_bytes;
     if (r.component != "vae") mapped += r.used_bytes;  // the CPU decoder keeps fp32 copies, not the mapping
   }
@@ -71,11 +80,12 @@ std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, in
       RenderMemory m;
       m.engine = engine;
       m.size = side;
-      m.weights = std::string(engine) == "cpu" ? mapped + copies : stored;
-      m.shared = std::string(engine) == "cpu" ? mapped : 0;
       if (m.engine == "cuda") {
-        cuda_work(model, side, m);
+        cuda_memory(model, side, precision, gpu_int8, m);
       } else {
+        m.precision = "fp32";
+        m.weights = mapped + copies;
+        m.shared = mapped;
         m.text_encoder = text_encoder_work(model.text_encoder_config(), threads);
         m.dit = dit_work(model.dit_config(), int64_t{side / 16} * (side / 16), threads);
         m.vae = vae_work(model.vae_config(), side, threads);

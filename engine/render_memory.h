@@ -2,18 +2,21 @@
 // What a render needs in memory, estimated from a checked model directory (no weights are read):
 // resident weights plus work buffers. On the CPU the largest any graph holds at once (the graphs run
 // one after another, so their buffers do not add up), estimated from the buffers they allocate; on
-// CUDA every graph's, which a session keeps together, as engine/cuda/workspace_plan.h counts them
-// (bf16), with the weights in their stored dtype.
+// CUDA every graph's, which a session keeps together, as engine/cuda/workspace_plan.h counts them, with
+// the weights as the session makes them (engine/cuda/weight_plan.h) at the precision and int8 handling
+// asked for: the numbers a CUDA session's fit check uses.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "engine/engine_options.h"
 #include "engine/model_directory.h"
 
 namespace rgbaq::engine {
 
 struct RenderMemory {
   std::string engine;           // "cpu", "cuda"
+  std::string precision;        // "fp32" (cpu); cuda: "bf16", "fp32", "fp8", with ", int8 kept" when it keeps some
   uint64_t weights = 0;         // resident weight bytes
   uint64_t shared = 0;          // of them, the pages every session of a process shares (cpu: the mapped files)
   int size = 0;                 // square image side
@@ -22,7 +25,9 @@ struct RenderMemory {
   uint64_t per_session() const { return total() - shared; }  // what each further session adds
 };
 
-// For sizes 256, 512 and 1024 on each engine; `threads` sizes the per-thread scratch.
-std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads);
+// For sizes 256, 512 and 1024 on each engine; `threads` sizes the per-thread scratch; `precision` and
+// `gpu_int8` are the cuda session's.
+std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads,
+                                                 Precision precision = Precision::kBf16, GpuInt8 gpu_int8 = GpuInt8::kWiden);
 
 }  // namespace rgbaq::engine

@@ -68,6 +68,10 @@ Graphs& Session::graphs() {
   return *graphs_;
 }
 
+std::string Session::precision() const {
+  return graphs_ ? graphs_->precision() : std::string(backend_ == "cpu" ? "fp32" : precision_name(options_.precision));
+}
+
 std::string Session::device_description() const {
   return graphs_ ? graphs_->device_description() : backend_ + " (not open: opening it again failed)";
 }

@@ -95,6 +95,8 @@ class Session {
   const std::string& backend_name() const { return backend_; }
   // What the backend runs on ("cpu, 8 threads", "NVIDIA H200 (device 0, ...)").
   std::string device_description() const;
+  // The backend's precision ("fp32", "bf16", "fp8"; Graphs::precision), or the options' when not open.
+  std::string precision() const;
   Graphs& graphs();
   // The adapters read so far (kept, least recently used out first, within a byte budget); shared with
   // other sessions when EngineOptions::lora_cache named one.

@@ -55,6 +55,7 @@ uint64_t check_tensor(const WeightStore& store, const WeightSpec& spec, Componen
       const Tensor checked = store.require(spec.name, spec.shape);  // I8: with its scales, or throws
       if (const Tensor* scales = checked.block_scales()) {
         ++report.quantized;
+        report.int8_linears.insert(spec.name);
         ++report.used;
         report.used_bytes += scales->nbytes();
         report.dtypes[std::string(dtype_name(scales->dtype()))]++;

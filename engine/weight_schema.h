@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ struct ComponentReport {
   std::filesystem::path dir;
   int64_t tensors = 0;  // in the files, scales included
   int64_t used = 0, ignored = 0, quantized = 0;
+  std::set<std::string> int8_linears;  // the Linear weights stored as I8 (`quantized` of them)
   uint64_t bytes = 0, used_bytes = 0;  // all tensors in the files / those the graphs read (scales included)
   // Bytes the CPU backend holds beyond the mapping (the VAE's convolutions, widened to fp32).
   uint64_t cpu_copy_bytes = 0;

@@ -50,6 +50,7 @@ std::string metadata_json(const RenderMetadata& m, bool with_local_path) {
   j["job_id"] = m.job_id ? nlohmann::json(*m.job_id) : nlohmann::json(nullptr);
   j["run_id"] = m.run_id ? nlohmann::json(*m.run_id) : nlohmann::json(nullptr);
   for (const auto& l : m.loras) j["loras"].push_back({{"name", l.name}, {"weight", l.weight}, {"sha256", l.sha256}});
+  if (!m.precision.empty()) j["precision"] = m.precision;
   if (!m.host.empty()) j["host"] = m.host;
   if (!m.device.empty()) j["device"] = m.device;
   if (m.worker) j["worker"] = *m.worker;

@@ -26,6 +26,7 @@ struct RenderMetadata {
   std::string model_path;
   std::string model_identity;
   std::string backend;
+  std::string precision;  // what its GEMMs computed in ("fp32", "bf16", "fp8"); empty: not recorded
   double tokenize_s = 0, encode_s = 0, decode_s = 0, total_s = 0;
   std::vector<double> step_s;
   bool encoder_cache_hit = false;

@@ -304,6 +304,7 @@ json RequestHandler::status() {
           {"model", config_.model_dir.string()},
           {"model_identity", model_identity_},
           {"engine", session_.backend_name()},
+          {"precision", session_.precision()},
           {"engine_device", engine_device},
           {"socket", config_.socket_path.string()},
           {"http", state_.http_url.empty() ? json(nullptr) : json({{"url", state_.http_url}})},

@@ -34,7 +34,13 @@ options (each may also be set in the config file; flags win):
                           fails gives its job back and opens its session again, or goes out of service
                           (see `rgbaq status`) while the others go on
   --device N              cuda: one device, the same as --devices N
-  --precision bf16|fp32   cuda: bf16 GEMMs with fp32 accumulation (default), or fp32 throughout
+  --precision bf16|fp32|fp8
+                          cuda: bf16 GEMMs with fp32 accumulation (default), fp32 throughout, or
+                          fp8 (sm_89 and later: the big Linear weights FP8 E4M3 with a scale per
+                          row, inputs quantized per token; never run on a GPU yet, see README)
+  --gpu-int8 widen|keep   cuda, with an int8 model (rgbaq model quantize): its Linear weights widened
+                          to the GEMM type at upload (default), or kept int8 on the device, half the
+                          memory (never run on a GPU yet, see README)
   --gpu-memory GIB        cuda: device memory each session may use (default: what the device has
                           free, shared out equally between the sessions on it); when the weights do
                           not fit, DiT blocks stream from pinned host memory. At start each session
@@ -87,7 +93,7 @@ options (each may also be set in the config file; flags win):
   --create-queue          when DATA_DIR/queue.db exists but is not an rgbaq queue (empty, or another
                           database), make a new queue in it instead of refusing to start
   --config FILE           a JSON file with any of: {"model", "engine", "threads", "workers", "device",
-                          "devices" ("all", "0,2" or a list of ordinals), "precision",
+                          "devices" ("all", "0,2" or a list of ordinals), "precision", "gpu_int8",
                           "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
                           "encoder_cache_mb", "encoder_cache_disk_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
@@ -192,6 +198,7 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     }
     else if (key == "workers") c.workers = static_cast<int>(number());
     else if (key == "precision") c.precision = text();
+    else if (key == "gpu_int8") c.gpu_int8 = text();
     else if (key == "gpu_memory_gib") {
       if (!value.is_number() || value.get<double>() < 0) {
         throw common::UsageError(file.string() + ": \"gpu_memory_gib\" must be a non-negative number");
@@ -298,6 +305,11 @@ engine::EngineOptions DaemonConfig::engine_options() const {
   } catch (const std::invalid_argument& e) {
     throw common::UsageError(std::string("--precision: ") + e.what());
   }
+  try {
+    o.gpu_int8 = engine::parse_gpu_int8(gpu_int8);
+  } catch (const std::invalid_argument& e) {
+    throw common::UsageError(std::string("--gpu-int8: ") + e.what());
+  }
   return o;
 }
 
@@ -313,7 +325,7 @@ storage::StoreOptions DaemonConfig::store_options() const {
 
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
-                         {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-memory", "socket", "data-dir",
+                         {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-int8", "gpu-memory", "socket", "data-dir",
                           "queue", "max-attempts", "encoder-cache-mb", "encoder-cache-disk-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
                           "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host",
@@ -340,6 +352,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
     parse_device_list(c.devices);
   }
   if (const auto v = a.get("precision")) c.precision = *v;
+  if (const auto v = a.get("gpu-int8")) c.gpu_int8 = *v;
   if (const auto v = a.get("gpu-memory")) c.gpu_memory_gib = parse_gpu_memory(*v);
   if (a.has("random-weights")) c.random_weights = a.get_u64("random-weights", 0);
   if (const auto v = a.get("socket")) c.socket_path = made_absolute(*v);
@@ -395,7 +408,10 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
     throw common::UsageError("--random-weights takes --engine cuda (speed measurements on a hollow model), not \"" + c.engine +
                              "\"");
   }
-  c.engine_options();  // checks --precision
+  if (c.precision == "fp8" && c.engine == "cpu") {
+    throw common::UsageError("--precision fp8 is the cuda engine's (FP8 tensor cores), not \"cpu\", which computes in fp32");
+  }
+  c.engine_options();  // checks --precision and --gpu-int8
   if (c.max_attempts < 1) throw common::UsageError("--max-attempts must be at least 1");
   if (c.max_frame_mb < 1 || c.max_frame_mb > 1024) throw common::UsageError("--max-frame-mb must be from 1 to 1024");
   if (c.max_connections < 1) throw common::UsageError("--max-connections must be at least 1");

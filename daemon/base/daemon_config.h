@@ -23,7 +23,8 @@ struct DaemonConfig {
   // (one listed twice runs two sessions on it); empty: --device's, else every visible device.
   std::string devices;
   int workers = 1;                     // cpu: render workers, each its own session of `threads` threads
-  std::string precision = "bf16";      // cuda: bf16 | fp32
+  std::string precision = "bf16";      // cuda: bf16 | fp32 | fp8
+  std::string gpu_int8 = "widen";      // cuda: widen | keep (an int8 model's Linear weights on the device)
   double gpu_memory_gib = 0;           // cuda: 0 = what the device has
   std::optional<uint64_t> random_weights;  // cuda, a flag only: EngineOptions::random_weights (benchmarks)
   std::filesystem::path socket_path;   // default: paths::default_socket_path()
@@ -60,7 +61,7 @@ struct DaemonConfig {
   std::filesystem::path thumbnail_dir() const { return data_dir / "cache" / "thumbnails"; }
   std::filesystem::path http_token_file() const { return data_dir / "http-token"; }
 
-  // Throws common::UsageError for a bad precision.
+  // Throws common::UsageError for a bad precision or gpu_int8.
   engine::EngineOptions engine_options() const;
   // What every queue store of this daemon opens with (the serve loop, the worker, the writer, requests).
   storage::StoreOptions store_options() const;

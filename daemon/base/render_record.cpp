@@ -6,7 +6,7 @@ namespace rgbaq::daemon {
 
 storage::RenderMetadata describe_render(const engine::RenderRequest& request, const engine::RenderResult& result,
                                         const std::filesystem::path& model_dir, const std::string& model_identity,
-                                        const std::string& backend) {
+                                        const std::string& backend, const std::string& precision) {
   const auto model = std::filesystem::absolute(model_dir).lexically_normal();
   storage::RenderMetadata m;
   m.prompt = request.prompt;
@@ -18,6 +18,7 @@ storage::RenderMetadata describe_render(const engine::RenderRequest& request, co
   m.model_path = model.string();
   m.model_identity = model_identity;
   m.backend = backend;
+  m.precision = precision;
   m.tokenize_s = result.timings.tokenize_s;
   m.encode_s = result.timings.encode_s;
   m.step_s = result.timings.step_s;

@@ -207,7 +207,8 @@ void RenderWorker::handle(const storage::Job& job) {
     render.job = job;
     render.width = result.size.width;
     render.height = result.size.height;
-    render.metadata = describe_render(request, result, config_.model_dir, model_identity_, session_.backend_name());
+    render.metadata = describe_render(request, result, config_.model_dir, model_identity_, session_.backend_name(),
+                                      session_.precision());
     render.rgba = std::move(result.rgba);
     // The worker tokenized and encoded (or found the embeddings) itself: its own clock for those.
     storage::RenderMetadata& m = render.metadata;

@@ -19,6 +19,7 @@ class CpuGraphs final : public Graphs {
   CpuGraphs(const ModelDirectory& model, int threads = 0);
 
   std::string backend_name() const override { return "cpu"; }
+  std::string precision() const override { return "fp32"; }
   std::string device_description() const override;
   int text_dim() const override { return encoder_->config().hidden; }
   ThreadPool& pool() { return pool_; }

@@ -20,37 +20,20 @@ std::vector<const Tensor*> block_linears(const cpu::Dit::Block& b) {
 
 }  // namespace
 
-size_t CudaDit::block_bytes(const cpu::Dit& dit, ElementType type) {
-  size_t total = 0;
-  for (const auto& b : dit.blocks())
-    for (const Tensor* t : block_linears(b)) total += static_cast<size_t>(t->numel()) * element_size(type);
-  return total;
-}
-
-size_t CudaDit::other_bytes(const cpu::Dit& dit, ElementType type) {
-  size_t total = 0;
-  for (const Tensor* t : {&dit.img_in(), &dit.txt_in(), &dit.txt_out(), &dit.time_1(), &dit.time_2(), &dit.modulation_weight(),
-                          &dit.norm_out(), &dit.proj_out()}) {
-    total += static_cast<size_t>(t->numel()) * element_size(type);
-  }
-  total += dit.text_norm().size() * sizeof(float);
-  for (const auto& b : dit.blocks()) total += (b.norm_q.size() + b.norm_k.size()) * sizeof(float);
-  return total;
-}
-
-CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, Gemm& gemm, cudaStream_t stream,
-                 bool stream_blocks)
-    : config_(config), arena_(source.arena()), gemm_(gemm), stream_(stream), type_(source.type()), esize_(element_size(type_)) {
+CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, LinearRunner& linears,
+                 cudaStream_t stream, bool stream_blocks)
+    : config_(config), arena_(source.arena()), linears_(linears), gemm_(linears.gemm()), stream_(stream),
+      type_(source.type()), esize_(element_size(type_)) {
   const int64_t d = config.dim(), mlp = d * config.mlp_ratio, ctx = config.context_dim;
   auto* w = dit;  // null: random weights
-  img_in_ = source.matrix(w ? &w->img_in() : nullptr, d, 64, "DiT img_in");
-  txt_in_ = source.matrix(w ? &w->txt_in() : nullptr, d, ctx, "DiT txt_in.in_layer");
-  txt_out_ = source.matrix(w ? &w->txt_out() : nullptr, d, d, "DiT txt_in.out_layer");
-  time_1_ = source.matrix(w ? &w->time_1() : nullptr, d, kTimestepDim, "DiT timestep linear_1");
-  time_2_ = source.matrix(w ? &w->time_2() : nullptr, d, d, "DiT timestep linear_2");
-  modulation_ = source.matrix(w ? &w->modulation_weight() : nullptr, 4 * d, d, "DiT modulation.1");
-  norm_out_ = source.matrix(w ? &w->norm_out() : nullptr, d, d, "DiT norm_out.linear");
-  proj_out_ = source.matrix(w ? &w->proj_out() : nullptr, 64, d, "DiT proj_out");
+  img_in_ = source.linear(w ? &w->img_in() : nullptr, d, 64, false, "DiT img_in");
+  txt_in_ = source.linear(w ? &w->txt_in() : nullptr, d, ctx, false, "DiT txt_in.in_layer");
+  txt_out_ = source.linear(w ? &w->txt_out() : nullptr, d, d, false, "DiT txt_in.out_layer");
+  time_1_ = source.linear(w ? &w->time_1() : nullptr, d, kTimestepDim, false, "DiT timestep linear_1");
+  time_2_ = source.linear(w ? &w->time_2() : nullptr, d, d, false, "DiT timestep linear_2");
+  modulation_ = source.linear(w ? &w->modulation_weight() : nullptr, 4 * d, d, false, "DiT modulation.1");
+  norm_out_ = source.linear(w ? &w->norm_out() : nullptr, d, d, false, "DiT norm_out.linear");
+  proj_out_ = source.linear(w ? &w->proj_out() : nullptr, 64, d, false, "DiT proj_out");
   text_norm_ = source.vector(w ? &w->text_norm() : nullptr, ctx, "DiT txt_in.text_norm", 0.0f);
   if (stream_blocks && !w) throw std::logic_error("CudaDit: streaming needs host weights");
   const int64_t shapes[kDitBlockLinears][2] = {{d, d}, {d, d}, {d, d}, {d, d}, {mlp, d}, {mlp, d}, {d, mlp}};
@@ -61,12 +44,16 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
     Block dev;
     dev.norm_q = source.vector(b ? &b->norm_q : nullptr, config.head_dim, name + " norm_q");
     dev.norm_k = source.vector(b ? &b->norm_k : nullptr, config.head_dim, name + " norm_k");
-    if (stream_blocks) {
+    for (int j = 0; j < kDitBlockLinears; ++j) {
+      const Tensor* t = b ? block_linears(*b)[j] : nullptr;
+      dev.formats.push_back(source.format_of(t, true));
+      if (!stream_blocks) dev.linears.push_back(source.linear(t, shapes[j][0], shapes[j][1], true, name + " linears"));
+    }
+    if (stream_blocks) {  // each linear's parts in its format, in order (BlockStreamer packs them)
       staged.emplace_back();
-      for (const Tensor* t : block_linears(*b)) staged.back().push_back(host_bytes(*t, type_));
-    } else {
       for (int j = 0; j < kDitBlockLinears; ++j) {
-        dev.linears.push_back(source.matrix(b ? block_linears(*b)[j] : nullptr, shapes[j][0], shapes[j][1], name + " linears"));
+        dev.first_part.push_back(static_cast<int>(staged.back().size()));
+        for (auto& part : staged_parts(*block_linears(*b)[j], dev.formats[j], type_)) staged.back().push_back(std::move(part));
       }
     }
     blocks_.push_back(std::move(dev));
@@ -119,8 +106,8 @@ void CudaDit::set_loras(const LoraSet& set) {
   lora_terms_ = std::move(device_terms);
 }
 
-void CudaDit::project(int index, const void* x, int64_t rows, const void* w, int64_t out, int64_t in, float* y) {
-  gemm_.linear(type_, x, rows, w, out, in, y);
+void CudaDit::project(int index, const void* x, int64_t rows, const LinearView& w, int64_t out, int64_t in, float* y) {
+  linears_.run(w, x, rows, out, in, y);
   for (const DeviceLoraTerm& t : lora_terms_[static_cast<size_t>(index)]) {
     const size_t need = static_cast<size_t>(rows * t.rank);
     arena_.ensure(lora_mid_, need * sizeof(float), "DiT LoRA x A^T");
@@ -132,8 +119,10 @@ void CudaDit::project(int index, const void* x, int64_t rows, const void* w, int
   }
 }
 
-const void* CudaDit::linear(int block, int which, const std::vector<const void*>* streamed) const {
-  return streamed ? (*streamed)[which] : blocks_[block].linears[which].get();
+LinearView CudaDit::linear(int block, int which, const std::vector<const void*>* streamed) const {
+  const Block& b = blocks_[block];
+  if (!streamed) return b.linears[which].view();
+  return view_of_parts(b.formats[which], streamed->data() + b.first_part[which]);
 }
 
 // [scale1 | gate1 | scale2 | gate2] (gates through tanh) then the final scale: 5 * dim fp32 at `out`.
@@ -144,12 +133,12 @@ void CudaDit::modulation(float t, float* out) {
   cpu::Dit::timestep_embedding(t, static_cast<float*>(emb_host_.get()));
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(emb_f32_.get(), emb_host_.get(), kTimestepDim * sizeof(float), cudaMemcpyHostToDevice, stream_), device);
   convert(emb_f32_.as<float>(), kTimestepDim, emb_.get(), type_, stream_);
-  project(kTime1, emb_.get(), 1, time_1_.get(), dim, kTimestepDim, hidden_.as<float>());
+  project(kTime1, emb_.get(), 1, time_1_.view(), dim, kTimestepDim, hidden_.as<float>());
   silu(hidden_.as<float>(), dim, hidden_t_.get(), type_, stream_);
-  project(kTime2, hidden_t_.get(), 1, time_2_.get(), dim, dim, temb_.as<float>());
+  project(kTime2, hidden_t_.get(), 1, time_2_.view(), dim, dim, temb_.as<float>());
   silu(temb_.as<float>(), dim, temb_t_.get(), type_, stream_);  // both heads read silu(temb)
-  project(kModulation, temb_t_.get(), 1, modulation_.get(), 4 * dim, dim, out);
-  project(kNormOut, temb_t_.get(), 1, norm_out_.get(), dim, dim, out + 4 * dim);
+  project(kModulation, temb_t_.get(), 1, modulation_.view(), 4 * dim, dim, out);
+  project(kNormOut, temb_t_.get(), 1, norm_out_.view(), dim, dim, out + 4 * dim);
   tanh_gates(out, dim, stream_);
   check_launch(device, "the DiT's modulation kernels");
 }
@@ -257,9 +246,9 @@ void CudaDit::begin_image(const Tensor& txt_feats, const host::RopeTensors& rope
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(txt_.get(), txt_feats.f32(), txt_feats.nbytes(), cudaMemcpyHostToDevice, stream_), device);
   rms_norm(txt_.as<float>(), l, config_.context_dim, text_norm_.as<float>(), 1.0f, static_cast<float>(config_.eps), h_.get(),
            type_, stream_);
-  project(kTxtIn, h_.get(), l, txt_in_.get(), dim, config_.context_dim, qf_.as<float>());
+  project(kTxtIn, h_.get(), l, txt_in_.view(), dim, config_.context_dim, qf_.as<float>());
   gelu_tanh(qf_.as<float>(), l * dim, attn_t_.get(), type_, stream_);
-  project(kTxtOut, attn_t_.get(), l, txt_out_.get(), dim, dim, x_.as<float>());
+  project(kTxtOut, attn_t_.get(), l, txt_out_.view(), dim, dim, x_.as<float>());
   // The text rows use the text modulation whatever image_mod_ holds (text_rows = rows).
   for (int i = 0; i < config_.layers; ++i) run_block(i, l, l, txt_cos_.as<float>(), txt_sin_.as<float>(), 0, true);
   // The host's inputs may go once this returns.
@@ -272,11 +261,11 @@ void CudaDit::step(const Tensor& img_tokens, float t, float* vel) {
   modulation(t, image_mod_.as<float>());
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), img_tokens.f32(), img_tokens.nbytes(), cudaMemcpyHostToDevice, stream_), device);
   convert(tokens_.as<float>(), n * 64, h_.get(), type_, stream_);
-  project(kImgIn, h_.get(), n, img_in_.get(), dim, 64, x_.as<float>());
+  project(kImgIn, h_.get(), n, img_in_.view(), dim, 64, x_.as<float>());
   for (int i = 0; i < config_.layers; ++i) run_block(i, n, 0, img_cos_.as<float>(), img_sin_.as<float>(), text_len_, false);
   const float* final_scale = image_mod_.as<float>() + 4 * dim;
   layer_norm_modulate(x_.as<float>(), n, dim, static_cast<float>(config_.eps), final_scale, final_scale, 0, h_.get(), type_, stream_);
-  project(kProjOut, h_.get(), n, proj_out_.get(), 64, dim, vel_.as<float>());
+  project(kProjOut, h_.get(), n, proj_out_.view(), 64, dim, vel_.as<float>());
   check_launch(device, "the DiT's output kernels");
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(vel, vel_.get(), static_cast<size_t>(n) * 64 * sizeof(float), cudaMemcpyDeviceToHost, stream_), device);
   RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), device);  // the host needs the velocity for its Euler step

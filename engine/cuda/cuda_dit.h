@@ -2,8 +2,9 @@
 // The DiT's velocity graph on the GPU, with the CPU backend's split: begin_image runs txt_in and every
 // block over the L text rows once and keeps each block's text keys and values on the device; each step
 // runs the N image rows, attending to those plus their own. fp32 residual stream; GEMMs in the session's
-// type through cuBLASLt; the workspace is sized once per (L, N) and reused. Blocks are resident, or
-// streamed from pinned host memory (BlockStreamer) when the weights do not fit. Never run on a GPU yet.
+// type through cuBLASLt, each Linear in its format (LinearRunner: dense, int8 kept, fp8 for the
+// blocks'); the workspace is sized once per (L, N) and reused. Blocks are resident, or streamed from
+// pinned host memory (BlockStreamer) in their format when the weights do not fit. Never run on a GPU yet.
 #include <cuda_runtime.h>
 
 #include <map>
@@ -13,6 +14,7 @@
 #include "engine/cpu/dit.h"
 #include "engine/cuda/attention.h"
 #include "engine/cuda/block_streamer.h"
+#include "engine/cuda/device_linear.h"
 #include "engine/cuda/device_memory.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/gemm.h"
@@ -24,8 +26,8 @@ namespace rgbaq::engine::cuda {
 class CudaDit {
  public:
   // The weights from `source`: dit's checked views (the CPU object only lends them; it may be dropped
-  // after), or random ones (dit null; blocks resident).
-  CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, Gemm& gemm, cudaStream_t stream,
+  // after), or random ones (their formats from dit's views, or dense when dit is null; blocks resident).
+  CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, LinearRunner& linears, cudaStream_t stream,
           bool stream_blocks);
 
   void begin_image(const Tensor& txt_feats, const host::RopeTensors& rope);
@@ -41,14 +43,12 @@ class CudaDit {
   void reserve(int64_t text_tokens, int64_t image_tokens);
 
   bool streams_blocks() const { return streamer_ != nullptr; }
-  // Bytes of every block's linears (what streaming keeps off the device), and of the rest of its
-  // weights (always resident: the global linears, the norms).
-  static size_t block_bytes(const cpu::Dit& dit, ElementType type);
-  static size_t other_bytes(const cpu::Dit& dit, ElementType type);
 
  private:
   struct Block {
-    std::vector<DeviceBuffer> linears;  // resident: to_q, to_k, to_v, to_out, gate, proj, out
+    std::vector<DeviceLinear> linears;  // resident: to_q, to_k, to_v, to_out, gate, proj, out
+    std::vector<LinearFormat> formats;  // each linear's, resident or streamed
+    std::vector<int> first_part;        // streamed: each linear's first part in the block's parts
     DeviceBuffer norm_q, norm_k;
   };
   void modulation(float t, float* out);
@@ -56,9 +56,9 @@ class CudaDit {
   // One block over `rows` rows of x_ (see cpu::Dit::run_block); prefix K/V of block i prepended when
   // prefix_rows > 0, this block's text K/V stored when `store`.
   void run_block(int i, int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows, bool store);
-  const void* linear(int block, int which, const std::vector<const void*>* streamed) const;
+  LinearView linear(int block, int which, const std::vector<const void*>* streamed) const;
   // y[rows, out] = x W^T plus Linear `index`'s LoRA terms (dit_linear_index order); x in the GEMM type.
-  void project(int index, const void* x, int64_t rows, const void* w, int64_t out, int64_t in, float* y);
+  void project(int index, const void* x, int64_t rows, const LinearView& w, int64_t out, int64_t in, float* y);
 
   // One adapter's matrices on the device, by module (LoraModule addresses stay valid: `adapter` holds them).
   struct DeviceLora {
@@ -77,11 +77,13 @@ class CudaDit {
 
   DitConfig config_;
   DeviceArena& arena_;
-  Gemm& gemm_;
+  LinearRunner& linears_;
+  Gemm& gemm_;  // linears_'s, for the LoRA terms (always in the GEMM type)
   cudaStream_t stream_;
   ElementType type_;
   size_t esize_;
-  DeviceBuffer img_in_, txt_in_, txt_out_, time_1_, time_2_, modulation_, norm_out_, proj_out_, text_norm_;
+  DeviceLinear img_in_, txt_in_, txt_out_, time_1_, time_2_, modulation_, norm_out_, proj_out_;
+  DeviceBuffer text_norm_;
   std::vector<Block> blocks_;
   std::unique_ptr<BlockStreamer> streamer_;
   const std::vector<const void*>* streamed_ = nullptr;  // the current block's parts when streaming

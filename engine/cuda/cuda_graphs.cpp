@@ -4,6 +4,7 @@
 
 #include "engine/cpu/vae_decoder.h"
 #include "engine/cuda/cuda_check.h"
+#include "engine/cuda/weight_plan.h"
 #include "engine/cuda/workspace_plan.h"
 #include "engine/model_config.h"
 #include "host/contract_limits.h"
@@ -11,7 +12,10 @@
 namespace rgbaq::engine::cuda {
 CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options)
     : device_(options.device),
+      precision_(options.precision),
+      // fp8 sessions keep bf16 activations (the fp8 Linears quantize their inputs per token).
       type_(options.precision == Precision::kFp32 ? ElementType::kF32 : ElementType::kBf16),
+      formats_{options.precision == Precision::kFp8, options.gpu_int8 == GpuInt8::kKeep},
       text_config_(load_text_encoder_config(model.text_encoder_dir() / "config.json")),
       text_weights_(WeightStore::open(model.text_encoder_dir())) {
   RGBAQ_CUDA_CHECK(cudaSetDevice(device_), device_);
@@ -35,8 +39,17 @@ CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options
 
 void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options) {
   const size_t budget = static_cast<size_t>(options.gpu_memory_gib * 1024.0 * 1024.0 * 1024.0);
+  if (formats_.fp8) {
+    cudaDeviceProp prop{};
+    RGBAQ_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_), device_);
+    if (prop.major * 10 + prop.minor < 89) {
+      throw CudaError(device_label(device_) + ": --precision fp8 needs FP8 tensor cores (sm_89 or later); " + prop.name +
+                      " is sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + " (use bf16)");
+    }
+  }
   arena_ = std::make_unique<DeviceArena>(device_, budget);
   gemm_ = std::make_unique<Gemm>(*arena_, stream_);
+  linears_ = std::make_unique<LinearRunner>(*arena_, *gemm_, type_, stream_);
 
   const auto dit_config = load_dit_config(model.transformer_dir() / "config.json");
   if (dit_config.context_dim != text_config_.hidden) {
@@ -51,16 +64,24 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   const VaeConfig vae_config = load_vae_config(model.vae_dir() / "config.json");
   const WeightStore vae_weights = WeightStore::open(model.vae_dir());
   auto vae_views = std::make_unique<cpu::VaeDecoder>(vae_weights, vae_config);
-  const size_t encoder_bytes = CudaTextEncoder::weight_bytes(*text_views_, type_);
-  const size_t blocks_bytes = CudaDit::block_bytes(dit_views, type_);
+  const auto e = static_cast<int64_t>(element_size(type_));
+  const SessionWeightBytes planned = session_weight_bytes(model, e, formats_);
+  const size_t encoder_bytes = static_cast<size_t>(planned.text_encoder);
+  const size_t blocks_bytes = static_cast<size_t>(planned.dit_blocks);
   // Always resident: the DiT's other weights and the VAE's.
-  const size_t kept_bytes = CudaDit::other_bytes(dit_views, type_) + CudaVae::weight_bytes(*vae_views, type_);
+  const size_t kept_bytes = static_cast<size_t>(planned.dit_other + planned.vae);
+  encoder_bytes_ = encoder_bytes;
+  dit_config_ = dit_config;
+  dit_int8_ = !report_of(model, "transformer").int8_linears.empty();
+  encoder_int8_ = !report_of(model, "text_encoder").int8_linears.empty();
+  keeps_int8_ = formats_.keep_int8 && (dit_int8_ || encoder_int8_);
   // What the session holds beside its weights at the largest render the contract allows (the daemon's
   // workers reserve it at start): weights that fit only without it would run out at the first decode.
-  const size_t reserve = static_cast<size_t>(session_workspace_bytes(
-      text_config_, dit_config, vae_config, static_cast<int64_t>(element_size(type_)), host::kMaxTextTokens,
-      host::kMaxFullTokens, host::kMaxImageTokens));
-  const bool fits = encoder_bytes + blocks_bytes + kept_bytes + reserve <= arena_->budget();
+  const size_t reserve = static_cast<size_t>(session_workspace_bytes(text_config_, dit_config, vae_config, e,
+                                                                     host::kMaxTextTokens, host::kMaxFullTokens,
+                                                                     host::kMaxImageTokens, formats_, dit_int8_, encoder_int8_));
+  const bool fits = fit_session(planned, dit_config.layers, static_cast<int64_t>(reserve),
+                                static_cast<int64_t>(arena_->budget())) == SessionFit::kResident;
   // Short of memory, both give way: the encoder comes up only to encode (16 GB at real dims, freed
   // after) and the DiT's blocks stream, so a 24 GiB card holds the encoder or the DiT's working set.
   const bool stream_blocks = options.force_block_streaming || !fits;
@@ -71,14 +92,17 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
                     gib_string(encoder_bytes + blocks_bytes + kept_bytes) + " of weights with " + gib_string(reserve) +
                     " of workspace do not fit the session's " + gib_string(arena_->budget()));
   }
-  WeightSource source(*arena_, type_, stream_, random, options.random_weights.value_or(0));
-  dit_ = std::make_unique<CudaDit>(dit_config, &dit_views, source, *gemm_, stream_, stream_blocks);
+  WeightSource source(*arena_, type_, stream_, formats_, random, options.random_weights.value_or(0));
+  dit_ = std::make_unique<CudaDit>(dit_config, &dit_views, source, *linears_, stream_, stream_blocks);
   vae_ = std::make_unique<CudaVae>(*vae_views, source, *gemm_, stream_);
   vae_views.reset();  // its widened fp32 copies are on the device now
+  planned_weight_bytes_ = kept_bytes + (stream_blocks ? 0 : blocks_bytes);
   if (fits && !options.force_block_streaming) {
-    encoder_ = std::make_unique<CudaTextEncoder>(text_config_, text_views_.get(), source, *gemm_, stream_);
+    encoder_ = std::make_unique<CudaTextEncoder>(text_config_, text_views_.get(), source, *linears_, stream_);
     text_views_.reset();
+    planned_weight_bytes_ += encoder_bytes;
   }
+  weight_bytes_ = source.weight_bytes();
 }
 
 CudaGraphs::~CudaGraphs() { release(); }
@@ -89,6 +113,7 @@ void CudaGraphs::release() noexcept {
   encoder_.reset();
   dit_.reset();
   vae_.reset();
+  linears_.reset();
   gemm_.reset();
   arena_.reset();
   if (stream_) cudaStreamDestroy(stream_);
@@ -100,7 +125,8 @@ std::string CudaGraphs::device_description() const {
   cudaGetDeviceProperties(&prop, device_);
   return std::string(prop.name) + " (device " + std::to_string(device_) + ", sm_" + std::to_string(prop.major) +
          std::to_string(prop.minor) + ", " + gib_string(prop.totalGlobalMem) + "), " +
-         (type_ == ElementType::kBf16 ? "bf16" : "fp32") + (dit_ && dit_->streams_blocks() ? ", DiT blocks streamed" : "");
+         precision_name(precision_) + (keeps_int8_ ? ", int8 weights kept" : "") +
+         (dit_ && dit_->streams_blocks() ? ", DiT blocks streamed" : "");
 }
 
 // The current device is per host thread, and the daemon's worker is not the thread that opened us.
@@ -110,8 +136,8 @@ Tensor CudaGraphs::run_encode(std::span<const int32_t> ids) {
   use_device();
   if (encoder_) return encoder_->encode(ids);
   // Not resident: up for this prompt, freed after (a sweep's prompts come from the encoder cache).
-  WeightSource source(*arena_, type_, stream_);
-  CudaTextEncoder encoder(text_config_, text_views_.get(), source, *gemm_, stream_);
+  WeightSource source(*arena_, type_, stream_, formats_);
+  CudaTextEncoder encoder(text_config_, text_views_.get(), source, *linears_, stream_);
   return encoder.encode(ids);
 }
 
@@ -147,10 +173,13 @@ void CudaGraphs::run_reserve(int64_t text_tokens, int64_t image_tokens) {
   use_device();
   dit_->reserve(text_tokens, image_tokens);
   vae_->reserve(image_tokens);
+  const auto scratch = linear_scratch(text_config_, dit_config_, static_cast<int64_t>(element_size(type_)), formats_,
+                                      dit_int8_, encoder_int8_, std::max(text_tokens, image_tokens), host::kMaxFullTokens);
+  linears_->reserve(scratch[0].bytes, scratch[1].bytes, scratch[2].bytes);
   if (encoder_) return encoder_->reserve(host::kMaxFullTokens);
   // Not resident: the encoder comes up for each prompt beside the workspaces held now, its weights and
   // its buffers for the longest prompt.
-  const size_t encoder_bytes = CudaTextEncoder::weight_bytes(*text_views_, type_) +
+  const size_t encoder_bytes = encoder_bytes_ +
                                static_cast<size_t>(bytes_of(encoder_workspace(text_config_, static_cast<int64_t>(element_size(type_)),
                                                                               host::kMaxFullTokens)));
   if (arena_->in_use() + encoder_bytes > arena_->budget()) {

@@ -9,16 +9,9 @@
 #include "engine/cuda/workspace_plan.h"
 
 namespace rgbaq::engine::cuda {
-size_t CudaTextEncoder::weight_bytes(const cpu::TextEncoder& e, ElementType type) {
-  size_t total = static_cast<size_t>(e.embedding().numel()) * element_size(type);
-  for (const auto& l : e.layers())
-    for (const Tensor* t : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) total += static_cast<size_t>(t->numel()) * element_size(type);
-  return total;
-}
-
-CudaTextEncoder::CudaTextEncoder(const TextEncoderConfig& c, const cpu::TextEncoder* e, WeightSource& source, Gemm& gemm,
-                                 cudaStream_t stream)
-    : config_(c), arena_(source.arena()), gemm_(gemm), stream_(stream), type_(source.type()) {
+CudaTextEncoder::CudaTextEncoder(const TextEncoderConfig& c, const cpu::TextEncoder* e, WeightSource& source,
+                                 LinearRunner& linears, cudaStream_t stream)
+    : config_(c), arena_(source.arena()), linears_(linears), gemm_(linears.gemm()), stream_(stream), type_(source.type()) {
   const int64_t h = c.hidden, q_dim = int64_t{c.heads} * c.head_dim, kv_dim = int64_t{c.kv_heads} * c.head_dim, inter = c.intermediate;
   embed_ = source.matrix(e ? &e->embedding() : nullptr, c.vocab, h, "text encoder embed_tokens");
   for (int i = 0; i < c.layers; ++i) {
@@ -29,13 +22,13 @@ CudaTextEncoder::CudaTextEncoder(const TextEncoderConfig& c, const cpu::TextEnco
     d.post_norm = source.vector(l ? &l->post_norm : nullptr, h, name);
     d.q_norm = source.vector(l ? &l->q_norm : nullptr, c.head_dim, name);
     d.k_norm = source.vector(l ? &l->k_norm : nullptr, c.head_dim, name);
-    d.q = source.matrix(l ? &l->q : nullptr, q_dim, h, name);
-    d.k = source.matrix(l ? &l->k : nullptr, kv_dim, h, name);
-    d.v = source.matrix(l ? &l->v : nullptr, kv_dim, h, name);
-    d.o = source.matrix(l ? &l->o : nullptr, h, q_dim, name);
-    d.gate = source.matrix(l ? &l->gate : nullptr, inter, h, name);
-    d.up = source.matrix(l ? &l->up : nullptr, inter, h, name);
-    d.down = source.matrix(l ? &l->down : nullptr, h, inter, name);
+    d.q = source.linear(l ? &l->q : nullptr, q_dim, h, true, name);
+    d.k = source.linear(l ? &l->k : nullptr, kv_dim, h, true, name);
+    d.v = source.linear(l ? &l->v : nullptr, kv_dim, h, true, name);
+    d.o = source.linear(l ? &l->o : nullptr, h, q_dim, true, name);
+    d.gate = source.linear(l ? &l->gate : nullptr, inter, h, true, name);
+    d.up = source.linear(l ? &l->up : nullptr, inter, h, true, name);
+    d.down = source.linear(l ? &l->down : nullptr, h, inter, true, name);
     layers_.push_back(std::move(d));
   }
   RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), arena_.device());
@@ -83,22 +76,22 @@ Tensor CudaTextEncoder::encode(std::span<const int32_t> ids) {
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   for (const Layer& l : layers_) {
     rms_norm(x.as<float>(), n, h, l.input_norm.as<float>(), 0.0f, eps, normed.get(), type_, stream_);
-    gemm_.linear(type_, normed.get(), n, l.q.get(), q_dim, h, proj.as<float>());
+    linears_.run(l.q.view(), normed.get(), n, q_dim, h, proj.as<float>());
     head_norm_rope(proj.as<float>(), q_dim, n, config_.heads, static_cast<int>(d), l.q_norm.as<float>(), eps, cos_d.as<float>(),
                    sin_d.as<float>(), false, q.get(), q_dim, type_, stream_);
-    gemm_.linear(type_, normed.get(), n, l.k.get(), kv_dim, h, proj.as<float>());
+    linears_.run(l.k.view(), normed.get(), n, kv_dim, h, proj.as<float>());
     head_norm_rope(proj.as<float>(), kv_dim, n, config_.kv_heads, static_cast<int>(d), l.k_norm.as<float>(), eps,
                    cos_d.as<float>(), sin_d.as<float>(), false, k.get(), kv_dim, type_, stream_);
-    gemm_.linear(type_, normed.get(), n, l.v.get(), kv_dim, h, proj.as<float>());
+    linears_.run(l.v.view(), normed.get(), n, kv_dim, h, proj.as<float>());
     convert(proj.as<float>(), n * kv_dim, v.get(), type_, stream_);
     attention(gemm_, type_, a, {scores.as<float>(), probs.get(), score_elements}, stream_);
     convert(attn.as<float>(), n * q_dim, mlp.get(), type_, stream_);
-    gemm_.linear(type_, mlp.get(), n, l.o.get(), h, q_dim, x.as<float>(), 1.0f);  // x += o_proj(attention)
+    linears_.run(l.o.view(), mlp.get(), n, h, q_dim, x.as<float>(), 1.0f);  // x += o_proj(attention)
     rms_norm(x.as<float>(), n, h, l.post_norm.as<float>(), 0.0f, eps, normed.get(), type_, stream_);
-    gemm_.linear(type_, normed.get(), n, l.gate.get(), inter, h, proj.as<float>());
-    gemm_.linear(type_, normed.get(), n, l.up.get(), inter, h, up.as<float>());
+    linears_.run(l.gate.view(), normed.get(), n, inter, h, proj.as<float>());
+    linears_.run(l.up.view(), normed.get(), n, inter, h, up.as<float>());
     swiglu(proj.as<float>(), up.as<float>(), n * inter, mlp.get(), type_, stream_);
-    gemm_.linear(type_, mlp.get(), n, l.down.get(), h, inter, x.as<float>(), 1.0f);  // x += down_proj(...)
+    linears_.run(l.down.view(), mlp.get(), n, h, inter, x.as<float>(), 1.0f);  // x += down_proj(...)
     check_launch(device, "a text encoder layer's kernels");
   }
   Tensor out = Tensor::zeros(DType::kF32, {n, h});

@@ -1,7 +1,7 @@
 #pragma once
 // The Qwen3 text stack on the GPU: ids -> the residual stream after the last layer (before the final
 // norm), with the fp32 residual stream the contract asks for (GEMMs in the session's type, fp32
-// accumulation; the GEMMs add into the stream with beta = 1). Causal GQA attention through
+// accumulation; the GEMMs add into the stream with beta = 1; each Linear in its format through LinearRunner). Causal GQA attention through
 // attention.h. Its weights are uploaded at construction and freed with the object, so a session short
 // of memory can drop it after encoding; its work buffers grow to the longest prompt and stay, so a
 // resident encoder allocates nothing per prompt. Never run on a GPU yet.
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/cpu/text_encoder.h"
+#include "engine/cuda/device_linear.h"
 #include "engine/cuda/device_memory.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/gemm.h"
@@ -20,20 +21,21 @@ namespace rgbaq::engine::cuda {
 class CudaTextEncoder {
  public:
   // Weights from `source`: encoder's checked views, or random (encoder null).
-  CudaTextEncoder(const TextEncoderConfig& config, const cpu::TextEncoder* encoder, WeightSource& source, Gemm& gemm,
-                  cudaStream_t stream);
+  CudaTextEncoder(const TextEncoderConfig& config, const cpu::TextEncoder* encoder, WeightSource& source,
+                  LinearRunner& linears, cudaStream_t stream);
   Tensor encode(std::span<const int32_t> ids);
   // Allocates the work buffers of a prompt of `tokens` (Lfull) now; throws a DeviceFault when they do not fit.
   void reserve(int64_t tokens);
-  static size_t weight_bytes(const cpu::TextEncoder& encoder, ElementType type);
 
  private:
   struct Layer {
-    DeviceBuffer input_norm, post_norm, q_norm, k_norm, q, k, v, o, gate, up, down;
+    DeviceBuffer input_norm, post_norm, q_norm, k_norm;
+    DeviceLinear q, k, v, o, gate, up, down;
   };
   TextEncoderConfig config_;
   DeviceArena& arena_;
-  Gemm& gemm_;
+  LinearRunner& linears_;
+  Gemm& gemm_;  // linears_'s, for the attention
   cudaStream_t stream_;
   ElementType type_;
   DeviceBuffer embed_;

@@ -30,29 +30,11 @@ CudaVae::ResBlock CudaVae::upload_res(WeightSource& source, const cpu::VaeDecode
   return d;
 }
 
-size_t CudaVae::weight_bytes(const cpu::VaeDecoder& v, ElementType type) {
-  size_t total = 0;
-  auto conv = [&](const cpu::VaeDecoder::Conv& c) { total += c.weight.size() * element_size(type) + c.bias.size() * sizeof(float); };
-  auto res = [&](const cpu::VaeDecoder::ResBlock& r) {
-    total += (r.norm1.size() + r.norm2.size()) * sizeof(float);
-    conv(r.conv1), conv(r.conv2);
-    if (r.has_shortcut) conv(r.shortcut);
-  };
-  total += (v.config_.latents_mean.size() + v.config_.latents_std.size() + v.attn_norm_.size() + v.norm_out_.size()) * sizeof(float);
-  for (const auto* c : {&v.post_quant_, &v.conv_in_, &v.attn_qkv_, &v.attn_proj_, &v.conv_out_}) conv(*c);
-  res(v.mid_0_), res(v.mid_1_);
-  for (const auto& b : v.up_blocks_) {
-    for (const auto& r : b.resnets) res(r);
-    if (b.upsamples) conv(b.upsample_conv);
-  }
-  return total;
-}
-
 CudaVae::CudaVae(const cpu::VaeDecoder& v, WeightSource& source, Gemm& gemm, cudaStream_t stream)
     : arena_(source.arena()), gemm_(gemm), stream_(stream), type_(source.type()), config_(v.config_) {
   // The latent statistics are the config's, not weights: as configured even with random weights.
-  mean_ = upload(arena_, v.config_.latents_mean, ElementType::kF32, "VAE latents_mean");
-  std_ = upload(arena_, v.config_.latents_std, ElementType::kF32, "VAE latents_std");
+  mean_ = source.constants(v.config_.latents_mean, "VAE latents_mean");
+  std_ = source.constants(v.config_.latents_std, "VAE latents_std");
   post_quant_ = upload_conv(source, v.post_quant_, "post_quant_conv");
   conv_in_ = upload_conv(source, v.conv_in_, "conv_in");
   mid_0_ = upload_res(source, v.mid_0_, "mid_block.resnets.0");

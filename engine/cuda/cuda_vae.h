@@ -18,8 +18,6 @@ class CudaVae {
  public:
   // The weights from `source`: vae's checked views, or random ones (the views then give only the shapes).
   CudaVae(const cpu::VaeDecoder& vae, WeightSource& source, Gemm& gemm, cudaStream_t stream);
-  // Bytes of vae's weights on the device: convolutions in `type`, biases, norms and statistics in fp32.
-  static size_t weight_bytes(const cpu::VaeDecoder& vae, ElementType type);
   // latents [h w, 64] -> image [4, 16 h, 16 w] in [-1, 1].
   Tensor decode(const Tensor& latents, int grid_height, int grid_width);
   // Allocates the feature maps of a decode of `grid_pixels` latents now; throws a DeviceFault when they

@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/kernels.h"
 #include "engine/dtype.h"
+#include "engine/int8_blocks.h"
 
 namespace rgbaq::engine::cuda {
 
@@ -54,18 +56,79 @@ DeviceBuffer WeightSource::made(int64_t n, ElementType type, float scale, float 
 }
 
 DeviceBuffer WeightSource::matrix(const Tensor* host, int64_t out, int64_t in, const std::string& what) {
-  if (random_) return made(out * in, type_, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f, what);
-  return upload(arena_, *host, type_, what);
+  if (random_) return counted(made(out * in, type_, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f, what));
+  return counted(upload(arena_, *host, type_, what));
 }
 
 DeviceBuffer WeightSource::matrix(const std::vector<float>* host, int64_t out, int64_t in, const std::string& what) {
-  if (random_) return made(out * in, type_, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f, what);
-  return upload(arena_, *host, type_, what);
+  if (random_) return counted(made(out * in, type_, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f, what));
+  return counted(upload(arena_, *host, type_, what));
 }
 
 DeviceBuffer WeightSource::vector(const std::vector<float>* host, int64_t n, const std::string& what, float centre) {
-  if (random_) return made(n, ElementType::kF32, 0.1f, centre, what);
-  return upload(arena_, *host, ElementType::kF32, what);
+  if (random_) return counted(made(n, ElementType::kF32, 0.1f, centre, what));
+  return counted(upload(arena_, *host, ElementType::kF32, what));
+}
+
+DeviceLinear WeightSource::linear(const Tensor* host, int64_t out, int64_t in, bool block, const std::string& what) {
+  DeviceLinear l;
+  if (!host && !random_) throw std::logic_error("WeightSource::linear: no host weights for " + what);
+  l.format = format_of(host, block);
+  switch (l.format) {
+    case LinearFormat::kDense:
+      l.values = matrix(host, out, in, what);
+      break;
+    case LinearFormat::kInt8Blocks: {
+      const int64_t scales = out * int8_scale_columns(in);
+      if (random_) {
+        // Values uniform in [-127, 127] at one scale: q * s uniform in +-1/sqrt(in), as a dense random Linear.
+        l.values = arena_.allocate(static_cast<size_t>(out * in), what);
+        fill_random_int8(l.values.as<int8_t>(), out * in, seed_++ * 0x100000001b3ull, stream_);
+        l.scales = made(scales, ElementType::kBf16, 0.0f, 1.0f / (127.0f * std::sqrt(static_cast<float>(in))), what + " scales");
+        check_launch(arena_.device(), "fill_random_int8");
+      } else {
+        const auto* v = static_cast<const uint8_t*>(host->data());
+        const auto* sc = static_cast<const uint8_t*>(host->block_scales()->data());
+        l.values = upload(arena_, std::vector<uint8_t>(v, v + host->nbytes()), what);
+        l.scales = upload(arena_, std::vector<uint8_t>(sc, sc + host->block_scales()->nbytes()), what + " scales");
+      }
+      weight_bytes_ += l.values.bytes() + l.scales.bytes();
+      break;
+    }
+    case LinearFormat::kFp8Rows:
+      fp8_rows(host, out, in, l, what);
+      break;
+  }
+  return l;
+}
+
+// The stored values go up as they are (bf16, fp32; f16 widened; int8 with its scales, dequantized there
+// to the exact fp32 q * s), then one kernel writes each row's codes and scale: the same math as the
+// host's fp8::quantize_rows on to_f32_vector(), so streamed and resident fp8 weights are the same bytes.
+void WeightSource::fp8_rows(const Tensor* host, int64_t out, int64_t in, DeviceLinear& l, const std::string& what) {
+  l.values = arena_.allocate(static_cast<size_t>(out * in), what + " (fp8)");
+  l.scales = arena_.allocate(static_cast<size_t>(out) * sizeof(float), what + " (fp8 row scales)");
+  DeviceBuffer source, q, q_scales;
+  ElementType source_type = ElementType::kF32;
+  if (random_) {
+    source = made(out * in, ElementType::kBf16, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f, what + " (before fp8)");
+    source_type = ElementType::kBf16;
+  } else if (const Tensor* scales = host->block_scales()) {
+    const auto* v = static_cast<const uint8_t*>(host->data());
+    const auto* sc = static_cast<const uint8_t*>(scales->data());
+    q = upload(arena_, std::vector<uint8_t>(v, v + host->nbytes()), what + " (int8, before fp8)");
+    q_scales = upload(arena_, std::vector<uint8_t>(sc, sc + scales->nbytes()), what + " (int8 scales, before fp8)");
+    source = arena_.allocate(static_cast<size_t>(out * in) * sizeof(float), what + " (before fp8)");
+    dequantize_int8(q.as<int8_t>(), q_scales.as<uint16_t>(), out, in, source.get(), ElementType::kF32, stream_);
+  } else {
+    source_type = host->dtype() == DType::kBF16 ? ElementType::kBf16 : ElementType::kF32;
+    source = upload(arena_, *host, source_type, what + " (before fp8)");
+  }
+  quantize_fp8_rows(source.get(), source_type, out, in, l.values.as<uint8_t>(), l.scales.as<float>(), stream_);
+  check_launch(arena_.device(), "quantize_fp8_rows (weights)");
+  // The temporaries go when this returns: the kernels that read them must be done.
+  check(cudaStreamSynchronize(stream_), arena_.device(), ("making " + what + " fp8").c_str());
+  weight_bytes_ += l.values.bytes() + l.scales.bytes();
 }
 
 }  // namespace rgbaq::engine::cuda

@@ -41,7 +41,7 @@ void Gemm::destroy_plan(Plan& p) const {
   p = Plan{};
 }
 
-Gemm::Plan Gemm::make_plan(const GemmShape& s, ElementType type, unsigned alignment) {
+Gemm::Plan Gemm::make_plan(const GemmShape& s, Operands type, unsigned alignment) {
   Plan p;
   try {
     build_plan(p, s, type, alignment);
@@ -52,11 +52,20 @@ Gemm::Plan Gemm::make_plan(const GemmShape& s, ElementType type, unsigned alignm
   return p;
 }
 
-void Gemm::build_plan(Plan& p, const GemmShape& s, ElementType type, unsigned alignment) {
+void Gemm::build_plan(Plan& p, const GemmShape& s, Operands type, unsigned alignment) {
   const int device = arena_.device();
-  const cudaDataType_t in = type == ElementType::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cudaDataType_t in = type == Operands::kBf16 ? CUDA_R_16BF : type == Operands::kFp8 ? CUDA_R_8F_E4M3 : CUDA_R_32F;
   // Row-major C = A op(B) is column-major C^T = op(B)^T A^T: cuBLASLt's first operand is our B.
   check_cublas(lt_.matmul_desc_create(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), device, "cublasLtMatmulDescCreate");
+  if (type == Operands::kFp8) {
+    // One scale per row of cuBLASLt's A (our W's output rows) and per column of its B (our x's rows);
+    // the pointers are set at each call. FP8 takes only this transposed-A form, which a Linear is.
+    const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    for (auto attr : {CUBLASLT_MATMUL_DESC_A_SCALE_MODE, CUBLASLT_MATMUL_DESC_B_SCALE_MODE}) {
+      check_cublas(lt_.matmul_desc_set_attribute(p.op, attr, &mode, sizeof mode), device,
+                   "cublasLtMatmulDescSetAttribute(SCALE_MODE: outer vectors, FP8 per-row scales)");
+    }
+  }
   const cublasOperation_t trans_first = s.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, trans_second = CUBLAS_OP_N;
   check_cublas(lt_.matmul_desc_set_attribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_first, sizeof trans_first), device,
                "cublasLtMatmulDescSetAttribute(TRANSA)");
@@ -98,7 +107,8 @@ void Gemm::build_plan(Plan& p, const GemmShape& s, ElementType type, unsigned al
   lt_.preference_destroy(pref);
   if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
     throw CudaError(device_label(device) + ": cuBLASLt has no algorithm for a " +
-                    (type == ElementType::kBf16 ? "bf16" : "fp32") + " GEMM of m " + std::to_string(s.m) + ", n " +
+                    (type == Operands::kBf16 ? "bf16" : type == Operands::kFp8 ? "fp8 (E4M3, per-row scales)" : "fp32") +
+                    " GEMM of m " + std::to_string(s.m) + ", n " +
                     std::to_string(s.n) + ", k " + std::to_string(s.k) + ", batch " + std::to_string(s.batch) +
                     ", lda " + std::to_string(s.lda) + ", ldb " + std::to_string(s.ldb) + ", ldc " + std::to_string(s.ldc) +
                     " at " + std::to_string(alignment) + "-byte alignment (status " + std::to_string(status) + ")");
@@ -106,14 +116,35 @@ void Gemm::build_plan(Plan& p, const GemmShape& s, ElementType type, unsigned al
   p.algo = result.algo;
 }
 
-void Gemm::run(const GemmShape& s, ElementType type, const void* a, const void* b, float* c, float alpha, float beta) {
-  if (s.m == 0 || s.n == 0) return;
-  const unsigned alignment = alignment_of(a, b, c);
+const Gemm::Plan& Gemm::plan_for(const GemmShape& s, Operands type, unsigned alignment) {
   const Key key{s.m, s.n, s.k, s.lda, s.ldb, s.ldc, s.b_transposed, s.batch, s.stride_a, s.stride_b, s.stride_c,
                 static_cast<int>(type), static_cast<int>(alignment)};
   auto it = plans_.find(key);
   if (it == plans_.end()) it = plans_.emplace(key, make_plan(s, type, alignment)).first;
-  const Plan& p = it->second;
+  return it->second;
+}
+
+void Gemm::linear_fp8(const uint8_t* x, const float* x_scales, int64_t rows, const uint8_t* w, const float* w_scales,
+                      int64_t out, int64_t in, float* y, float beta) {
+  if (rows == 0 || out == 0) return;
+  const GemmShape s{rows, out, in, in, in, out, true, 1, 0, 0, 0};
+  const Plan& p = plan_for(s, Operands::kFp8, alignment_of(x, w, y));
+  const int device = arena_.device();
+  // cuBLASLt's A is our W, its B our x (see build_plan).
+  check_cublas(lt_.matmul_desc_set_attribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scales, sizeof w_scales), device,
+               "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
+  check_cublas(lt_.matmul_desc_set_attribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scales, sizeof x_scales), device,
+               "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+  const float alpha = 1.0f;
+  count_launch();
+  check_cublas(lt_.matmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo, workspace_.get(),
+                          workspace_.bytes(), stream_),
+               device, "cublasLtMatmul (fp8)");
+}
+
+void Gemm::run(const GemmShape& s, ElementType type, const void* a, const void* b, float* c, float alpha, float beta) {
+  if (s.m == 0 || s.n == 0) return;
+  const Plan& p = plan_for(s, operands_of(type), alignment_of(a, b, c));
   count_launch();
   check_cublas(lt_.matmul(handle_, p.op, &alpha, b, p.a, a, p.b, &beta, c, p.c, c, p.c, &p.algo, workspace_.get(),
                               workspace_.bytes(), stream_),

@@ -2,6 +2,8 @@
 // Row-major GEMMs through cuBLASLt: C[m, n] = alpha * A[m, k] op(B) + beta * C, with B either [n, k]
 // (a Linear's weight: y = x W^T) or [k, n]; optionally strided-batched. A and B are bf16 (fp32
 // accumulation, tensor cores) or fp32 (CUBLAS_COMPUTE_32F: no TF32, for parity); C is always fp32.
+// linear_fp8 is the FP8 form (sm_89 and later): E4M3 operands with one fp32 scale per output row of W
+// and per row of x (cuBLASLt's outer-vector scaling), fp32 accumulation into an fp32 C.
 // A call's descriptors and algorithm are made once per (shape, type, pointer alignment) and cached, so
 // the step loop allocates nothing; the workspace is allocated once. cuBLASLt itself is loaded when the
 // first Gemm is made (cublaslt_library.h).
@@ -43,16 +45,22 @@ class Gemm {
               float beta = 0.0f) {
     run({rows, out, in, in, in, out, true, 1, 0, 0, 0}, type, x, w, y, 1.0f, beta);
   }
+  // y[rows, out] = beta y + (x_scales[r] w_scales[o]) sum_k x[r, k] W[o, k], x and W E4M3 codes.
+  void linear_fp8(const uint8_t* x, const float* x_scales, int64_t rows, const uint8_t* w, const float* w_scales,
+                  int64_t out, int64_t in, float* y, float beta = 0.0f);
 
  private:
+  enum class Operands { kBf16, kF32, kFp8 };
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int, int64_t, int64_t, int64_t, int, int>;
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
-  Plan make_plan(const GemmShape& s, ElementType type, unsigned alignment);  // destroys what it made if it throws
-  void build_plan(Plan& p, const GemmShape& s, ElementType type, unsigned alignment);
+  static Operands operands_of(ElementType t) { return t == ElementType::kBf16 ? Operands::kBf16 : Operands::kF32; }
+  const Plan& plan_for(const GemmShape& s, Operands type, unsigned alignment);
+  Plan make_plan(const GemmShape& s, Operands type, unsigned alignment);  // destroys what it made if it throws
+  void build_plan(Plan& p, const GemmShape& s, Operands type, unsigned alignment);
   void destroy_plan(Plan& p) const;
 
   const CublasLt& lt_;  // loaded by the first Gemm (cublaslt_library.h)

@@ -3,11 +3,14 @@
 // loop. Never run on a GPU yet.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/kernels.h"
 #include "engine/elementwise_math.h"
+#include "engine/fp8_e4m3.h"
+#include "engine/int8_blocks.h"
 
 namespace rgbaq::engine::cuda {
 namespace {
@@ -226,16 +229,45 @@ __global__ void clamp_kernel(float* x, int64_t n) {
   GRID_STRIDE(i, n) x[i] = fminf(1.0f, fmaxf(-1.0f, x[i]));
 }
 
+// u uniform in [-1, 1) from a hash of (seed, i): splitmix64.
+__device__ __forceinline__ float hashed_unit(uint64_t seed, int64_t i) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(i + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
 template <typename T>
 __global__ void fill_random_kernel(int64_t n, uint64_t seed, float scale, float offset, T* p) {
-  GRID_STRIDE(i, n) {
-    uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(i + 1);  // splitmix64
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    const float u = static_cast<float>(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
-    store(p + i, offset + scale * u);
+  GRID_STRIDE(i, n) store(p + i, offset + scale * hashed_unit(seed, i));
+}
+
+__global__ void fill_random_int8_kernel(int8_t* p, int64_t n, uint64_t seed) {
+  GRID_STRIDE(i, n) p[i] = static_cast<int8_t>(rintf(127.0f * hashed_unit(seed, i)));
+}
+
+// Rows by blockIdx.y (strided past 65535), columns by x: no division per element but the block index.
+template <typename T>
+__global__ void dequantize_int8_kernel(const int8_t* q, const uint16_t* scales, int64_t rows, int64_t in, T* out) {
+  const int64_t blocks = (in + kInt8Block - 1) / kInt8Block;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < in; c += int64_t{gridDim.x} * blockDim.x) {
+      const float scale = __uint_as_float(static_cast<uint32_t>(scales[r * blocks + c / kInt8Block]) << 16);
+      store(out + r * in + c, static_cast<float>(q[r * in + c]) * scale);
+    }
   }
+}
+
+// One block per row: its largest magnitude (an exact maximum, as the host's loop), then the codes.
+template <typename T>
+__global__ void quantize_fp8_rows_kernel(const T* x, int64_t cols, uint8_t* codes, float* scales) {
+  const T* xr = x + blockIdx.x * cols;
+  float m = 0;
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) m = fmaxf(m, fabsf(load(xr + i)));
+  const float scale = fp8::row_scale(block_max(m));
+  if (threadIdx.x == 0) scales[blockIdx.x] = scale;
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) codes[blockIdx.x * cols + i] = fp8::quantized(load(xr + i), scale);
 }
 
 std::atomic<uint64_t> launches{0};
@@ -353,6 +385,28 @@ void clamp_unit(float* x, int64_t n, cudaStream_t s) { count_launch(), clamp_ker
 
 void fill_random(void* p, ElementType t, int64_t n, uint64_t seed, float scale, float offset, cudaStream_t s) {
   DISPATCH(t, fill_random_kernel, blocks_for(n), kThreads, s, p, n, seed, scale, offset);
+}
+
+void dequantize_int8(const int8_t* q, const uint16_t* scales, int64_t rows, int64_t in, void* out, ElementType t,
+                     cudaStream_t s) {
+  if (rows * in == 0) return;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((in + kThreads - 1) / kThreads, 64)),
+                  static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
+  DISPATCH(t, dequantize_int8_kernel, grid, kThreads, s, out, q, scales, rows, in);
+}
+
+void quantize_fp8_rows(const void* x, ElementType t, int64_t rows, int64_t cols, uint8_t* codes, float* scales,
+                       cudaStream_t s) {
+  if (rows == 0) return;
+  const auto grid = static_cast<unsigned>(rows);
+  if (t == ElementType::kBf16)
+    count_launch(), quantize_fp8_rows_kernel<<<grid, kThreads, 0, s>>>(static_cast<const bf16*>(x), cols, codes, scales);
+  else
+    count_launch(), quantize_fp8_rows_kernel<<<grid, kThreads, 0, s>>>(static_cast<const float*>(x), cols, codes, scales);
+}
+
+void fill_random_int8(int8_t* p, int64_t n, uint64_t seed, cudaStream_t s) {
+  count_launch(), fill_random_int8_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, n, seed);
 }
 
 void check_launch(int device, const char* what) { check(cudaGetLastError(), device, what); }

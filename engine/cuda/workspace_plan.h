@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/cuda/attention_plan.h"
+#include "engine/cuda/linear_format.h"
 #include "engine/model_config.h"
 
 namespace rgbaq::engine::cuda {
@@ -105,15 +106,53 @@ inline std::vector<WorkspaceBuffer> encoder_workspace(const TextEncoderConfig& c
           {"encoder attention probabilities", scores * e}};
 }
 
+// The Linear runner's scratch (device_linear.h), which the DiT and the encoder share: the largest Linear
+// kept int8, dequantized in the GEMM type, and the widest input an fp8 Linear takes, as codes and row
+// scales. `dit_rows`: the DiT's widest pass; `encoder_rows`: the longest prompt (Lfull).
+inline std::vector<WorkspaceBuffer> linear_scratch(const TextEncoderConfig& t, const DitConfig& d, int64_t e, LinearFormats f,
+                                                   bool dit_int8, bool encoder_int8, int64_t dit_rows, int64_t encoder_rows) {
+  const int64_t dim = d.dim(), mlp = dim * d.mlp_ratio, h = t.hidden, q = int64_t{t.heads} * t.head_dim,
+                kv = int64_t{t.kv_heads} * t.head_dim, inter = t.intermediate;
+  struct Linear {
+    int64_t out, in;
+    bool block, int8;
+    int64_t rows;
+  };
+  const Linear linears[] = {
+      {dim, 64, false, dit_int8, 0},         {dim, d.context_dim, false, dit_int8, 0}, {dim, dim, false, dit_int8, 0},
+      {dim, 256, false, dit_int8, 0},        {4 * dim, dim, false, dit_int8, 0},       {64, dim, false, dit_int8, 0},
+      {dim, dim, true, dit_int8, dit_rows},  {mlp, dim, true, dit_int8, dit_rows},     {dim, mlp, true, dit_int8, dit_rows},
+      {q, h, true, encoder_int8, encoder_rows},     {kv, h, true, encoder_int8, encoder_rows},
+      {h, q, true, encoder_int8, encoder_rows},     {inter, h, true, encoder_int8, encoder_rows},
+      {h, inter, true, encoder_int8, encoder_rows}};
+  int64_t weight = 0, codes = 0, scales = 0;
+  for (const Linear& l : linears) {
+    switch (f.of(l.int8, l.block)) {
+      case LinearFormat::kInt8Blocks: weight = std::max(weight, l.out * l.in * e); break;
+      case LinearFormat::kFp8Rows:
+        codes = std::max(codes, l.rows * l.in);
+        scales = std::max(scales, l.rows * 4);
+        break;
+      case LinearFormat::kDense: break;
+    }
+  }
+  return {{"an int8 Linear dequantized for its GEMM", weight},
+          {"a Linear's input as FP8 codes", codes},
+          {"a Linear's FP8 input row scales", scales}};
+}
+
 // Everything a session holds beside its weights while it renders an image of `image_tokens` with a
 // text of `text_tokens` (L; the encoder runs Lfull = `encoded_tokens`): the DiT's workspace at its
 // widest pass, the image's buffers, the VAE's maps (all kept from the reservation on), the encoder's
-// per-prompt buffers, and cuBLASLt's workspace.
+// per-prompt buffers, cuBLASLt's workspace, and the Linear runner's scratch for the formats `f` (the
+// DiT's and the encoder's Linears stored int8 or not).
 inline int64_t session_workspace_bytes(const TextEncoderConfig& t, const DitConfig& d, const VaeConfig& v, int64_t e,
-                                       int64_t text_tokens, int64_t encoded_tokens, int64_t image_tokens) {
+                                       int64_t text_tokens, int64_t encoded_tokens, int64_t image_tokens,
+                                       LinearFormats f = {}, bool dit_int8 = false, bool encoder_int8 = false) {
   const int64_t l = text_tokens, n = image_tokens;
   return bytes_of(dit_workspace(d, e, std::max(l, n), l + n)) + bytes_of(dit_image_buffers(d, e, l, n)) +
-         bytes_of(vae_workspace(v, e, n)) + bytes_of(encoder_workspace(t, e, encoded_tokens)) + kGemmWorkspaceBytes;
+         bytes_of(vae_workspace(v, e, n)) + bytes_of(encoder_workspace(t, e, encoded_tokens)) + kGemmWorkspaceBytes +
+         bytes_of(linear_scratch(t, d, e, f, dit_int8, encoder_int8, std::max(l, n), encoded_tokens));
 }
 
 }  // namespace rgbaq::engine::cuda

@@ -53,6 +53,26 @@ TEST(ModelCommand, ChecksThePublishedLayoutAndQuantizesIt) {
   EXPECT_EQ(component(report, "text_encoder")["int8_linears"], 0);
   r = run_process({kRgbaq, "model", "check", int8});
   EXPECT_NE(r.out.find("22 int8 Linear weights"), std::string::npos) << r.out;
+  // The cuda rows are the session's at the flags given: the int8 DiT widened (the default) or kept.
+  const auto cuda_weights = [&](std::vector<std::string> flags) {
+    flags.insert(flags.begin(), {kRgbaq, "model", "check", int8, "--json"});
+    const auto check = run_process(flags);
+    EXPECT_EQ(check.exit_code, 0) << check.err;
+    const json j = json::parse(check.out);
+    const json& row = j["memory"][3];  // cuda at 256
+    EXPECT_EQ(row["engine"], "cuda");
+    return std::pair{row["precision"].get<std::string>(), row["weights_bytes"].get<int64_t>()};
+  };
+  const auto widened = cuda_weights({}), kept = cuda_weights({"--gpu-int8", "keep"});
+  EXPECT_EQ(widened.first, "bf16");
+  EXPECT_EQ(kept.first, "bf16, int8 kept");
+  // The tiny DiT's 22 int8 Linears: 2 x (4 of 256x256, 2 of 768x256, 1 of 256x768) + 2 of 256x64, 4 of
+  // 256x256, 1024x256, 64x256 = 2,277,376 values, each 2 bytes widened or 1 byte and a bf16 scale per 32.
+  EXPECT_EQ(widened.second - kept.second, int64_t{2277376} - 2277376 / 32 * 2);
+  EXPECT_EQ(cuda_weights({"--precision", "fp8"}).first, "fp8");
+  r = run_process({kRgbaq, "model", "check", int8, "--precision", "fp4"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--precision: precision \"fp4\" is not one of bf16, fp32, fp8"), std::string::npos) << r.err;
   // An existing destination is not overwritten.
   EXPECT_EQ(run_process({kRgbaq, "model", "quantize", model, int8}).exit_code, 2);
   EXPECT_EQ(run_process({kRgbaq, "model", "quantize", model, int8 + "2", "--components", "vae"}).exit_code, 2);

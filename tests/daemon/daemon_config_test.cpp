@@ -48,13 +48,23 @@ TEST(DaemonConfig, EngineFlags) {
   EXPECT_NE(usage_error({"--random-weights", "3"}).find("--random-weights takes --engine cuda"), std::string::npos);
   EXPECT_NE(usage_error({"--engine", "cpu", "--random-weights", "3"}).find("not \"cpu\""), std::string::npos);
   EXPECT_NE(usage_error({"--engine", "cuda", "--random-weights", "x"}).find("--random-weights \"x\""), std::string::npos);
+  // The weight formats (issue 22): fp8 is cuda's; int8 widened unless kept.
+  EXPECT_EQ(d.engine_options().gpu_int8, engine::GpuInt8::kWiden);
+  const auto fp8 = parse({"--engine", "cuda", "--precision", "fp8", "--gpu-int8", "keep"}).engine_options();
+  EXPECT_EQ(fp8.precision, engine::Precision::kFp8);
+  EXPECT_EQ(fp8.gpu_int8, engine::GpuInt8::kKeep);
+  EXPECT_EQ(engine::embedding_precision_mark(fp8), "+fp8");
+  EXPECT_EQ(engine::embedding_precision_mark(o), "");
+  EXPECT_NE(usage_error({"--engine", "cpu", "--precision", "fp8"}).find("--precision fp8 is the cuda engine's"), std::string::npos);
+  EXPECT_NE(usage_error({"--gpu-int8", "narrow"}).find("--gpu-int8: \"narrow\" is not one of widen, keep"), std::string::npos);
 }
 
 TEST(DaemonConfig, EngineKeysInTheConfigFile) {
   TempDir dir;
   const auto file = dir.path() / "rgbaqd.json";
-  std::ofstream(file) << R"({"engine": "cpu", "device": 0, "precision": "fp32", "gpu_memory_gib": 8})";
+  std::ofstream(file) << R"({"engine": "cpu", "device": 0, "precision": "fp32", "gpu_memory_gib": 8, "gpu_int8": "keep"})";
   const auto o = parse({"--config", file.string()}).engine_options();
+  EXPECT_EQ(o.gpu_int8, engine::GpuInt8::kKeep);
   EXPECT_EQ(o.backend, "cpu");
   EXPECT_EQ(o.precision, engine::Precision::kFp32);
   EXPECT_EQ(o.gpu_memory_gib, 8.0);

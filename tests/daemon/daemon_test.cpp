@@ -57,6 +57,7 @@ TEST(Daemon, SubmitThreePromptsFourSeedsEncodesEachPromptOnce) {
   EXPECT_EQ(s["jobs"]["done"], 12);
   // --engine auto (the default): the engine that runs and its device, as the status reports them.
   if (s["engine"] == "cpu") EXPECT_EQ(s["engine_device"], "cpu, 2 threads") << s.dump();
+  if (s["engine"] == "cpu") EXPECT_EQ(s["precision"], "fp32") << s.dump();
   else EXPECT_EQ(s["engine"], "cuda") << s.dump();
   const auto exported = rgbaq(d, {"export", "1", "--format", "jsonl"});
   ASSERT_EQ(exported.exit_code, 0) << exported.err;

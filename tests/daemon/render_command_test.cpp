@@ -41,6 +41,7 @@ TEST(RenderCommand, WritesAnRgbaPngWithItsParameters) {
   EXPECT_EQ(meta["seed"].get<uint64_t>(), 18446744073709551615ull);
   EXPECT_EQ(meta["sigmas"].size(), 9u);
   EXPECT_EQ(meta["backend"], "cpu");
+  EXPECT_EQ(meta["precision"], "fp32");
   EXPECT_EQ(meta["timings"]["steps_s"].size(), 8u);
   EXPECT_TRUE(meta["job_id"].is_null());
   // The same command again gives the same pixels.
@@ -73,6 +74,9 @@ TEST(RenderCommand, BadInputExitsTwoWithAClearMessage) {
       {{"--model", m, "--prompt", "x", "-o", out, "--engine", "cpu", "--random-weights", "7"},
        "random weights are the cuda engine's (speed measurements on a hollow model); engine \"cpu\" reads the model's own"},
       {{"--model", m, "--prompt", "x", "-o", out, "--random-weights", "-1"}, "--random-weights \"-1\""},
+      {{"--model", m, "--prompt", "x", "-o", out, "--engine", "cpu", "--precision", "fp8"},
+       "precision fp8 is the cuda engine's (FP8 tensor cores, sm_89 and later); engine \"cpu\" computes in fp32"},
+      {{"--model", m, "--prompt", "x", "-o", out, "--gpu-int8", "halve"}, "--gpu-int8: \"halve\" is not one of widen, keep"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {kRgbaqd, "render"};

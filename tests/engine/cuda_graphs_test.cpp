@@ -24,9 +24,7 @@ struct Compared {
 Compared compare(const std::vector<float>& got, const std::vector<float>& want) {
   Compared c;
   c.relative = testing::relative_error(got, testing::widen(want));
-  double dot = 0, a = 0, b = 0;
-  for (size_t i = 0; i < want.size(); ++i) dot += double(got[i]) * want[i], a += double(got[i]) * got[i], b += double(want[i]) * want[i];
-  c.cosine = dot / std::sqrt(a * b);
+  c.cosine = testing::cosine(got, want);
   return c;
 }
 
@@ -101,13 +99,6 @@ TEST(CudaGraphs, OddGridAndTextLengthMatchCpuInBf16) {
   EXPECT_GE(std::min(v.cosine, d.cosine), 0.9999);
 }
 
-double psnr(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
-  double se = 0;
-  for (size_t i = 0; i < a.size(); ++i) se += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-  const double mse = se / a.size();
-  return mse == 0 ? 99.0 : 10 * std::log10(255.0 * 255.0 / mse);
-}
-
 TEST(CudaGraphs, WholeRenderBf16Within30DbOfCpuAndDeterministic) {
   const TinyModel model;
   SKIP_WITHOUT_CUDA(model.dir());
@@ -119,7 +110,7 @@ TEST(CudaGraphs, WholeRenderBf16Within30DbOfCpuAndDeterministic) {
   const auto b = gpu->render(request);
   EXPECT_EQ(a.rgba, b.rgba) << "same seed, same device: the same bytes";
   const auto want = Session::open(model.dir(), "cpu", 2)->render(request);
-  const double db = psnr(a.rgba, want.rgba);
+  const double db = testing::psnr(a.rgba, want.rgba);
   std::cout << "cuda bf16 render vs cpu: " << db << " dB PSNR\n";
   EXPECT_GE(db, 30.0);
 }

@@ -164,9 +164,15 @@ TEST_F(DevicePack, DeviceCheckRunsFromTheArchiveAndWritesItsJson) {
   EXPECT_EQ(steps.at("gpu_tests"), "tests-skipped") << steps.dump();  // 7 gpu tests, each skipped: no device
   EXPECT_EQ(steps.at("host_tests"), "0") << steps.dump() << j.value("host_tests", "");
   EXPECT_EQ(steps.at("bench"), "2") << steps.dump();  // "no CUDA device visible"
+  EXPECT_EQ(steps.at("bench_fp8"), "2") << steps.dump();
   EXPECT_EQ(steps.at("torch"), "skipped");
   EXPECT_EQ(steps.at("render_1024"), "2") << j.value("render_log", "");  // the hollow model made; no device to render on
   EXPECT_NE(j.at("render_log").get<std::string>().find("cannot run here"), std::string::npos) << j.at("render_log");
+  // The fp8 and int8 renders parse their flags and get as far (the hollow int8 model made too).
+  for (const char* step : {"render_fp8", "render_int8"}) {
+    EXPECT_EQ(steps.at(step), "2") << step;
+    EXPECT_NE(j.at(std::string(step) + "_log").get<std::string>().find("cannot run here"), std::string::npos) << j.at(std::string(step) + "_log");
+  }
   EXPECT_EQ(steps.at("workers"), "skipped");
   EXPECT_NE(j.at("machine").get<std::string>().find("engines: cpu, cuda"), std::string::npos);
   EXPECT_NE(j.at("bench_log").get<std::string>().find("no CUDA device visible"), std::string::npos);

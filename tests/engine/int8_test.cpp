@@ -98,13 +98,6 @@ TEST(Int8, LinearDequantizesATileAtATime) {
   EXPECT_THROW(cpu::linear(x.data(), rows, q, y.data(), pool), std::invalid_argument);  // no scales: refused
 }
 
-double psnr(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
-  double se = 0;
-  for (size_t i = 0; i < a.size(); ++i) se += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-  const double mse = se / a.size();
-  return mse == 0 ? INFINITY : 10 * std::log10(255.0 * 255.0 / mse);
-}
-
 TEST(Int8, TheTinyModelQuantizedRendersCloseToBf16) {
   const TinyModel model;
   TempDir out;
@@ -142,7 +135,7 @@ TEST(Int8, TheTinyModelQuantizedRendersCloseToBf16) {
   const RenderRequest request{"a red fox in the snow, game asset", 7, size};
   const auto a = session->render(request);
   const auto b = Session::open(int8_dir, "cpu", 2)->render(request);
-  const double render_psnr = psnr(a.rgba, b.rgba);
+  const double render_psnr = testing::psnr(a.rgba, b.rgba);
   std::cout << "int8 vs bf16 on the tiny model: encoder max|d|/max|ref| " << encoder_error << ", DiT velocity "
             << dit_error << ", whole render uint8 PSNR " << render_psnr << " dB\n";
   // Measured: 0.0053, 0.0057 and 56.3 dB.

@@ -97,4 +97,19 @@ inline double relative_error(const std::vector<float>& got, const Vec& want) {
   return scale > 0 ? diff / scale : diff;
 }
 
+// The cosine of the angle between two vectors, in float64.
+inline double cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double dot = 0, x = 0, y = 0;
+  for (size_t i = 0; i < a.size(); ++i) dot += double(a[i]) * b[i], x += double(a[i]) * a[i], y += double(b[i]) * b[i];
+  return dot / std::sqrt(x * y);
+}
+
+// Peak signal-to-noise ratio of two 8-bit images in dB; identical images give infinity.
+inline double psnr(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  double se = 0;
+  for (size_t i = 0; i < a.size(); ++i) se += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+  const double mse = se / a.size();
+  return mse == 0 ? INFINITY : 10 * std::log10(255.0 * 255.0 / mse);
+}
+
 }  // namespace rgbaq::testing

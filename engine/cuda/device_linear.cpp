@@ -1,0 +1,68 @@
+#include "engine/cuda/device_linear.h"
+
+#include <stdexcept>
+
+#include "engine/cuda/device_weights.h"
+#include "engine/cuda/kernels.h"
+#include "engine/fp8_e4m3.h"
+
+namespace rgbaq::engine::cuda {
+namespace {
+
+std::vector<uint8_t> raw_bytes(const Tensor& t) {
+  const auto* p = static_cast<const uint8_t*>(t.data());
+  return {p, p + t.nbytes()};
+}
+
+}  // namespace
+
+std::vector<std::vector<uint8_t>> staged_parts(const Tensor& t, LinearFormat format, ElementType type) {
+  switch (format) {
+    case LinearFormat::kInt8Blocks:
+      if (!t.block_scales()) throw std::logic_error("staged_parts: int8 kept for a weight that is not int8");
+      return {raw_bytes(t), raw_bytes(*t.block_scales())};
+    case LinearFormat::kFp8Rows: {
+      const std::vector<float> values = t.to_f32_vector();  // exact: q * s for int8, the stored value otherwise
+      std::vector<uint8_t> codes(values.size()), scales(static_cast<size_t>(t.dim(0)) * sizeof(float));
+      fp8::quantize_rows(values.data(), t.dim(0), t.dim(1), codes.data(), reinterpret_cast<float*>(scales.data()));
+      return {std::move(codes), std::move(scales)};
+    }
+    case LinearFormat::kDense: break;
+  }
+  return {host_bytes(t, type)};
+}
+
+LinearView view_of_parts(LinearFormat f, const void* const* parts) {
+  return {f, parts[0], parts_of(f) > 1 ? parts[1] : nullptr};
+}
+
+void LinearRunner::reserve(int64_t weight_bytes, int64_t code_bytes, int64_t scale_bytes) {
+  arena_.ensure(dequantized_, static_cast<size_t>(weight_bytes), "an int8 Linear dequantized for its GEMM");
+  arena_.ensure(codes_, static_cast<size_t>(code_bytes), "a Linear's input as FP8 codes");
+  arena_.ensure(row_scales_, static_cast<size_t>(scale_bytes), "a Linear's FP8 input row scales");
+}
+
+void LinearRunner::run(const LinearView& w, const void* x, int64_t rows, int64_t out, int64_t in, float* y, float beta) {
+  switch (w.format) {
+    case LinearFormat::kDense:
+      gemm_.linear(type_, x, rows, w.values, out, in, y, beta);
+      return;
+    case LinearFormat::kInt8Blocks:
+      // Sized by reserve; grows (once, outside the step loop's steady state) for a larger Linear.
+      arena_.ensure(dequantized_, static_cast<size_t>(out * in) * element_size(type_), "an int8 Linear dequantized for its GEMM");
+      dequantize_int8(static_cast<const int8_t*>(w.values), static_cast<const uint16_t*>(w.scales), out, in,
+                      dequantized_.get(), type_, stream_);
+      gemm_.linear(type_, x, rows, dequantized_.get(), out, in, y, beta);
+      return;
+    case LinearFormat::kFp8Rows:
+      if (type_ != ElementType::kBf16) throw std::logic_error("LinearRunner: fp8 Linears take bf16 inputs");
+      arena_.ensure(codes_, static_cast<size_t>(rows * in), "a Linear's input as FP8 codes");
+      arena_.ensure(row_scales_, static_cast<size_t>(rows) * sizeof(float), "a Linear's FP8 input row scales");
+      quantize_fp8_rows(x, type_, rows, in, codes_.as<uint8_t>(), row_scales_.as<float>(), stream_);
+      gemm_.linear_fp8(codes_.as<uint8_t>(), row_scales_.as<float>(), rows, static_cast<const uint8_t*>(w.values),
+                       static_cast<const float*>(w.scales), out, in, y, beta);
+      return;
+  }
+}
+
+}  // namespace rgbaq::engine::cuda

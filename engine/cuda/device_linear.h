@@ -1,0 +1,59 @@
+#pragma once
+// A Linear weight on the device in its format (linear_format.h), and LinearRunner, which computes
+// y = x W^T for any of them on the session's stream: a dense weight goes straight to cuBLASLt; an int8
+// one is dequantized into one reused scratch matrix in the GEMM type first; an fp8 one takes x
+// quantized per token into a reused scratch (codes and row scales) and an FP8 GEMM. The scratch is
+// sized by reserve (workspace_plan.h's linear_scratch) before the first render. Never run on a GPU yet.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/cuda/device_memory.h"
+#include "engine/cuda/gemm.h"
+#include "engine/cuda/linear_format.h"
+#include "engine/tensor.h"
+
+namespace rgbaq::engine::cuda {
+
+// Where a Linear's device bytes are: values (dense: the GEMM type; int8; E4M3 codes) and, for int8 and
+// fp8, its scales (bf16 block scales; fp32 per output row).
+struct LinearView {
+  LinearFormat format = LinearFormat::kDense;
+  const void* values = nullptr;
+  const void* scales = nullptr;
+};
+
+struct DeviceLinear {
+  LinearFormat format = LinearFormat::kDense;
+  DeviceBuffer values, scales;
+  LinearView view() const { return {format, values.get(), scales.get()}; }
+};
+
+// A streamed Linear's host bytes in `format`, as the device holds them: values, then the scales when the
+// format has them (parts_of). Bit for bit what WeightSource::linear uploads.
+std::vector<std::vector<uint8_t>> staged_parts(const Tensor& t, LinearFormat format, ElementType type);
+inline int parts_of(LinearFormat f) { return f == LinearFormat::kDense ? 1 : 2; }
+LinearView view_of_parts(LinearFormat f, const void* const* parts);
+
+class LinearRunner {
+ public:
+  LinearRunner(DeviceArena& arena, Gemm& gemm, ElementType type, cudaStream_t stream)
+      : arena_(arena), gemm_(gemm), type_(type), stream_(stream) {}
+  // y[rows, out] = beta y + x[rows, in] W^T; x in the GEMM type, contiguous.
+  void run(const LinearView& w, const void* x, int64_t rows, int64_t out, int64_t in, float* y, float beta = 0.0f);
+  // The scratch: a dequantized weight of `weight_bytes`, fp8 inputs of `code_bytes` with `scale_bytes`
+  // of row scales (any of them 0 when its format is not used). Throws a DeviceFault when they do not fit.
+  void reserve(int64_t weight_bytes, int64_t code_bytes, int64_t scale_bytes);
+  Gemm& gemm() const { return gemm_; }
+  ElementType type() const { return type_; }
+
+ private:
+  DeviceArena& arena_;
+  Gemm& gemm_;
+  ElementType type_;
+  cudaStream_t stream_;
+  DeviceBuffer dequantized_, codes_, row_scales_;
+};
+
+}  // namespace rgbaq::engine::cuda
