@@ -44,8 +44,9 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
     Block dev;
     dev.norm_q = source.vector(b ? &b->norm_q : nullptr, config.head_dim, name + " norm_q");
     dev.norm_k = source.vector(b ? &b->norm_k : nullptr, config.head_dim, name + " norm_k");
+    const std::vector<const Tensor*> linears = b ? block_linears(*b) : std::vector<const Tensor*>(kDitBlockLinears, nullptr);
     for (int j = 0; j < kDitBlockLinears; ++j) {
-      const Tensor* t = b ? block_linears(*b)[j] : nullptr;
+      const Tensor* t = linears[j];
       dev.formats.push_back(source.format_of(t, true));
       if (!stream_blocks) dev.linears.push_back(source.linear(t, shapes[j][0], shapes[j][1], true, name + " linears"));
     }
@@ -53,7 +54,7 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
       staged.emplace_back();
       for (int j = 0; j < kDitBlockLinears; ++j) {
         dev.first_part.push_back(static_cast<int>(staged.back().size()));
-        for (auto& part : staged_parts(*block_linears(*b)[j], dev.formats[j], type_)) staged.back().push_back(std::move(part));
+        for (auto& part : staged_parts(*linears[j], dev.formats[j], type_)) staged.back().push_back(std::move(part));
       }
     }
     blocks_.push_back(std::move(dev));

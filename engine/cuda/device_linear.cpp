@@ -7,14 +7,6 @@
 #include "engine/fp8_e4m3.h"
 
 namespace rgbaq::engine::cuda {
-namespace {
-
-std::vector<uint8_t> raw_bytes(const Tensor& t) {
-  const auto* p = static_cast<const uint8_t*>(t.data());
-  return {p, p + t.nbytes()};
-}
-
-}  // namespace
 
 std::vector<std::vector<uint8_t>> staged_parts(const Tensor& t, LinearFormat format, ElementType type) {
   switch (format) {

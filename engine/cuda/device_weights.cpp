@@ -22,11 +22,13 @@ std::vector<uint8_t> host_bytes(const std::vector<float>& values, ElementType ty
   return bytes;
 }
 
+std::vector<uint8_t> raw_bytes(const Tensor& t) {
+  const auto* p = static_cast<const uint8_t*>(t.data());
+  return {p, p + t.nbytes()};
+}
+
 std::vector<uint8_t> host_bytes(const Tensor& t, ElementType type) {
-  if (type == ElementType::kBf16 && t.dtype() == DType::kBF16) {
-    const auto* p = static_cast<const uint8_t*>(t.data());
-    return {p, p + t.nbytes()};
-  }
+  if (type == ElementType::kBf16 && t.dtype() == DType::kBF16) return raw_bytes(t);
   return host_bytes(t.to_f32_vector(), type);
 }
 
@@ -87,10 +89,8 @@ DeviceLinear WeightSource::linear(const Tensor* host, int64_t out, int64_t in, b
         l.scales = made(scales, ElementType::kBf16, 0.0f, 1.0f / (127.0f * std::sqrt(static_cast<float>(in))), what + " scales");
         check_launch(arena_.device(), "fill_random_int8");
       } else {
-        const auto* v = static_cast<const uint8_t*>(host->data());
-        const auto* sc = static_cast<const uint8_t*>(host->block_scales()->data());
-        l.values = upload(arena_, std::vector<uint8_t>(v, v + host->nbytes()), what);
-        l.scales = upload(arena_, std::vector<uint8_t>(sc, sc + host->block_scales()->nbytes()), what + " scales");
+        l.values = upload(arena_, raw_bytes(*host), what);
+        l.scales = upload(arena_, raw_bytes(*host->block_scales()), what + " scales");
       }
       weight_bytes_ += l.values.bytes() + l.scales.bytes();
       break;
@@ -114,10 +114,8 @@ void WeightSource::fp8_rows(const Tensor* host, int64_t out, int64_t in, DeviceL
     source = made(out * in, ElementType::kBf16, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f, what + " (before fp8)");
     source_type = ElementType::kBf16;
   } else if (const Tensor* scales = host->block_scales()) {
-    const auto* v = static_cast<const uint8_t*>(host->data());
-    const auto* sc = static_cast<const uint8_t*>(scales->data());
-    q = upload(arena_, std::vector<uint8_t>(v, v + host->nbytes()), what + " (int8, before fp8)");
-    q_scales = upload(arena_, std::vector<uint8_t>(sc, sc + scales->nbytes()), what + " (int8 scales, before fp8)");
+    q = upload(arena_, raw_bytes(*host), what + " (int8, before fp8)");
+    q_scales = upload(arena_, raw_bytes(*scales), what + " (int8 scales, before fp8)");
     source = arena_.allocate(static_cast<size_t>(out * in) * sizeof(float), what + " (before fp8)");
     dequantize_int8(q.as<int8_t>(), q_scales.as<uint16_t>(), out, in, source.get(), ElementType::kF32, stream_);
   } else {

@@ -17,6 +17,8 @@ namespace rgbaq::engine::cuda {
 
 // The bytes of t as `type` (a copy of a BF16 tensor's own bytes when type is bf16).
 std::vector<uint8_t> host_bytes(const Tensor& t, ElementType type);
+// A copy of t's stored bytes as they are (int8 values, their bf16 scales).
+std::vector<uint8_t> raw_bytes(const Tensor& t);
 std::vector<uint8_t> host_bytes(const std::vector<float>& values, ElementType type);
 
 DeviceBuffer upload(DeviceArena& arena, const std::vector<uint8_t>& bytes, const std::string& what);
