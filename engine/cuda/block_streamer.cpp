@@ -20,6 +20,9 @@ BlockStreamer::BlockStreamer(DeviceArena& arena, const std::vector<std::vector<s
   auto* host = static_cast<uint8_t*>(pinned_.get());
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (blocks[i].size() != offsets_.size()) throw std::logic_error("BlockStreamer: blocks differ in their parts");
+    for (size_t j = 0; j < blocks[i].size(); ++j) {  // formats are per tensor: a mixed checkpoint must not overrun a part
+      if (blocks[i][j].size() != blocks[0][j].size()) throw std::logic_error("BlockStreamer: blocks differ in their parts' sizes");
+    }
     for (size_t j = 0; j < blocks[i].size(); ++j) {
       std::memcpy(host + i * block_bytes_ + offsets_[j], blocks[i][j].data(), blocks[i][j].size());
     }
