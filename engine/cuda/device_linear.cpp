@@ -28,10 +28,11 @@ LinearView view_of_parts(LinearFormat f, const void* const* parts) {
   return {f, parts[0], parts_of(f) > 1 ? parts[1] : nullptr};
 }
 
-void LinearRunner::reserve(int64_t weight_bytes, int64_t code_bytes, int64_t scale_bytes) {
+void LinearRunner::reserve(int64_t weight_bytes, int64_t code_bytes, int64_t scale_bytes, int64_t accumulator_bytes) {
   arena_.ensure(dequantized_, static_cast<size_t>(weight_bytes), "an int8 Linear dequantized for its GEMM");
   arena_.ensure(codes_, static_cast<size_t>(code_bytes), "a Linear's input as FP8 codes");
   arena_.ensure(row_scales_, static_cast<size_t>(scale_bytes), "a Linear's FP8 input row scales");
+  arena_.ensure(accumulator_, static_cast<size_t>(accumulator_bytes), "an fp8 Linear's accumulator");
 }
 
 void LinearRunner::run(const LinearView& w, const void* x, int64_t rows, int64_t out, int64_t in, float* y, float beta) {
@@ -50,9 +51,14 @@ void LinearRunner::run(const LinearView& w, const void* x, int64_t rows, int64_t
       if (type_ != ElementType::kBf16) throw std::logic_error("LinearRunner: fp8 Linears take bf16 inputs");
       arena_.ensure(codes_, static_cast<size_t>(rows * in), "a Linear's input as FP8 codes");
       arena_.ensure(row_scales_, static_cast<size_t>(rows) * sizeof(float), "a Linear's FP8 input row scales");
+      // Only an accumulating Linear whose shape takes the FP8 fallback needs the accumulator (gemm.h).
+      if (beta != 0.0f && gemm_.fp8_falls_back(rows, out, in)) {
+        arena_.ensure(accumulator_, static_cast<size_t>(rows * out) * sizeof(float), "an fp8 Linear's accumulator");
+      }
       quantize_fp8_rows(x, type_, rows, in, codes_.as<uint8_t>(), row_scales_.as<float>(), stream_);
       gemm_.linear_fp8(codes_.as<uint8_t>(), row_scales_.as<float>(), rows, static_cast<const uint8_t*>(w.values),
-                       static_cast<const float*>(w.scales), out, in, y, beta);
+                       static_cast<const float*>(w.scales), out, in, y, beta, accumulator_.as<float>(),
+                       static_cast<int64_t>(accumulator_.bytes() / sizeof(float)));
       return;
   }
 }

@@ -2,7 +2,8 @@
 // A Linear weight on the device in its format (linear_format.h), and LinearRunner, which computes
 // y = x W^T for any of them on the session's stream: a dense weight goes straight to cuBLASLt; an int8
 // one is dequantized into one reused scratch matrix in the GEMM type first; an fp8 one takes x
-// quantized per token into a reused scratch (codes and row scales) and an FP8 GEMM. The scratch is
+// quantized per token into a reused scratch (codes and row scales) and an FP8 GEMM (whose fallback,
+// when it adds to y, keeps its product in one more scratch). The scratch is
 // sized by reserve (workspace_plan.h's linear_scratch) before the first render. Never run on a GPU yet.
 #include <cuda_runtime.h>
 
@@ -43,8 +44,9 @@ class LinearRunner {
   // y[rows, out] = beta y + x[rows, in] W^T; x in the GEMM type, contiguous.
   void run(const LinearView& w, const void* x, int64_t rows, int64_t out, int64_t in, float* y, float beta = 0.0f);
   // The scratch: a dequantized weight of `weight_bytes`, fp8 inputs of `code_bytes` with `scale_bytes`
-  // of row scales (any of them 0 when its format is not used). Throws a DeviceFault when they do not fit.
-  void reserve(int64_t weight_bytes, int64_t code_bytes, int64_t scale_bytes);
+  // of row scales, and the fp8 fallback's `accumulator_bytes` (any of them 0 when its format is not
+  // used). Throws a DeviceFault when they do not fit.
+  void reserve(int64_t weight_bytes, int64_t code_bytes, int64_t scale_bytes, int64_t accumulator_bytes);
   Gemm& gemm() const { return gemm_; }
   ElementType type() const { return type_; }
 
@@ -53,7 +55,7 @@ class LinearRunner {
   Gemm& gemm_;
   ElementType type_;
   cudaStream_t stream_;
-  DeviceBuffer dequantized_, codes_, row_scales_;
+  DeviceBuffer dequantized_, codes_, row_scales_, accumulator_;
 };
 
 }  // namespace rgbaq::engine::cuda

@@ -1,5 +1,7 @@
 #include "engine/cuda/gemm.h"
 
+#include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "engine/cuda/cublaslt_library.h"
@@ -44,7 +46,13 @@ void Gemm::destroy_plan(Plan& p) const {
 Gemm::Plan Gemm::make_plan(const GemmShape& s, Operands type, unsigned alignment) {
   Plan p;
   try {
+    if (type == Operands::kFp8) {
+      if (build_plan(p, s, type, alignment, true)) return p;
+      destroy_plan(p);  // no outer-vector algorithm for this shape: the unscaled one and a scaling pass
+      type = Operands::kFp8Unscaled;
+    }
     build_plan(p, s, type, alignment);
+    p.unscaled_fp8 = type == Operands::kFp8Unscaled;
   } catch (...) {
     destroy_plan(p);  // whatever was created before the failure
     throw;
@@ -52,9 +60,10 @@ Gemm::Plan Gemm::make_plan(const GemmShape& s, Operands type, unsigned alignment
   return p;
 }
 
-void Gemm::build_plan(Plan& p, const GemmShape& s, Operands type, unsigned alignment) {
+bool Gemm::build_plan(Plan& p, const GemmShape& s, Operands type, unsigned alignment, bool may_find_none) {
   const int device = arena_.device();
-  const cudaDataType_t in = type == Operands::kBf16 ? CUDA_R_16BF : type == Operands::kFp8 ? CUDA_R_8F_E4M3 : CUDA_R_32F;
+  const bool fp8 = type == Operands::kFp8 || type == Operands::kFp8Unscaled;
+  const cudaDataType_t in = type == Operands::kBf16 ? CUDA_R_16BF : fp8 ? CUDA_R_8F_E4M3 : CUDA_R_32F;
   // Row-major C = A op(B) is column-major C^T = op(B)^T A^T: cuBLASLt's first operand is our B.
   check_cublas(lt_.matmul_desc_create(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), device, "cublasLtMatmulDescCreate");
   if (type == Operands::kFp8) {
@@ -106,14 +115,16 @@ void Gemm::build_plan(Plan& p, const GemmShape& s, Operands type, unsigned align
   const cublasStatus_t status = lt_.algo_get_heuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
   lt_.preference_destroy(pref);
   if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+    if (may_find_none) return false;
     throw CudaError(device_label(device) + ": cuBLASLt has no algorithm for a " +
-                    (type == Operands::kBf16 ? "bf16" : type == Operands::kFp8 ? "fp8 (E4M3, per-row scales)" : "fp32") +
+                    (type == Operands::kBf16 ? "bf16" : fp8 ? "fp8 (E4M3)" : "fp32") +
                     " GEMM of m " + std::to_string(s.m) + ", n " +
                     std::to_string(s.n) + ", k " + std::to_string(s.k) + ", batch " + std::to_string(s.batch) +
                     ", lda " + std::to_string(s.lda) + ", ldb " + std::to_string(s.ldb) + ", ldc " + std::to_string(s.ldc) +
                     " at " + std::to_string(alignment) + "-byte alignment (status " + std::to_string(status) + ")");
   }
   p.algo = result.algo;
+  return true;
 }
 
 const Gemm::Plan& Gemm::plan_for(const GemmShape& s, Operands type, unsigned alignment) {
@@ -124,18 +135,36 @@ const Gemm::Plan& Gemm::plan_for(const GemmShape& s, Operands type, unsigned ali
   return it->second;
 }
 
+bool Gemm::fp8_falls_back(int64_t rows, int64_t out, int64_t in) {
+  return plan_for({rows, out, in, in, in, out, true, 1, 0, 0, 0}, fp8_operands(), 16).unscaled_fp8;
+}
+
 void Gemm::linear_fp8(const uint8_t* x, const float* x_scales, int64_t rows, const uint8_t* w, const float* w_scales,
-                      int64_t out, int64_t in, float* y, float beta) {
+                      int64_t out, int64_t in, float* y, float beta, float* accumulator, int64_t accumulator_elements) {
   if (rows == 0 || out == 0) return;
   const GemmShape s{rows, out, in, in, in, out, true, 1, 0, 0, 0};
-  const Plan& p = plan_for(s, Operands::kFp8, alignment_of(x, w, y));
   const int device = arena_.device();
+  // The fallback's product goes to y itself unless y is to be added to.
+  float* product = beta == 0.0f ? y : accumulator;
+  const Plan& p = plan_for(s, fp8_operands(), std::min(alignment_of(x, w, y), alignment_of(x, w, product)));
+  const float alpha = 1.0f, zero = 0.0f;
+  if (p.unscaled_fp8) {
+    if (product == accumulator && (!accumulator || accumulator_elements < rows * out)) {
+      throw std::logic_error("Gemm::linear_fp8: the fallback needs " + std::to_string(rows * out) +
+                             " accumulator floats, " + std::to_string(accumulator ? accumulator_elements : 0) + " given");
+    }
+    count_launch();
+    check_cublas(lt_.matmul(handle_, p.op, &alpha, w, p.a, x, p.b, &zero, product, p.c, product, p.c, &p.algo,
+                            workspace_.get(), workspace_.bytes(), stream_),
+                 device, "cublasLtMatmul (fp8, unscaled)");
+    scale_fp8_product(product, x_scales, w_scales, rows, out, y, beta, stream_);
+    return;
+  }
   // cuBLASLt's A is our W, its B our x (see build_plan).
   check_cublas(lt_.matmul_desc_set_attribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scales, sizeof w_scales), device,
                "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
   check_cublas(lt_.matmul_desc_set_attribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scales, sizeof x_scales), device,
                "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
-  const float alpha = 1.0f;
   count_launch();
   check_cublas(lt_.matmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo, workspace_.get(),
                           workspace_.bytes(), stream_),

@@ -3,7 +3,9 @@
 // (a Linear's weight: y = x W^T) or [k, n]; optionally strided-batched. A and B are bf16 (fp32
 // accumulation, tensor cores) or fp32 (CUBLAS_COMPUTE_32F: no TF32, for parity); C is always fp32.
 // linear_fp8 is the FP8 form (sm_89 and later): E4M3 operands with one fp32 scale per output row of W
-// and per row of x (cuBLASLt's outer-vector scaling), fp32 accumulation into an fp32 C.
+// and per row of x (cuBLASLt's outer-vector scaling), fp32 accumulation into an fp32 C. Where cuBLASLt
+// has no outer-vector algorithm for a shape (reported for sm_89, and for few rows at large k on sm_90),
+// that shape runs as an unscaled FP8 GEMM and one pass applies the scales (scale_fp8_product).
 // A call's descriptors and algorithm are made once per (shape, type, pointer alignment) and cached, so
 // the step loop allocates nothing; the workspace is allocated once. cuBLASLt itself is loaded when the
 // first Gemm is made (cublaslt_library.h).
@@ -46,21 +48,31 @@ class Gemm {
     run({rows, out, in, in, in, out, true, 1, 0, 0, 0}, type, x, w, y, 1.0f, beta);
   }
   // y[rows, out] = beta y + (x_scales[r] w_scales[o]) sum_k x[r, k] W[o, k], x and W E4M3 codes.
+  // `accumulator` (>= rows * out floats) holds the unscaled product when the fallback runs with beta != 0.
   void linear_fp8(const uint8_t* x, const float* x_scales, int64_t rows, const uint8_t* w, const float* w_scales,
-                  int64_t out, int64_t in, float* y, float beta = 0.0f);
+                  int64_t out, int64_t in, float* y, float beta, float* accumulator, int64_t accumulator_elements);
+  // For the gpu tests: every FP8 GEMM planned from now on takes the fallback.
+  void force_fp8_fallback(bool on) { force_fp8_fallback_ = on; }
+  // Whether the FP8 GEMM of this shape runs as the fallback (plans it if need be).
+  bool fp8_falls_back(int64_t rows, int64_t out, int64_t in);
 
  private:
-  enum class Operands { kBf16, kF32, kFp8 };
+  // kFp8: per-row scales (outer vectors), or the fallback where cuBLASLt has none; kFp8Unscaled: always
+  // the fallback.
+  enum class Operands { kBf16, kF32, kFp8, kFp8Unscaled };
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int, int64_t, int64_t, int64_t, int, int>;
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    bool unscaled_fp8 = false;  // an FP8 plan without scales: linear_fp8 applies them after
   };
   static Operands operands_of(ElementType t) { return t == ElementType::kBf16 ? Operands::kBf16 : Operands::kF32; }
   const Plan& plan_for(const GemmShape& s, Operands type, unsigned alignment);
   Plan make_plan(const GemmShape& s, Operands type, unsigned alignment);  // destroys what it made if it throws
-  void build_plan(Plan& p, const GemmShape& s, Operands type, unsigned alignment);
+  // False (nothing thrown) only when `may_find_none` and cuBLASLt has no algorithm.
+  bool build_plan(Plan& p, const GemmShape& s, Operands type, unsigned alignment, bool may_find_none = false);
+  Operands fp8_operands() const { return force_fp8_fallback_ ? Operands::kFp8Unscaled : Operands::kFp8; }
   void destroy_plan(Plan& p) const;
 
   const CublasLt& lt_;  // loaded by the first Gemm (cublaslt_library.h)
@@ -69,6 +81,7 @@ class Gemm {
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;
   std::map<Key, Plan> plans_;
+  bool force_fp8_fallback_ = false;
 };
 
 }  // namespace rgbaq::engine::cuda

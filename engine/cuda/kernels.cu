@@ -270,6 +270,19 @@ __global__ void quantize_fp8_rows_kernel(const T* x, int64_t cols, uint8_t* code
   for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) codes[blockIdx.x * cols + i] = fp8::quantized(load(xr + i), scale);
 }
 
+// Rows by blockIdx.y, so no division per element.
+__global__ void scale_fp8_product_kernel(const float* acc, const float* x_scales, const float* w_scales, int64_t rows,
+                                         int64_t out, float* y, float beta) {
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const float xs = x_scales[r];
+    for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < out; o += int64_t{gridDim.x} * blockDim.x) {
+      float v = xs * w_scales[o] * acc[r * out + o];
+      if (beta != 0.0f) v += beta * y[r * out + o];  // never reads y when beta is 0 (it may hold NaN)
+      y[r * out + o] = v;
+    }
+  }
+}
+
 std::atomic<uint64_t> launches{0};
 
 }  // namespace
@@ -393,6 +406,15 @@ void dequantize_int8(const int8_t* q, const uint16_t* scales, int64_t rows, int6
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>((in + kThreads - 1) / kThreads, 64)),
                   static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
   DISPATCH(t, dequantize_int8_kernel, grid, kThreads, s, out, q, scales, rows, in);
+}
+
+void scale_fp8_product(const float* acc, const float* x_scales, const float* w_scales, int64_t rows, int64_t out, float* y,
+                       float beta, cudaStream_t s) {
+  if (rows * out == 0) return;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((out + kThreads - 1) / kThreads, 64)),
+                  static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
+  count_launch();
+  scale_fp8_product_kernel<<<grid, kThreads, 0, s>>>(acc, x_scales, w_scales, rows, out, y, beta);
 }
 
 void quantize_fp8_rows(const void* x, ElementType t, int64_t rows, int64_t cols, uint8_t* codes, float* scales,

@@ -85,6 +85,10 @@ void dequantize_int8(const int8_t* q, const uint16_t* scales, int64_t rows, int6
 // host's fp8::quantize_rows, bit for bit): Linear weights per output row, activations per token.
 void quantize_fp8_rows(const void* x, ElementType type, int64_t rows, int64_t cols, uint8_t* codes, float* scales,
                        cudaStream_t s);
+// y[r, o] = x_scales[r] w_scales[o] acc[r, o] (+ beta y[r, o] when beta != 0): the per-row scales of an
+// FP8 GEMM that ran unscaled (Gemm::linear_fp8's fallback). acc may be y when beta is 0.
+void scale_fp8_product(const float* acc, const float* x_scales, const float* w_scales, int64_t rows, int64_t out, float* y,
+                       float beta, cudaStream_t s);
 // Random int8 values uniform in [-127, 127] from a hash of (seed, i), as fill_random's.
 void fill_random_int8(int8_t* p, int64_t n, uint64_t seed, cudaStream_t s);
 

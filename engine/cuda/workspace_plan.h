@@ -107,8 +107,10 @@ inline std::vector<WorkspaceBuffer> encoder_workspace(const TextEncoderConfig& c
 }
 
 // The Linear runner's scratch (device_linear.h), which the DiT and the encoder share: the largest Linear
-// kept int8, dequantized in the GEMM type, and the widest input an fp8 Linear takes, as codes and row
-// scales. `dit_rows`: the DiT's widest pass; `encoder_rows`: the longest prompt (Lfull).
+// kept int8, dequantized in the GEMM type; the widest input an fp8 Linear takes, as codes and row
+// scales; and the largest output of an fp8 Linear that adds to its y (the encoder's o_proj and
+// down_proj), for the FP8 GEMM's fallback (gemm.h), counted whether or not the device needs it.
+// `dit_rows`: the DiT's widest pass; `encoder_rows`: the longest prompt (Lfull).
 inline std::vector<WorkspaceBuffer> linear_scratch(const TextEncoderConfig& t, const DitConfig& d, int64_t e, LinearFormats f,
                                                    bool dit_int8, bool encoder_int8, int64_t dit_rows, int64_t encoder_rows) {
   const int64_t dim = d.dim(), mlp = dim * d.mlp_ratio, h = t.hidden, q = int64_t{t.heads} * t.head_dim,
@@ -117,28 +119,31 @@ inline std::vector<WorkspaceBuffer> linear_scratch(const TextEncoderConfig& t, c
     int64_t out, in;
     bool block, int8;
     int64_t rows;
+    bool accumulates = false;
   };
   const Linear linears[] = {
       {dim, 64, false, dit_int8, 0},         {dim, d.context_dim, false, dit_int8, 0}, {dim, dim, false, dit_int8, 0},
       {dim, 256, false, dit_int8, 0},        {4 * dim, dim, false, dit_int8, 0},       {64, dim, false, dit_int8, 0},
       {dim, dim, true, dit_int8, dit_rows},  {mlp, dim, true, dit_int8, dit_rows},     {dim, mlp, true, dit_int8, dit_rows},
       {q, h, true, encoder_int8, encoder_rows},     {kv, h, true, encoder_int8, encoder_rows},
-      {h, q, true, encoder_int8, encoder_rows},     {inter, h, true, encoder_int8, encoder_rows},
-      {h, inter, true, encoder_int8, encoder_rows}};
-  int64_t weight = 0, codes = 0, scales = 0;
+      {h, q, true, encoder_int8, encoder_rows, true}, {inter, h, true, encoder_int8, encoder_rows},
+      {h, inter, true, encoder_int8, encoder_rows, true}};
+  int64_t weight = 0, codes = 0, scales = 0, accumulator = 0;
   for (const Linear& l : linears) {
     switch (f.of(l.int8, l.block)) {
       case LinearFormat::kInt8Blocks: weight = std::max(weight, l.out * l.in * e); break;
       case LinearFormat::kFp8Rows:
         codes = std::max(codes, l.rows * l.in);
         scales = std::max(scales, l.rows * 4);
+        if (l.accumulates) accumulator = std::max(accumulator, l.rows * l.out * 4);
         break;
       case LinearFormat::kDense: break;
     }
   }
   return {{"an int8 Linear dequantized for its GEMM", weight},
           {"a Linear's input as FP8 codes", codes},
-          {"a Linear's FP8 input row scales", scales}};
+          {"a Linear's FP8 input row scales", scales},
+          {"an fp8 Linear's accumulator", accumulator}};
 }
 
 // Everything a session holds beside its weights while it renders an image of `image_tokens` with a

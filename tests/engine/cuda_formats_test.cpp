@@ -123,6 +123,9 @@ TEST(CudaFormats, Int8DequantizationMatchesTheHost) {
   EXPECT_EQ(download<uint16_t>(b16, w.size()), want_bf16);
 }
 
+// Both forms of the FP8 GEMM: cuBLASLt's per-row (outer-vector) scales, and the fallback (an unscaled
+// FP8 GEMM and scale_fp8_product) that shapes without such an algorithm take, forced here. 5e-4: Hopper's
+// FP8 tensor cores accumulate in fewer bits than fp32.
 TEST(CudaFormats, Fp8GemmScalesEachRowOfBothOperandsAgainstFloat64) {
   SKIP_WITHOUT_DEVICE(89);
   const int64_t rows = 96, out = 80, in = 256;
@@ -131,31 +134,44 @@ TEST(CudaFormats, Fp8GemmScalesEachRowOfBothOperandsAgainstFloat64) {
   std::vector<float> xs(rows), ws(out);
   fp8::quantize_rows(x.data(), rows, in, xc.data(), xs.data());
   fp8::quantize_rows(w.data(), out, in, wc.data(), ws.data());
+  std::vector<double> want(rows * out), want2(rows * out);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t o = 0; o < out; ++o) {
+      double sum = 0;
+      for (int64_t k = 0; k < in; ++k) sum += double(fp8::e4m3_to_float(xc[r * in + k])) * fp8::e4m3_to_float(wc[o * in + k]);
+      want[r * out + o] = sum * xs[r] * ws[o];
+      want2[r * out + o] = 2 * want[r * out + o];
+    }
+  }
   DeviceArena arena(0, 0);
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), 0, "stream");
-  {
+  for (const bool fallback : {false, true}) {
+    SCOPED_TRACE(fallback ? "the fallback" : "outer-vector scales (or the fallback where cuBLASLt has none)");
     Gemm gemm(arena, stream);
+    gemm.force_fp8_fallback(fallback);
+    if (fallback) {
+      EXPECT_TRUE(gemm.fp8_falls_back(rows, out, in));
+    }
     DeviceBuffer dx = upload_values(arena, xc), dxs = upload_values(arena, xs), dw = upload_values(arena, wc),
-                 dws = upload_values(arena, ws), y = arena.allocate(rows * out * 4, "y");
-    gemm.linear_fp8(dx.as<uint8_t>(), dxs.as<float>(), rows, dw.as<uint8_t>(), dws.as<float>(), out, in, y.as<float>());
+                 dws = upload_values(arena, ws), y = arena.allocate(rows * out * 4, "y"),
+                 acc = arena.allocate(rows * out * 4, "accumulator");
+    gemm.linear_fp8(dx.as<uint8_t>(), dxs.as<float>(), rows, dw.as<uint8_t>(), dws.as<float>(), out, in, y.as<float>(), 0.0f,
+                    nullptr, 0);
     check(cudaStreamSynchronize(stream), 0, "fp8 GEMM");
     const std::vector<float> got = download<float>(y, rows * out);
-    gemm.linear_fp8(dx.as<uint8_t>(), dxs.as<float>(), rows, dw.as<uint8_t>(), dws.as<float>(), out, in, y.as<float>(), 1.0f);
+    gemm.linear_fp8(dx.as<uint8_t>(), dxs.as<float>(), rows, dw.as<uint8_t>(), dws.as<float>(), out, in, y.as<float>(), 1.0f,
+                    acc.as<float>(), rows * out);
     check(cudaStreamSynchronize(stream), 0, "fp8 GEMM, beta 1");
     const std::vector<float> twice = download<float>(y, rows * out);
-    std::vector<double> want(got.size());
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t o = 0; o < out; ++o) {
-        double sum = 0;
-        for (int64_t k = 0; k < in; ++k) sum += double(fp8::e4m3_to_float(xc[r * in + k])) * fp8::e4m3_to_float(wc[o * in + k]);
-        want[r * out + o] = sum * xs[r] * ws[o];
-      }
+    EXPECT_LE(testing::relative_error(got, want), 5e-4) << "per-row scales applied to the right operand";
+    EXPECT_LE(testing::relative_error(twice, want2), 5e-4) << "beta 1 accumulates";
+    if (fallback) {
+      EXPECT_THROW(gemm.linear_fp8(dx.as<uint8_t>(), dxs.as<float>(), rows, dw.as<uint8_t>(), dws.as<float>(), out, in,
+                                   y.as<float>(), 1.0f, acc.as<float>(), rows * out - 1),
+                   std::logic_error)
+          << "an accumulator too small for the fallback is refused, not overrun";
     }
-    std::vector<double> want2(want.size());
-    for (size_t i = 0; i < want.size(); ++i) want2[i] = 2 * want[i];
-    EXPECT_LE(testing::relative_error(got, want), 1e-5) << "per-row scales applied to the right operand";
-    EXPECT_LE(testing::relative_error(twice, want2), 1e-5) << "beta 1 accumulates";
   }
   cudaStreamDestroy(stream);
 }
