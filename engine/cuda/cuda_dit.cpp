@@ -54,7 +54,7 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
       staged.emplace_back();
       for (int j = 0; j < kDitBlockLinears; ++j) {
         dev.first_part.push_back(static_cast<int>(staged.back().size()));
-        for (auto& part : staged_parts(*linears[j], dev.formats[j], type_)) staged.back().push_back(std::move(part));
+        for (auto& part : staged_parts(*linears[j], dev.formats[j], type_, name + " linears")) staged.back().push_back(std::move(part));
       }
     }
     blocks_.push_back(std::move(dev));

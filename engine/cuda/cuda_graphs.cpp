@@ -1,5 +1,6 @@
 #include "engine/cuda/cuda_graphs.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/cpu/vae_decoder.h"
@@ -169,6 +170,18 @@ Tensor CudaGraphs::run_decode(const Tensor& latents, const host::ImageSize& size
 
 namespace rgbaq::engine::cuda {
 
+int64_t CudaGraphs::encoder_upload_staging() const {
+  int64_t most = 0;  // dense and int8-kept Linears go up as they stay
+  for (const cpu::TextEncoder::Layer& l : text_views_->layers()) {
+    for (const Tensor* t : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
+      const bool int8 = t->block_scales() != nullptr;
+      if (formats_.of(int8, true) != LinearFormat::kFp8Rows) continue;
+      most = std::max(most, fp8_staging_bytes(int8, t->dtype() == DType::kBF16, t->dim(0), t->dim(1)));
+    }
+  }
+  return most;
+}
+
 void CudaGraphs::run_reserve(int64_t text_tokens, int64_t image_tokens) {
   use_device();
   dit_->reserve(text_tokens, image_tokens);
@@ -177,11 +190,12 @@ void CudaGraphs::run_reserve(int64_t text_tokens, int64_t image_tokens) {
                                       dit_int8_, encoder_int8_, std::max(text_tokens, image_tokens), host::kMaxFullTokens);
   linears_->reserve(scratch[0].bytes, scratch[1].bytes, scratch[2].bytes, scratch[3].bytes);
   if (encoder_) return encoder_->reserve(host::kMaxFullTokens);
-  // Not resident: the encoder comes up for each prompt beside the workspaces held now, its weights and
-  // its buffers for the longest prompt.
+  // Not resident: the encoder comes up for each prompt beside the workspaces held now, its weights, its
+  // buffers for the longest prompt, and what making its last Linear holds for a moment.
   const size_t encoder_bytes = encoder_bytes_ +
                                static_cast<size_t>(bytes_of(encoder_workspace(text_config_, static_cast<int64_t>(element_size(type_)),
-                                                                              host::kMaxFullTokens)));
+                                                                              host::kMaxFullTokens))) +
+                               static_cast<size_t>(encoder_upload_staging());
   if (arena_->in_use() + encoder_bytes > arena_->budget()) {
     throw DeviceFault(DeviceFaultKind::kOutOfMemory,
                       device_label(device_) + ": the text encoder's weights and buffers (" + gib_string(encoder_bytes) +

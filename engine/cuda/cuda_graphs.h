@@ -56,6 +56,9 @@ class CudaGraphs final : public Graphs {
   void load(const ModelDirectory& model, const EngineOptions& options);  // the constructor's work after the stream
   void release() noexcept;                                                // device objects, then the stream
   void use_device() const;
+  // The most device memory one encoder Linear's upload holds beside the weights made before it (fp8's
+  // staging: fp8_staging_bytes), for the per-prompt encoder's fit check.
+  int64_t encoder_upload_staging() const;
   int device_;
   Precision precision_;
   ElementType type_;

@@ -1,5 +1,6 @@
 #include "engine/cuda/device_linear.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "engine/cuda/device_weights.h"
@@ -8,15 +9,19 @@
 
 namespace rgbaq::engine::cuda {
 
-std::vector<std::vector<uint8_t>> staged_parts(const Tensor& t, LinearFormat format, ElementType type) {
+std::vector<std::vector<uint8_t>> staged_parts(const Tensor& t, LinearFormat format, ElementType type, const std::string& what) {
   switch (format) {
     case LinearFormat::kInt8Blocks:
       if (!t.block_scales()) throw std::logic_error("staged_parts: int8 kept for a weight that is not int8");
       return {raw_bytes(t), raw_bytes(*t.block_scales())};
     case LinearFormat::kFp8Rows: {
+      check_fp8_shape(t.dim(0), t.dim(1), what);
       const std::vector<float> values = t.to_f32_vector();  // exact: q * s for int8, the stored value otherwise
-      std::vector<uint8_t> codes(values.size()), scales(static_cast<size_t>(t.dim(0)) * sizeof(float));
-      fp8::quantize_rows(values.data(), t.dim(0), t.dim(1), codes.data(), reinterpret_cast<float*>(scales.data()));
+      std::vector<uint8_t> codes(values.size());
+      std::vector<float> row_scales(static_cast<size_t>(t.dim(0)));
+      fp8::quantize_rows(values.data(), t.dim(0), t.dim(1), codes.data(), row_scales.data());
+      std::vector<uint8_t> scales(row_scales.size() * sizeof(float));
+      std::memcpy(scales.data(), row_scales.data(), scales.size());
       return {std::move(codes), std::move(scales)};
     }
     case LinearFormat::kDense: break;

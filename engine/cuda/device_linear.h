@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/device_memory.h"
@@ -32,8 +33,8 @@ struct DeviceLinear {
 };
 
 // A streamed Linear's host bytes in `format`, as the device holds them: values, then the scales when the
-// format has them (parts_of). Bit for bit what WeightSource::linear uploads.
-std::vector<std::vector<uint8_t>> staged_parts(const Tensor& t, LinearFormat format, ElementType type);
+// format has them (parts_of). Bit for bit what WeightSource::linear uploads; `what` names it in errors.
+std::vector<std::vector<uint8_t>> staged_parts(const Tensor& t, LinearFormat format, ElementType type, const std::string& what);
 inline int parts_of(LinearFormat f) { return f == LinearFormat::kDense ? 1 : 2; }
 LinearView view_of_parts(LinearFormat f, const void* const* parts);
 

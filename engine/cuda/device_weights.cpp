@@ -96,6 +96,7 @@ DeviceLinear WeightSource::linear(const Tensor* host, int64_t out, int64_t in, b
       break;
     }
     case LinearFormat::kFp8Rows:
+      check_fp8_shape(out, in, what);
       fp8_rows(host, out, in, l, what);
       break;
   }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <iostream>
+#include <stdexcept>
 
 #include "engine/cuda/weight_plan.h"
 #include "engine/cuda/workspace_plan.h"
@@ -74,6 +75,24 @@ TEST(CudaWeightPlan, TheTinyModelLinearByLinear) {
   const SessionWeightBytes w32 = session_weight_bytes(bf16, 4, {});
   EXPECT_EQ(w32.dit_blocks, 2 * blocks(d2));
   EXPECT_EQ(w32.text_encoder, 2 * (encoder(d2) - enc_norms) + enc_norms);
+}
+
+// What making an fp8 Linear holds on the device for a moment (the per-prompt encoder's fit check counts
+// it), for the real encoder's largest Linear, gate/up [12288, 4096]: bf16 2 bytes a value; int8 1 byte,
+// 128 bf16 scales a row and the fp32 dequantization; f32 4 bytes.
+TEST(CudaWeightPlan, Fp8StagingAndTheShapesItTakes) {
+  EXPECT_EQ(fp8_staging_bytes(false, true, 12288, 4096), int64_t{100663296});
+  EXPECT_EQ(fp8_staging_bytes(true, false, 12288, 4096), int64_t{50331648} + 3145728 + 201326592);
+  EXPECT_EQ(fp8_staging_bytes(false, false, 12288, 4096), int64_t{201326592});
+  EXPECT_NO_THROW(check_fp8_shape(12288, 4096, "encoder layer 0 gate_proj"));
+  EXPECT_NO_THROW(check_fp8_shape(4, 16, "smallest"));
+  try {
+    check_fp8_shape(64, 72, "DiT block 3 linears");
+    ADD_FAILURE() << "72 inputs accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "DiT block 3 linears [64, 72] cannot be an fp8 Linear: its 72 inputs are not a multiple of 16 (use bf16)");
+  }
+  EXPECT_THROW(check_fp8_shape(66, 64, "x"), std::invalid_argument) << "fp32 output rows of 66 floats are not 16-byte aligned";
 }
 
 // The real model's dimensions: encoder hidden 4096, 36 layers, 32 query and 8 key/value heads of 128,
