@@ -1,11 +1,12 @@
-// engine_bench --engine cuda [--precision bf16|fp8] [--text-tokens L] [--reps R] [--json FILE]: the CUDA
+// engine_bench --engine cuda [--precision bf16|fp8] [--attention gemm|fused] [--text-tokens L] [--reps R]
+// [--json FILE]: the CUDA
 // backend at the real
 // model's dims (N 4096 image tokens at 1024 x 1024, L 200 text tokens unless told) with random weights
 // made on the device (the VAE's shapes from a hollow checkpoint in the temp folder). Prints the
 // cuBLASLt bf16 GEMM rate measured in the same run, then per graph: the median of R (>= 5) timings
 // after a warm-up, with CUDA events on the session's stream; its FLOPs and their rate as a share of
 // that GEMM rate; the launches it makes (kernels plus cuBLASLt calls); for the DiT step the attention's
-// share; the peak device memory; then a whole 1024 x 1024 image split into encode, text prefix, 8 steps
+// share (with --attention fused, one block's attention by both kernels in the same run); the peak device memory; then a whole 1024 x 1024 image split into encode, text prefix, 8 steps
 // and decode. --json writes the same figures for scripts/device-check. Has never run: no GPU was at
 // hand (README "What has run where").
 #include <cuda_runtime.h>
@@ -26,6 +27,7 @@
 #include "engine/cpu/vae_decoder.h"
 #include "engine/cuda/attention.h"
 #include "engine/cuda/attention_plan.h"
+#include "engine/cuda/flash_attention.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/cuda_dit.h"
 #include "engine/cuda/cuda_text_encoder.h"
@@ -33,6 +35,7 @@
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/workspace_plan.h"
+#include "engine/engine_options.h"
 #include "host/noise.h"
 #include "host/rope.h"
 #include "tests/test_temp_dir.h"
@@ -120,6 +123,9 @@ int run_cuda_engine_bench(int argc, char** argv) {
     if (precision != "bf16" && precision != "fp8") throw std::invalid_argument("--precision must be bf16 or fp8");
     // fp8: the blocks' and the encoder layers' Linears, as a --precision fp8 session makes them.
     const LinearFormats formats{precision == "fp8", false};
+    const char* attention_arg = arg(argc, argv, "--attention");
+    const AttentionKernel kernel = parse_attention_kernel(attention_arg ? attention_arg : "gemm");
+    const bool fused = kernel == AttentionKernel::kFused;
 
     const int device = 0;
     check(cudaSetDevice(device), device, "cudaSetDevice");
@@ -145,14 +151,14 @@ int run_cuda_engine_bench(int argc, char** argv) {
 
     WeightSource random(arena, ElementType::kBf16, stream, formats, true, 7);
     LinearRunner linears(arena, gemm, ElementType::kBf16, stream);
-    std::printf("precision: %s\n", precision.c_str());
+    std::printf("precision: %s, attention: %s\n", precision.c_str(), attention_kernel_name(kernel));
     const TextEncoderConfig tc = tools::real_text_encoder_config();
     const DitConfig dc = tools::real_dit_config();
     const VaeConfig vc = tools::real_vae_config();
     const host::ImageSize size{1024, 1024};
     const int64_t lfull = l + kTemplateTokens, n = size.tokens(), dim = dc.dim(), mlp = dim * dc.mlp_ratio;
 
-    CudaTextEncoder encoder(tc, nullptr, random, linears, stream);
+    CudaTextEncoder encoder(tc, nullptr, random, linears, stream, fused);
     std::vector<int32_t> ids(static_cast<size_t>(lfull));
     for (int64_t i = 0; i < lfull; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919) % tc.vocab);
     const double kv = 2.0 * tc.kv_heads * tc.head_dim;
@@ -161,7 +167,7 @@ int run_cuda_engine_bench(int argc, char** argv) {
     Tensor hidden;
     report.graph("encode", "L " + std::to_string(lfull), time_on(stream, reps, [&] { hidden = encoder.encode(ids); }), enc_flops);
 
-    CudaDit dit(dc, nullptr, random, linears, stream, false);
+    CudaDit dit(dc, nullptr, random, linears, stream, false, fused);
     const Tensor feats = Tensor::from_f32(
         {l, tc.hidden}, std::vector<float>(hidden.f32() + kTemplateTokens * tc.hidden, hidden.f32() + lfull * tc.hidden));
     const auto rope = host::build_rope(host::RopeTables::from_formula(), static_cast<int>(l), size);
@@ -176,7 +182,7 @@ int run_cuda_engine_bench(int argc, char** argv) {
     report.graph("DiT step", "N " + std::to_string(n) + ", L " + std::to_string(l), step, step_flops);
 
     // The step's attention alone, as each block runs it: N queries over L + N keys, the DiT's workspace.
-    double attention_share = 0;
+    double attention_share = 0, fused_speedup = 0;
     {
       const int64_t keys = l + n;
       DeviceBuffer q = arena.allocate(n * dim * 2, "bench Q"), k = arena.allocate(keys * dim * 2, "bench K"),
@@ -190,11 +196,18 @@ int run_cuda_engine_bench(int argc, char** argv) {
       a.q_rows = n, a.kv_rows = keys, a.causal_rows = 0;
       a.q_heads = a.kv_heads = dc.heads, a.head_dim = dc.head_dim;
       a.scale = 1.0f / std::sqrt(static_cast<float>(dc.head_dim));
-      const Timed t = time_on(stream, reps, [&] {
+      const Timed by_gemm = time_on(stream, reps, [&] {
         attention(gemm, ElementType::kBf16, a, {scores.as<float>(), probs.get(), elements}, stream);
       });
-      report.graph("  its attention, one block", "N " + std::to_string(n) + " x " + std::to_string(keys) + " keys", t,
-                   4.0 * n * keys * dim);
+      const std::string shape = "N " + std::to_string(n) + " x " + std::to_string(keys) + " keys";
+      report.graph("  its attention, one block (gemm)", shape, by_gemm, 4.0 * n * keys * dim);
+      Timed t = by_gemm;
+      if (fused) {  // only when asked: a fault in the unproven kernel must not cost the gemm run its figures
+        t = time_on(stream, reps, [&] { flash_attention(a, stream); });
+        report.graph("  its attention, one block (fused)", shape, t, 4.0 * n * keys * dim);
+        fused_speedup = by_gemm.median / t.median;
+        std::printf("  fused attention: %.2fx the gemm path\n", fused_speedup);
+      }
       attention_share = dc.layers * t.median / step.median;
       std::printf("  attention: %.0f%% of the step (32 blocks x %.2f ms)\n", 100 * attention_share, t.median * 1e3);
     }
@@ -259,7 +272,9 @@ int run_cuda_engine_bench(int argc, char** argv) {
                 {"graphs", report.graphs},
                 {"dit_step_s", step.median},
                 {"dit_step_launches", step.launches},
+                {"attention", attention_kernel_name(kernel)},
                 {"attention_share_of_step", attention_share},
+                {"fused_attention_speedup_over_gemm", fused_speedup},
                 {"image_1024_s", {{"encode", image[0]}, {"prefix", image[1]}, {"steps_8", image[2]}, {"decode", image[3]},
                                   {"total", image[4]}}},
                 {"peak_device_bytes", arena.peak()}};

@@ -28,6 +28,14 @@ GpuInt8 parse_gpu_int8(const std::string& name) {
 
 const char* gpu_int8_name(GpuInt8 g) { return g == GpuInt8::kKeep ? "keep" : "widen"; }
 
+AttentionKernel parse_attention_kernel(const std::string& name) {
+  if (name == "gemm") return AttentionKernel::kGemm;
+  if (name == "fused") return AttentionKernel::kFused;
+  throw std::invalid_argument("\"" + name + "\" is not one of gemm, fused");
+}
+
+const char* attention_kernel_name(AttentionKernel a) { return a == AttentionKernel::kFused ? "fused" : "gemm"; }
+
 std::string embedding_precision_mark(const EngineOptions& options) {
   return options.precision == Precision::kFp8 ? "+fp8" : "";
 }

@@ -27,6 +27,12 @@ enum class GpuInt8 {
   kKeep,   // int8 with their block scales, dequantized per Linear into one reused scratch buffer
 };
 
+// cuda: how the DiT's and the encoder's attention runs.
+enum class AttentionKernel {
+  kGemm,   // query chunks through cuBLASLt GEMMs and a softmax kernel (engine/cuda/attention.h): the default
+  kFused,  // one fused kernel, no score matrix (engine/cuda/flash_attention.h); bf16 only; never run on a GPU
+};
+
 struct EngineOptions {
   std::string backend = "auto";  // auto | cpu | cuda; auto: cuda when a CUDA device is visible, else cpu
   int threads = 0;               // cpu: worker threads, 0 = one per hardware thread
@@ -43,6 +49,7 @@ struct EngineOptions {
   // A LoRA cache the session shares with other sessions (a daemon's workers on one device), or null for
   // one of its own of lora_cache_bytes.
   std::shared_ptr<LoraCache> lora_cache;
+  AttentionKernel attention = AttentionKernel::kGemm;  // cuda
 };
 
 // What random weights add to a model's identity ("+random-weights-SEED", or nothing), so that neither an
@@ -60,5 +67,8 @@ const char* precision_name(Precision p);
 // "widen" | "keep"; throws std::invalid_argument naming the value.
 GpuInt8 parse_gpu_int8(const std::string& name);
 const char* gpu_int8_name(GpuInt8 g);
+// "gemm" | "fused"; throws std::invalid_argument naming the value.
+AttentionKernel parse_attention_kernel(const std::string& name);
+const char* attention_kernel_name(AttentionKernel a);
 
 }  // namespace rgbaq::engine

@@ -6,6 +6,7 @@
 #include "engine/cuda/attention_plan.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device_weights.h"
+#include "engine/cuda/flash_attention.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/workspace_plan.h"
 
@@ -21,9 +22,16 @@ std::vector<const Tensor*> block_linears(const cpu::Dit::Block& b) {
 }  // namespace
 
 CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, LinearRunner& linears,
-                 cudaStream_t stream, bool stream_blocks)
+                 cudaStream_t stream, bool stream_blocks, bool fused_attention)
     : config_(config), arena_(source.arena()), linears_(linears), gemm_(linears.gemm()), stream_(stream),
-      type_(source.type()), esize_(element_size(type_)) {
+      type_(source.type()), esize_(element_size(type_)), fused_attention_(fused_attention) {
+  if (fused_attention) {
+    AttentionArgs shape;
+    shape.ldq = shape.ldk = shape.ldv = shape.ldo = config.dim();
+    shape.q_heads = shape.kv_heads = config.heads;
+    shape.head_dim = config.head_dim;
+    require_fused_attention(shape, type_, "the DiT");
+  }
   const int64_t d = config.dim(), mlp = d * config.mlp_ratio, ctx = config.context_dim;
   auto* w = dit;  // null: random weights
   img_in_ = source.linear(w ? &w->img_in() : nullptr, d, 64, false, "DiT img_in");
@@ -201,7 +209,11 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
   a.q_heads = a.kv_heads = config_.heads;
   a.head_dim = config_.head_dim;
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
-  attention(gemm_, type_, a, {scores_.as<float>(), probs_.get(), score_elements_}, stream_);
+  if (fused_attention_) {
+    flash_attention(a, stream_);
+  } else {
+    attention(gemm_, type_, a, {scores_.as<float>(), probs_.get(), score_elements_}, stream_);
+  }
   convert(attn_.as<float>(), rows * dim, attn_t_.get(), type_, stream_);
   project(dit_linear_index(i, kToOut), attn_t_.get(), rows, linear(i, kToOut, streamed), dim, dim, delta_.as<float>());
   gated_residual(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + dim, imod + dim, text_rows, stream_);

@@ -27,8 +27,9 @@ class CudaDit {
  public:
   // The weights from `source`: dit's checked views (the CPU object only lends them; it may be dropped
   // after), or random ones (their formats from dit's views, or dense when dit is null; blocks resident).
+  // `fused_attention`: flash_attention.h's kernel instead of attention.h's GEMMs (bf16 only).
   CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, LinearRunner& linears, cudaStream_t stream,
-          bool stream_blocks);
+          bool stream_blocks, bool fused_attention = false);
 
   void begin_image(const Tensor& txt_feats, const host::RopeTensors& rope);
   // vel [N, 64] into `vel` (host); waits for the device.
@@ -82,6 +83,7 @@ class CudaDit {
   cudaStream_t stream_;
   ElementType type_;
   size_t esize_;
+  bool fused_attention_ = false;
   DeviceLinear img_in_, txt_in_, txt_out_, time_1_, time_2_, modulation_, norm_out_, proj_out_;
   DeviceBuffer text_norm_;
   std::vector<Block> blocks_;

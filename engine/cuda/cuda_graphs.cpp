@@ -17,6 +17,7 @@ CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options
       // fp8 sessions keep bf16 activations (the fp8 Linears quantize their inputs per token).
       type_(options.precision == Precision::kFp32 ? ElementType::kF32 : ElementType::kBf16),
       formats_{options.precision == Precision::kFp8, options.gpu_int8 == GpuInt8::kKeep},
+      fused_attention_(options.attention == AttentionKernel::kFused),
       text_config_(load_text_encoder_config(model.text_encoder_dir() / "config.json")),
       text_weights_(WeightStore::open(model.text_encoder_dir())) {
   RGBAQ_CUDA_CHECK(cudaSetDevice(device_), device_);
@@ -94,12 +95,12 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
                     " of workspace do not fit the session's " + gib_string(arena_->budget()));
   }
   WeightSource source(*arena_, type_, stream_, formats_, random, options.random_weights.value_or(0));
-  dit_ = std::make_unique<CudaDit>(dit_config, &dit_views, source, *linears_, stream_, stream_blocks);
+  dit_ = std::make_unique<CudaDit>(dit_config, &dit_views, source, *linears_, stream_, stream_blocks, fused_attention_);
   vae_ = std::make_unique<CudaVae>(*vae_views, source, *gemm_, stream_);
   vae_views.reset();  // its widened fp32 copies are on the device now
   planned_weight_bytes_ = kept_bytes + (stream_blocks ? 0 : blocks_bytes);
   if (fits && !options.force_block_streaming) {
-    encoder_ = std::make_unique<CudaTextEncoder>(text_config_, text_views_.get(), source, *linears_, stream_);
+    encoder_ = std::make_unique<CudaTextEncoder>(text_config_, text_views_.get(), source, *linears_, stream_, fused_attention_);
     text_views_.reset();
     planned_weight_bytes_ += encoder_bytes;
   }
@@ -126,7 +127,7 @@ std::string CudaGraphs::device_description() const {
   cudaGetDeviceProperties(&prop, device_);
   return std::string(prop.name) + " (device " + std::to_string(device_) + ", sm_" + std::to_string(prop.major) +
          std::to_string(prop.minor) + ", " + gib_string(prop.totalGlobalMem) + "), " +
-         precision_name(precision_) + (keeps_int8_ ? ", int8 weights kept" : "") +
+         precision_name(precision_) + (keeps_int8_ ? ", int8 weights kept" : "") + (fused_attention_ ? ", fused attention" : "") +
          (dit_ && dit_->streams_blocks() ? ", DiT blocks streamed" : "");
 }
 
@@ -138,7 +139,7 @@ Tensor CudaGraphs::run_encode(std::span<const int32_t> ids) {
   if (encoder_) return encoder_->encode(ids);
   // Not resident: up for this prompt, freed after (a sweep's prompts come from the encoder cache).
   WeightSource source(*arena_, type_, stream_, formats_);
-  CudaTextEncoder encoder(text_config_, text_views_.get(), source, *linears_, stream_);
+  CudaTextEncoder encoder(text_config_, text_views_.get(), source, *linears_, stream_, fused_attention_);
   return encoder.encode(ids);
 }
 

@@ -5,13 +5,21 @@
 #include "engine/cuda/attention.h"
 #include "engine/cuda/attention_plan.h"
 #include "engine/cuda/cuda_check.h"
+#include "engine/cuda/flash_attention.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/workspace_plan.h"
 
 namespace rgbaq::engine::cuda {
 CudaTextEncoder::CudaTextEncoder(const TextEncoderConfig& c, const cpu::TextEncoder* e, WeightSource& source,
-                                 LinearRunner& linears, cudaStream_t stream)
-    : config_(c), arena_(source.arena()), linears_(linears), gemm_(linears.gemm()), stream_(stream), type_(source.type()) {
+                                 LinearRunner& linears, cudaStream_t stream, bool fused_attention)
+    : config_(c), arena_(source.arena()), linears_(linears), gemm_(linears.gemm()), stream_(stream), type_(source.type()),
+      fused_attention_(fused_attention) {
+  if (fused_attention) {
+    AttentionArgs shape;
+    shape.ldq = shape.ldo = int64_t{c.heads} * c.head_dim, shape.ldk = shape.ldv = int64_t{c.kv_heads} * c.head_dim;
+    shape.q_heads = c.heads, shape.kv_heads = c.kv_heads, shape.head_dim = c.head_dim;
+    require_fused_attention(shape, type_, "the text encoder");
+  }
   const int64_t h = c.hidden, q_dim = int64_t{c.heads} * c.head_dim, kv_dim = int64_t{c.kv_heads} * c.head_dim, inter = c.intermediate;
   embed_ = source.matrix(e ? &e->embedding() : nullptr, c.vocab, h, "text encoder embed_tokens");
   for (int i = 0; i < c.layers; ++i) {
@@ -84,7 +92,11 @@ Tensor CudaTextEncoder::encode(std::span<const int32_t> ids) {
                    cos_d.as<float>(), sin_d.as<float>(), false, k.get(), kv_dim, type_, stream_);
     linears_.run(l.v.view(), normed.get(), n, kv_dim, h, proj.as<float>());
     convert(proj.as<float>(), n * kv_dim, v.get(), type_, stream_);
-    attention(gemm_, type_, a, {scores.as<float>(), probs.get(), score_elements}, stream_);
+    if (fused_attention_) {
+      flash_attention(a, stream_);
+    } else {
+      attention(gemm_, type_, a, {scores.as<float>(), probs.get(), score_elements}, stream_);
+    }
     convert(attn.as<float>(), n * q_dim, mlp.get(), type_, stream_);
     linears_.run(l.o.view(), mlp.get(), n, h, q_dim, x.as<float>(), 1.0f);  // x += o_proj(attention)
     rms_norm(x.as<float>(), n, h, l.post_norm.as<float>(), 0.0f, eps, normed.get(), type_, stream_);

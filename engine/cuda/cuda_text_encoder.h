@@ -21,8 +21,9 @@ namespace rgbaq::engine::cuda {
 class CudaTextEncoder {
  public:
   // Weights from `source`: encoder's checked views, or random (encoder null).
+  // `fused_attention`: flash_attention.h's kernel instead of attention.h's GEMMs (bf16 only).
   CudaTextEncoder(const TextEncoderConfig& config, const cpu::TextEncoder* encoder, WeightSource& source,
-                  LinearRunner& linears, cudaStream_t stream);
+                  LinearRunner& linears, cudaStream_t stream, bool fused_attention = false);
   Tensor encode(std::span<const int32_t> ids);
   // Allocates the work buffers of a prompt of `tokens` (Lfull) now; throws a DeviceFault when they do not fit.
   void reserve(int64_t tokens);
@@ -38,6 +39,7 @@ class CudaTextEncoder {
   Gemm& gemm_;  // linears_'s, for the attention
   cudaStream_t stream_;
   ElementType type_;
+  bool fused_attention_ = false;
   DeviceBuffer embed_;
   std::vector<Layer> layers_;
   void ensure_work(int64_t tokens);

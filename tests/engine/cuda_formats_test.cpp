@@ -10,7 +10,6 @@
 #include <iostream>
 #include <random>
 
-#include "engine/cuda/cuda_check.h"
 #include "engine/cuda/cuda_graphs.h"
 #include "engine/cuda/device_memory.h"
 #include "engine/cuda/gemm.h"
@@ -20,28 +19,13 @@
 #include "engine/fp8_e4m3.h"
 #include "engine/int8_blocks.h"
 #include "engine/session.h"
+#include "tests/engine/cuda_device_test.h"
 #include "tests/engine/reference_math.h"
 #include "tests/test_temp_dir.h"
 #include "tools/tiny_model.h"
 
 namespace rgbaq::engine::cuda {
 namespace {
-
-// The device's compute capability as major * 10 + minor, or 0 (with why) when there is none.
-int device_sm(std::string* why) {
-  if (visible_devices(why) == 0) return 0;
-  cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return 0;
-  return prop.major * 10 + prop.minor;
-}
-
-#define SKIP_WITHOUT_DEVICE(min_sm)                                                                   \
-  do {                                                                                                \
-    std::string why;                                                                                  \
-    const int sm = device_sm(&why);                                                                   \
-    if (sm == 0) GTEST_SKIP() << "no CUDA device: " << why;                                           \
-    if (sm < (min_sm)) GTEST_SKIP() << "sm_" << sm << " has no FP8 tensor cores (needs sm_" << (min_sm) << ")"; \
-  } while (0)
 
 std::filesystem::path write_model(const TempDir& dir, bool int8, bool real = false) {
   tools::TinyModelOptions options;
@@ -50,20 +34,6 @@ std::filesystem::path write_model(const TempDir& dir, bool int8, bool real = fal
   options.tokenizer_json = std::filesystem::path(RGBAQ_SOURCE_DIR_PATH) / "tokenizer/data/qwen3/tokenizer.json";
   tools::write_tiny_model(dir.path() / "model", options);
   return dir.path() / "model";
-}
-
-template <typename T>
-std::vector<T> download(const DeviceBuffer& b, size_t n) {
-  std::vector<T> out(n);
-  check(cudaMemcpy(out.data(), b.get(), n * sizeof(T), cudaMemcpyDeviceToHost), 0, "download");
-  return out;
-}
-
-template <typename T>
-DeviceBuffer upload_values(DeviceArena& arena, const std::vector<T>& v) {
-  DeviceBuffer b = arena.allocate(v.size() * sizeof(T), "test values");
-  check(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), 0, "upload");
-  return b;
 }
 
 // Rows of very different magnitudes (2^-12 .. 2^12), one all zero; odd column count.

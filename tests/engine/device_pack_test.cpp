@@ -161,10 +161,11 @@ TEST_F(DevicePack, DeviceCheckRunsFromTheArchiveAndWritesItsJson) {
   EXPECT_LT(fs::file_size(out / "device-check.json"), uintmax_t{1} << 20);
   const auto j = nlohmann::json::parse(std::ifstream(out / "device-check.json"));
   const auto& steps = j.at("steps");
-  EXPECT_EQ(steps.at("gpu_tests"), "tests-skipped") << steps.dump();  // 7 gpu tests, each skipped: no device
+  EXPECT_EQ(steps.at("gpu_tests"), "tests-skipped") << steps.dump();  // the gpu tests skipped: no device
   EXPECT_EQ(steps.at("host_tests"), "0") << steps.dump() << j.value("host_tests", "");
   EXPECT_EQ(steps.at("bench"), "2") << steps.dump();  // "no CUDA device visible"
   EXPECT_EQ(steps.at("bench_fp8"), "2") << steps.dump();
+  EXPECT_EQ(steps.at("bench_fused"), "2") << steps.dump();
   EXPECT_EQ(steps.at("torch"), "skipped");
   EXPECT_EQ(steps.at("render_1024"), "2") << j.value("render_log", "");  // the hollow model made; no device to render on
   EXPECT_NE(j.at("render_log").get<std::string>().find("cannot run here"), std::string::npos) << j.at("render_log");

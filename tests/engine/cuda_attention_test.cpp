@@ -1,0 +1,149 @@
+// The fused attention kernel (engine/cuda/flash_attention.h) against a float64 softmax attention and
+// against the GEMM-based attention it may replace (attention.h), over the masks and shapes the
+// sessions use: the encoder's causal GQA, the DiT's block-causal text prefix, key counts that are not a
+// multiple of its 64-key blocks, one query; then whole renders and velocities with --attention fused
+// against gemm. CTest label gpu; each case skips where no CUDA device is visible, which is every machine
+// this was written on: none of the device cases has run yet. The refusals run everywhere.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "engine/cuda/attention.h"
+#include "engine/cuda/attention_plan.h"
+#include "engine/cuda/flash_attention.h"
+#include "engine/dtype.h"
+#include "engine/session.h"
+#include "tests/engine/cuda_device_test.h"
+#include "tests/engine/reference_math.h"
+#include "tests/test_temp_dir.h"
+#include "tools/tiny_model.h"
+
+namespace rgbaq::engine::cuda {
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t q_rows, kv_rows, causal_rows;
+  int heads, kv_heads, d;
+};
+
+// bf16 values (as the sessions' q, k, v are) and the same values widened, for the reference.
+struct Bf16Values {
+  Bf16Values(size_t n, uint32_t seed, float scale) : bits(n), exact(n) {
+    const std::vector<float> f = testing::random_floats(n, seed, scale);
+    for (size_t i = 0; i < n; ++i) bits[i] = f32_to_bf16(f[i]), exact[i] = bf16_to_f32(bits[i]);
+  }
+  std::vector<uint16_t> bits;
+  testing::Vec exact;
+};
+
+TEST(CudaAttention, FusedMatchesFloat64AndTheGemmPathOverEveryMask) {
+  SKIP_WITHOUT_DEVICE(80);
+  const Shape shapes[] = {
+      {"encoder causal GQA, tiny", 77, 77, 77, 2, 1, 32},
+      {"encoder causal GQA, real heads", 200, 200, 200, 32, 8, 128},
+      {"DiT block-causal, text 13 + image 150", 163, 163, 13, 2, 2, 128},
+      {"DiT block-causal, text 64 + image 256", 320, 320, 64, 4, 4, 128},
+      {"no mask, 65 keys (one past a block)", 65, 65, 0, 3, 3, 64},
+      {"one query", 1, 1, 1, 2, 2, 64},
+      {"more keys than queries", 40, 300, 0, 4, 2, 64},
+  };
+  cudaStream_t stream;
+  check(cudaStreamCreate(&stream), 0, "stream");
+  {
+    DeviceArena arena(0, 0);
+    Gemm gemm(arena, stream);
+    for (const Shape& s : shapes) {
+      SCOPED_TRACE(s.name);
+      const int64_t q_width = int64_t{s.heads} * s.d, kv_width = int64_t{s.kv_heads} * s.d;
+      const Bf16Values q(s.q_rows * q_width, 1, 1.5f), k(s.kv_rows * kv_width, 2, 1.5f), v(s.kv_rows * kv_width, 3, 1.0f);
+      const double scale = 1.0 / std::sqrt(double(s.d));
+      const testing::Vec want =
+          testing::attention(q.exact, k.exact, v.exact, s.q_rows, s.kv_rows, s.heads, s.kv_heads, s.d, s.causal_rows, scale);
+      DeviceBuffer dq = upload_values(arena, q.bits), dk = upload_values(arena, k.bits), dv = upload_values(arena, v.bits);
+      DeviceBuffer fused_out = arena.allocate(s.q_rows * q_width * 4, "fused"), gemm_out = arena.allocate(s.q_rows * q_width * 4, "gemm");
+      AttentionArgs a;
+      a.q = dq.get(), a.k = dk.get(), a.v = dv.get();
+      a.ldq = a.ldo = q_width, a.ldk = a.ldv = kv_width;
+      a.q_rows = s.q_rows, a.kv_rows = s.kv_rows, a.causal_rows = s.causal_rows;
+      a.q_heads = s.heads, a.kv_heads = s.kv_heads, a.head_dim = s.d;
+      a.scale = static_cast<float>(scale);
+      a.out = fused_out.as<float>();
+      flash_attention(a, stream);
+      const int64_t elements = attention_score_elements(s.heads, s.q_rows, s.kv_rows, int64_t{1} << 24);
+      DeviceBuffer scores = arena.allocate(elements * 4, "scores"), probs = arena.allocate(elements * 2, "probs");
+      a.out = gemm_out.as<float>();
+      attention(gemm, ElementType::kBf16, a, {scores.as<float>(), probs.get(), elements}, stream);
+      check(cudaStreamSynchronize(stream), 0, "attention");
+      const std::vector<float> fused = download<float>(fused_out, want.size()), reference = download<float>(gemm_out, want.size());
+      const double fused_error = testing::relative_error(fused, want), gemm_error = testing::relative_error(reference, want);
+      std::cout << s.name << ": fused " << fused_error << ", gemm " << gemm_error << " relative to float64, fused vs gemm cosine "
+                << testing::cosine(fused, reference) << "\n";
+      EXPECT_LE(fused_error, 2e-2);
+      EXPECT_GE(testing::cosine(fused, reference), 0.9999);
+      std::vector<float> want_f(want.begin(), want.end());
+      EXPECT_GE(testing::cosine(fused, want_f), 0.9999);
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
+std::unique_ptr<Session> open_cuda(const std::filesystem::path& model, AttentionKernel attention) {
+  EngineOptions o;
+  o.backend = "cuda";
+  o.attention = attention;
+  return Session::open(model, o);
+}
+
+TEST(CudaAttention, AFusedRenderIsWithin30DbOfTheGemmOne) {
+  SKIP_WITHOUT_DEVICE(80);
+  TempDir dir;
+  tools::TinyModelOptions options;
+  options.tokenizer_json = std::filesystem::path(RGBAQ_SOURCE_DIR_PATH) / "tokenizer/data/qwen3/tokenizer.json";
+  tools::write_tiny_model(dir.path() / "model", options);
+  const RenderRequest request{"a red fox, game asset", 7, {256, 192}};
+  auto fused = open_cuda(dir.path() / "model", AttentionKernel::kFused);
+  EXPECT_NE(fused->device_description().find("fused attention"), std::string::npos) << fused->device_description();
+  const auto got = fused->render(request);
+  const auto want = open_cuda(dir.path() / "model", AttentionKernel::kGemm)->render(request);
+  const double db = testing::psnr(got.rgba, want.rgba);
+  std::cout << "fused attention render vs gemm: " << db << " dB PSNR\n";
+  EXPECT_GE(db, 30.0);
+}
+
+// Host side: what the kernel cannot take is refused at session open, naming the graph and the reason.
+TEST(CudaAttention, WhatTheFusedKernelCannotTakeIsRefusedByName) {
+  AttentionArgs a;
+  a.ldq = a.ldk = a.ldv = a.ldo = 256;
+  a.q_heads = a.kv_heads = 2, a.head_dim = 128;
+  EXPECT_EQ(flash_attention_refusal(a), "");
+  EXPECT_NO_THROW(require_fused_attention(a, ElementType::kBf16, "the DiT"));
+  try {
+    require_fused_attention(a, ElementType::kF32, "the DiT");
+    ADD_FAILURE() << "fp32 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "the DiT: fused attention takes bf16 (not the fp32 precision)");
+  }
+  AttentionArgs odd = a;
+  odd.head_dim = 96;
+  try {
+    require_fused_attention(odd, ElementType::kBf16, "the text encoder");
+    ADD_FAILURE() << "head dim 96 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "the text encoder: fused attention cannot take head dim 96 (it takes 32, 64 or 128)");
+  }
+  AttentionArgs grouped = a;
+  grouped.kv_heads = 3;
+  EXPECT_EQ(flash_attention_refusal(grouped), "2 query heads over 3 key/value heads");
+  AttentionArgs strided = a;
+  strided.ldk = 260;
+  EXPECT_EQ(flash_attention_refusal(strided), "row strides 256, 260, 256 (each a multiple of 8 elements)");
+  alignas(16) static const uint16_t values[16] = {};
+  AttentionArgs misaligned = a;
+  misaligned.q = values + 1;
+  EXPECT_EQ(flash_attention_refusal(misaligned), "q, k or v not 16-byte aligned");
+}
+
+}  // namespace
+}  // namespace rgbaq::engine::cuda

@@ -1,0 +1,44 @@
+#pragma once
+// What the gpu tests that call the CUDA backend's pieces directly share: a skip where no device (or no
+// device of the compute capability a test needs) is visible, and copies to and from device buffers.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/cuda/cuda_check.h"
+#include "engine/cuda/device_memory.h"
+
+namespace rgbaq::engine::cuda {
+
+// The device's compute capability as major * 10 + minor, or 0 (with why) when there is none.
+inline int device_sm(std::string* why) {
+  if (visible_devices(why) == 0) return 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return 0;
+  return prop.major * 10 + prop.minor;
+}
+
+#define SKIP_WITHOUT_DEVICE(min_sm)                                                                   \
+  do {                                                                                                \
+    std::string why;                                                                                  \
+    const int sm = device_sm(&why);                                                                   \
+    if (sm == 0) GTEST_SKIP() << "no CUDA device: " << why;                                           \
+    if (sm < (min_sm)) GTEST_SKIP() << "sm_" << sm << " is older than this test needs (sm_" << (min_sm) << ")"; \
+  } while (0)
+
+template <typename T>
+inline std::vector<T> download(const DeviceBuffer& b, size_t n) {
+  std::vector<T> out(n);
+  check(cudaMemcpy(out.data(), b.get(), n * sizeof(T), cudaMemcpyDeviceToHost), 0, "download");
+  return out;
+}
+
+template <typename T>
+inline DeviceBuffer upload_values(DeviceArena& arena, const std::vector<T>& v) {
+  DeviceBuffer b = arena.allocate(v.size() * sizeof(T), "test values");
+  check(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), 0, "upload");
+  return b;
+}
+
+}  // namespace rgbaq::engine::cuda
