@@ -16,6 +16,9 @@ struct AttentionArgs {
   const void* k = nullptr;  // [kv_rows, kv_heads * d], row stride ldk
   const void* v = nullptr;  // [kv_rows, kv_heads * d], row stride ldv
   float* out = nullptr;     // [q_rows, q_heads * d] fp32, row stride ldo
+  // flash_attention only: when set, the output goes here in bf16 (same layout) instead of to `out`,
+  // which is what the next GEMM reads: no fp32 copy and no conversion pass.
+  void* out_bf16 = nullptr;
   int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
   int64_t q_rows = 0, kv_rows = 0, causal_rows = 0;
   int q_heads = 0, kv_heads = 0, head_dim = 0;

@@ -210,11 +210,12 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
   a.head_dim = config_.head_dim;
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
   if (fused_attention_) {
+    a.out_bf16 = attn_t_.get();  // straight into the out-projection's input
     flash_attention(a, stream_);
   } else {
     attention(gemm_, type_, a, {scores_.as<float>(), probs_.get(), score_elements_}, stream_);
+    convert(attn_.as<float>(), rows * dim, attn_t_.get(), type_, stream_);
   }
-  convert(attn_.as<float>(), rows * dim, attn_t_.get(), type_, stream_);
   project(dit_linear_index(i, kToOut), attn_t_.get(), rows, linear(i, kToOut, streamed), dim, dim, delta_.as<float>());
   gated_residual(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + dim, imod + dim, text_rows, stream_);
 

@@ -93,11 +93,12 @@ Tensor CudaTextEncoder::encode(std::span<const int32_t> ids) {
     linears_.run(l.v.view(), normed.get(), n, kv_dim, h, proj.as<float>());
     convert(proj.as<float>(), n * kv_dim, v.get(), type_, stream_);
     if (fused_attention_) {
+      a.out_bf16 = mlp.get();  // straight into o_proj's input
       flash_attention(a, stream_);
     } else {
       attention(gemm_, type_, a, {scores.as<float>(), probs.get(), score_elements}, stream_);
+      convert(attn.as<float>(), n * q_dim, mlp.get(), type_, stream_);
     }
-    convert(attn.as<float>(), n * q_dim, mlp.get(), type_, stream_);
     linears_.run(l.o.view(), mlp.get(), n, h, q_dim, x.as<float>(), 1.0f);  // x += o_proj(attention)
     rms_norm(x.as<float>(), n, h, l.post_norm.as<float>(), 0.0f, eps, normed.get(), type_, stream_);
     linears_.run(l.gate.view(), normed.get(), n, inter, h, proj.as<float>());

@@ -45,6 +45,7 @@ template <int D>
 __global__ void __launch_bounds__(kThreads) flash_attention_kernel(const __nv_bfloat16* __restrict__ q,
                                                                    const __nv_bfloat16* __restrict__ k,
                                                                    const __nv_bfloat16* __restrict__ v, float* out,
+                                                                   __nv_bfloat16* out_bf16,
                                                                    int64_t ldq, int64_t ldk, int64_t ldv, int64_t ldo,
                                                                    int64_t q_rows, int64_t kv_rows, int64_t causal_rows,
                                                                    int group, float scale_log2) {
@@ -149,8 +150,13 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(const __nv_bf
   #pragma unroll
   for (int d = 0; d < D / 8; ++d) {
     const int64_t c = int64_t{head} * D + d * 8 + 2 * t;
-    if (row0 < q_rows) out[row0 * ldo + c] = o[d][0] * inv0, out[row0 * ldo + c + 1] = o[d][1] * inv0;
-    if (row1 < q_rows) out[row1 * ldo + c] = o[d][2] * inv1, out[row1 * ldo + c + 1] = o[d][3] * inv1;
+    if (out_bf16) {  // a pair of bf16 at an even column: one 4-byte store
+      if (row0 < q_rows) *reinterpret_cast<uint32_t*>(out_bf16 + row0 * ldo + c) = pack_bf16(o[d][0] * inv0, o[d][1] * inv0);
+      if (row1 < q_rows) *reinterpret_cast<uint32_t*>(out_bf16 + row1 * ldo + c) = pack_bf16(o[d][2] * inv1, o[d][3] * inv1);
+    } else {
+      if (row0 < q_rows) out[row0 * ldo + c] = o[d][0] * inv0, out[row0 * ldo + c + 1] = o[d][1] * inv0;
+      if (row1 < q_rows) out[row1 * ldo + c] = o[d][2] * inv1, out[row1 * ldo + c + 1] = o[d][3] * inv1;
+    }
   }
 }
 
@@ -171,6 +177,7 @@ std::string flash_attention_refusal(const AttentionArgs& a) {
            " (each a multiple of 8 elements)";
   }
   if (!aligned16(a.q) || !aligned16(a.k) || !aligned16(a.v)) return "q, k or v not 16-byte aligned";
+  if (a.ldo % 2 != 0 || reinterpret_cast<uintptr_t>(a.out_bf16) % 4 != 0) return "a bf16 output not in aligned pairs (ldo odd)";
   return "";
 }
 
@@ -192,18 +199,19 @@ void flash_attention(const AttentionArgs& a, cudaStream_t stream) {
   const auto* v = static_cast<const __nv_bfloat16*>(a.v);
   const float scale_log2 = a.scale * 1.4426950408889634f;  // exp(x) = exp2(x log2 e)
   const int group = a.q_heads / a.kv_heads;
+  auto* out_bf16 = static_cast<__nv_bfloat16*>(a.out_bf16);
   count_launch();
   switch (a.head_dim) {
     case 32:
-      flash_attention_kernel<32><<<grid, kThreads, 0, stream>>>(q, k, v, a.out, a.ldq, a.ldk, a.ldv, a.ldo, a.q_rows,
+      flash_attention_kernel<32><<<grid, kThreads, 0, stream>>>(q, k, v, a.out, out_bf16, a.ldq, a.ldk, a.ldv, a.ldo, a.q_rows,
                                                                 a.kv_rows, a.causal_rows, group, scale_log2);
       break;
     case 64:
-      flash_attention_kernel<64><<<grid, kThreads, 0, stream>>>(q, k, v, a.out, a.ldq, a.ldk, a.ldv, a.ldo, a.q_rows,
+      flash_attention_kernel<64><<<grid, kThreads, 0, stream>>>(q, k, v, a.out, out_bf16, a.ldq, a.ldk, a.ldv, a.ldo, a.q_rows,
                                                                 a.kv_rows, a.causal_rows, group, scale_log2);
       break;
     default:
-      flash_attention_kernel<128><<<grid, kThreads, 0, stream>>>(q, k, v, a.out, a.ldq, a.ldk, a.ldv, a.ldo, a.q_rows,
+      flash_attention_kernel<128><<<grid, kThreads, 0, stream>>>(q, k, v, a.out, out_bf16, a.ldq, a.ldk, a.ldv, a.ldo, a.q_rows,
                                                                  a.kv_rows, a.causal_rows, group, scale_log2);
       break;
   }

@@ -13,7 +13,8 @@
 namespace rgbaq::engine::cuda {
 
 // Why flash_attention cannot take `a`, or "" when it can: an unsupported head dim, heads that do not
-// group, or rows and bases not 16-byte aligned for its vector loads (ldq, ldk, ldv multiples of 8).
+// group, or rows and bases not 16-byte aligned for its vector loads (ldq, ldk, ldv multiples of 8), or
+// a bf16 output (AttentionArgs::out_bf16) whose pairs are not 4-byte aligned.
 std::string flash_attention_refusal(const AttentionArgs& a);
 
 // Throws std::invalid_argument naming `graph` when its attention of this shape (pointers unset) in

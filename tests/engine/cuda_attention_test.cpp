@@ -1,7 +1,7 @@
 // The fused attention kernel (engine/cuda/flash_attention.h) against a float64 softmax attention and
 // against the GEMM-based attention it may replace (attention.h), over the masks and shapes the
 // sessions use: the encoder's causal GQA, the DiT's block-causal text prefix, key counts that are not a
-// multiple of its 64-key blocks, one query; then whole renders and velocities with --attention fused
+// multiple of its 64-key blocks, one query; its bf16 output against its fp32 one rounded; then whole renders and velocities with --attention fused
 // against gemm. CTest label gpu; each case skips where no CUDA device is visible, which is every machine
 // this was written on: none of the device cases has run yet. The refusals run everywhere.
 #include <gtest/gtest.h>
@@ -71,6 +71,10 @@ TEST(CudaAttention, FusedMatchesFloat64AndTheGemmPathOverEveryMask) {
       a.scale = static_cast<float>(scale);
       a.out = fused_out.as<float>();
       flash_attention(a, stream);
+      DeviceBuffer fused_bf16 = arena.allocate(s.q_rows * q_width * 2, "fused, bf16");
+      a.out_bf16 = fused_bf16.get();  // the sessions' form: straight into the next GEMM's input
+      flash_attention(a, stream);
+      a.out_bf16 = nullptr;
       const int64_t elements = attention_score_elements(s.heads, s.q_rows, s.kv_rows, int64_t{1} << 24);
       DeviceBuffer scores = arena.allocate(elements * 4, "scores"), probs = arena.allocate(elements * 2, "probs");
       a.out = gemm_out.as<float>();
@@ -81,6 +85,9 @@ TEST(CudaAttention, FusedMatchesFloat64AndTheGemmPathOverEveryMask) {
       std::cout << s.name << ": fused " << fused_error << ", gemm " << gemm_error << " relative to float64, fused vs gemm cosine "
                 << testing::cosine(fused, reference) << "\n";
       EXPECT_LE(fused_error, 2e-2);
+      std::vector<uint16_t> rounded(fused.size());
+      for (size_t i = 0; i < fused.size(); ++i) rounded[i] = f32_to_bf16(fused[i]);
+      EXPECT_EQ(download<uint16_t>(fused_bf16, fused.size()), rounded) << "the bf16 output is the fp32 one rounded";
       EXPECT_GE(testing::cosine(fused, reference), 0.9999);
       std::vector<float> want_f(want.begin(), want.end());
       EXPECT_GE(testing::cosine(fused, want_f), 0.9999);
@@ -143,6 +150,9 @@ TEST(CudaAttention, WhatTheFusedKernelCannotTakeIsRefusedByName) {
   AttentionArgs misaligned = a;
   misaligned.q = values + 1;
   EXPECT_EQ(flash_attention_refusal(misaligned), "q, k or v not 16-byte aligned");
+  AttentionArgs odd_out = a;
+  odd_out.ldo = 257;
+  EXPECT_EQ(flash_attention_refusal(odd_out), "a bf16 output not in aligned pairs (ldo odd)");
 }
 
 }  // namespace
