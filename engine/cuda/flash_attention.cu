@@ -177,7 +177,7 @@ std::string flash_attention_refusal(const AttentionArgs& a) {
            " (each a multiple of 8 elements)";
   }
   if (!aligned16(a.q) || !aligned16(a.k) || !aligned16(a.v)) return "q, k or v not 16-byte aligned";
-  if (a.ldo % 2 != 0 || reinterpret_cast<uintptr_t>(a.out_bf16) % 4 != 0) return "a bf16 output not in aligned pairs (ldo odd)";
+  if (a.out_bf16 && (a.ldo % 2 != 0 || reinterpret_cast<uintptr_t>(a.out_bf16) % 4 != 0)) return "a bf16 output not in aligned pairs (ldo odd)";
   return "";
 }
 

@@ -152,6 +152,9 @@ TEST(CudaAttention, WhatTheFusedKernelCannotTakeIsRefusedByName) {
   EXPECT_EQ(flash_attention_refusal(misaligned), "q, k or v not 16-byte aligned");
   AttentionArgs odd_out = a;
   odd_out.ldo = 257;
+  EXPECT_EQ(flash_attention_refusal(odd_out), "") << "fp32 output: any stride";
+  alignas(4) static uint16_t out[4] = {};
+  odd_out.out_bf16 = out;
   EXPECT_EQ(flash_attention_refusal(odd_out), "a bf16 output not in aligned pairs (ldo odd)");
 }
 
