@@ -56,10 +56,9 @@ void LinearRunner::run(const LinearView& w, const void* x, int64_t rows, int64_t
       if (type_ != ElementType::kBf16) throw std::logic_error("LinearRunner: fp8 Linears take bf16 inputs");
       arena_.ensure(codes_, static_cast<size_t>(rows * in), "a Linear's input as FP8 codes");
       arena_.ensure(row_scales_, static_cast<size_t>(rows) * sizeof(float), "a Linear's FP8 input row scales");
-      // Only an accumulating Linear whose shape takes the FP8 fallback needs the accumulator (gemm.h).
-      if (beta != 0.0f && gemm_.fp8_falls_back(rows, out, in)) {
-        arena_.ensure(accumulator_, static_cast<size_t>(rows * out) * sizeof(float), "an fp8 Linear's accumulator");
-      }
+      // The FP8 fallback of an accumulating Linear keeps its product apart (gemm.h); reserved whether or
+      // not the device takes the fallback, as the plan counts it.
+      if (beta != 0.0f) arena_.ensure(accumulator_, static_cast<size_t>(rows * out) * sizeof(float), "an fp8 Linear's accumulator");
       quantize_fp8_rows(x, type_, rows, in, codes_.as<uint8_t>(), row_scales_.as<float>(), stream_);
       gemm_.linear_fp8(codes_.as<uint8_t>(), row_scales_.as<float>(), rows, static_cast<const uint8_t*>(w.values),
                        static_cast<const float*>(w.scales), out, in, y, beta, accumulator_.as<float>(),

@@ -34,12 +34,22 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 
 __device__ __forceinline__ uint32_t load_pair(const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
+// V's B fragment: keys `key` and key + 1 of column `dim`, two rows apart in the row-major tile. With
+// rows padded by 8 elements the 32 lanes' loads fall in distinct banks (8 t + g / 2 + 4 d).
+template <int Width>
+__device__ __forceinline__ uint32_t key_pair(const __nv_bfloat16 (*tile)[Width], int key, int dim) {
+  uint16_t lo, hi;
+  memcpy(&lo, &tile[key][dim], 2);
+  memcpy(&hi, &tile[key + 1][dim], 2);
+  return uint32_t{lo} | uint32_t{hi} << 16;
+}
+
 // Fragment layouts of mma.m16n8k16 (PTX ISA), with g = lane / 4 and t = lane % 4:
 //   A (16 x 16, row-major): a0 (g, 2t..2t+1), a1 (g + 8, 2t..), a2 (g, 2t + 8..), a3 (g + 8, 2t + 8..);
 //   B (16 x 8, k by n):     b0 (k 2t..2t+1, n g), b1 (k 2t + 8.., n g);
 //   C (16 x 8, fp32):       c0, c1 (g, 2t..2t+1), c2, c3 (g + 8, 2t..2t+1).
-// S = Q K^T takes B from K's rows (k is the head dim: contiguous in a K row); O += P V takes B from V
-// transposed in shared memory (k is the key: contiguous in a row of V^T); P's C fragments of two key
+// S = Q K^T takes B from K's rows (k is the head dim: contiguous in a K row); O += P V takes B from V's
+// rows two at a time (k is the key: a column of V, key_pair); P's C fragments of two key
 // tiles are the A fragment of one 16-key step, so P never leaves the registers.
 template <int D>
 __global__ void __launch_bounds__(kThreads) flash_attention_kernel(const __nv_bfloat16* __restrict__ q,
@@ -50,7 +60,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(const __nv_bf
                                                                    int64_t q_rows, int64_t kv_rows, int64_t causal_rows,
                                                                    int group, float scale_log2) {
   __shared__ __align__(16) __nv_bfloat16 keys[kKeyBlock][D + 8];      // padded rows: fewer bank conflicts
-  __shared__ __align__(16) __nv_bfloat16 values_t[D][kKeyBlock + 8];  // V^T
+  __shared__ __align__(16) __nv_bfloat16 values[kKeyBlock][D + 8];
   const int head = blockIdx.y, kv_head = head / group;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int64_t q0 = int64_t{blockIdx.x} * kQueryRows, row0 = q0 + warp * 16 + g, row1 = row0 + 8;
@@ -82,10 +92,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(const __nv_bf
         vv = *reinterpret_cast<const uint4*>(v + key * ldv + int64_t{kv_head} * D + c);
       }
       *reinterpret_cast<uint4*>(&keys[r][c]) = kk;
-      __nv_bfloat16 vs[8];
-      memcpy(vs, &vv, sizeof vs);
-      #pragma unroll
-      for (int j = 0; j < 8; ++j) values_t[c + j][r] = vs[j];
+      *reinterpret_cast<uint4*>(&values[r][c]) = vv;
     }
     __syncthreads();
 
@@ -135,9 +142,10 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(const __nv_bf
       const uint32_t pa[4] = {pack_bf16(s[2 * step][0], s[2 * step][1]), pack_bf16(s[2 * step][2], s[2 * step][3]),
                               pack_bf16(s[2 * step + 1][0], s[2 * step + 1][1]),
                               pack_bf16(s[2 * step + 1][2], s[2 * step + 1][3])};
+      #pragma unroll
       for (int d = 0; d < D / 8; ++d) {
-        mma_bf16(o[d], pa, load_pair(&values_t[d * 8 + g][step * 16 + 2 * t]),
-                 load_pair(&values_t[d * 8 + g][step * 16 + 8 + 2 * t]));
+        const int key = step * 16 + 2 * t, dim = d * 8 + g;
+        mma_bf16(o[d], pa, key_pair(values, key, dim), key_pair(values, key + 8, dim));
       }
     }
   }
@@ -172,6 +180,12 @@ std::string flash_attention_refusal(const AttentionArgs& a) {
     return std::to_string(a.q_heads) + " query heads over " + std::to_string(a.kv_heads) + " key/value heads";
   }
   if (a.q_heads > 65535) return std::to_string(a.q_heads) + " query heads (at most 65535)";
+  const int64_t q_width = int64_t{a.q_heads} * a.head_dim, kv_width = int64_t{a.kv_heads} * a.head_dim;
+  if (a.ldq < q_width || a.ldo < q_width || a.ldk < kv_width || a.ldv < kv_width) {
+    return "row strides narrower than the heads (q " + std::to_string(a.ldq) + ", out " + std::to_string(a.ldo) + " for " +
+           std::to_string(q_width) + "; k " + std::to_string(a.ldk) + ", v " + std::to_string(a.ldv) + " for " +
+           std::to_string(kv_width) + ")";
+  }
   if (a.ldq % 8 != 0 || a.ldk % 8 != 0 || a.ldv % 8 != 0) {
     return "row strides " + std::to_string(a.ldq) + ", " + std::to_string(a.ldk) + ", " + std::to_string(a.ldv) +
            " (each a multiple of 8 elements)";
@@ -192,6 +206,7 @@ void flash_attention(const AttentionArgs& a, cudaStream_t stream) {
   if (const std::string why = flash_attention_refusal(a); !why.empty()) {
     throw std::invalid_argument("fused attention cannot take " + why);
   }
+  if (!a.out && !a.out_bf16) throw std::invalid_argument("fused attention: no output given");
   if (a.q_rows == 0) return;
   const dim3 grid(static_cast<unsigned>((a.q_rows + kQueryRows - 1) / kQueryRows), static_cast<unsigned>(a.q_heads));
   const auto* q = static_cast<const __nv_bfloat16*>(a.q);

@@ -53,7 +53,8 @@ class Gemm {
                   int64_t out, int64_t in, float* y, float beta, float* accumulator, int64_t accumulator_elements);
   // For the gpu tests: every FP8 GEMM planned from now on takes the fallback.
   void force_fp8_fallback(bool on) { force_fp8_fallback_ = on; }
-  // Whether the FP8 GEMM of this shape runs as the fallback (plans it if need be).
+  // Whether the FP8 GEMM of this shape (16-byte aligned operands) runs as the fallback; plans it if need
+  // be. For the gpu tests and benchmarks: linear_fp8 decides by itself.
   bool fp8_falls_back(int64_t rows, int64_t out, int64_t in);
 
  private:
