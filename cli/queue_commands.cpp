@@ -176,6 +176,11 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
       std::snprintf(rate, sizeof rate, "%.0f", w.value("images_per_hour", 0.0));
       ctx.out << ", " << count_of(w.value("images_done", uint64_t{0}), "image") << " done, " << rate << " images/hour";
       if (w.value("session_restarts", 0) > 0) ctx.out << ", session reopened " << w.value("session_restarts", 0) << "x";
+      if (const auto peak = w.value("device_peak_bytes", uint64_t{0}); peak > 0) {  // cuda sessions
+        char gib[32];
+        std::snprintf(gib, sizeof gib, "%.2f", static_cast<double>(peak) / double(uint64_t{1} << 30));
+        ctx.out << ", peak device memory " << gib << " GiB";
+      }
       ctx.out << "\n";
     }
   } else if (s["current"].is_object()) {  // a daemon from before render workers

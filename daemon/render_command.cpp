@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 
 #include "common/arguments.h"
@@ -141,6 +142,11 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     out << output << " (" << result.size.to_string() << ", seed " << request.seed << ", " << result.timings.total_s
         << " s, engine " << session->backend_name() << " on " << session->device_description()
         << (options.random_weights ? ", random weights: a speed measurement" : "") << ")\n";
+    if (const uint64_t peak = session->device_peak_bytes()) {
+      char gib[32];
+      std::snprintf(gib, sizeof gib, "%.2f", static_cast<double>(peak) / double(uint64_t{1} << 30));
+      out << "peak device memory: " << gib << " GiB\n";
+    }
     return 0;
   } catch (const common::UsageError& e) {
     err << "rgbaqd render: " << common::printable(e.what()) << "\n(see rgbaqd render --help)\n";

@@ -59,6 +59,9 @@ class Graphs {
   // What its GEMMs compute in, as PNG metadata and status record it: "fp32" (cpu), "bf16", "fp32" or "fp8".
   virtual std::string precision() const = 0;
   virtual int text_dim() const = 0;  // D
+  // The most device memory the session has held since it opened (weights, workspaces, scratch), as its
+  // arena counts; 0 for a backend without device memory of its own (cpu).
+  virtual uint64_t device_peak_bytes() const { return 0; }
   // Square sizes the decoder is fixed to (Core AI's bundles), or empty for any legal size.
   virtual std::span<const int> fixed_decoder_sizes() const { return {}; }
 

@@ -97,6 +97,8 @@ class Session {
   std::string device_description() const;
   // The backend's precision ("fp32", "bf16", "fp8"; Graphs::precision), or the options' when not open.
   std::string precision() const;
+  // Graphs::device_peak_bytes, or 0 when not open.
+  uint64_t device_peak_bytes() const { return graphs_ ? graphs_->device_peak_bytes() : 0; }
   Graphs& graphs();
   // The adapters read so far (kept, least recently used out first, within a byte budget); shared with
   // other sessions when EngineOptions::lora_cache named one.

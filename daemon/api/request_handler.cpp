@@ -265,6 +265,7 @@ json RequestHandler::status() {
                   {"steps", id >= 0 ? w->steps.load() : 0},
                   {"images_done", w->images_done.load()},
                   {"images_per_hour", w->images_per_hour()},
+                  {"device_peak_bytes", w->device_peak_bytes.load()},
                   {"device_faults", w->device_faults.load()},
                   {"session_restarts", w->session_restarts.load()},
                   {"last_fault", w->last_fault()}};

@@ -31,6 +31,7 @@ class WorkerState {
   std::atomic<uint64_t> session_restarts{0};  // sessions opened again after a device fault
   std::atomic<uint64_t> device_faults{0};     // jobs given back for a device fault
   std::atomic<int64_t> busy_ns{0};            // time spent with a job in hand, for images per hour
+  std::atomic<uint64_t> device_peak_bytes{0};  // its session's peak device memory after its last render (cuda)
 
   // The session's device as it describes itself (again after a reopen).
   void set_description(std::string d) {

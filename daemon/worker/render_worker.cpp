@@ -203,6 +203,7 @@ void RenderWorker::handle(const storage::Job& job) {
       stop_if_test_step(job.prompt, done);  // tests only: a host that stalls here
       return !canceled && !lease_lost;
     });
+    worker_.device_peak_bytes = session_.device_peak_bytes();
     FinishedRender render;
     render.job = job;
     render.width = result.size.width;

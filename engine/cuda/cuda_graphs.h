@@ -36,7 +36,7 @@ class CudaGraphs final : public Graphs {
   std::string device_description() const override;
   int text_dim() const override { return text_config_.hidden; }
   bool streams_blocks() const { return dit_->streams_blocks(); }
-  size_t peak_device_bytes() const { return arena_->peak(); }
+  uint64_t device_peak_bytes() const override { return arena_->peak(); }
   // The bytes of the weights made on the device at open, by the uploads' own count, and what
   // weight_plan.h planned for them (the encoder's left out when it comes up per prompt, the DiT's
   // blocks when they stream): equal unless the plan is wrong.

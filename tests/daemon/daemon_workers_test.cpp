@@ -65,6 +65,7 @@ TEST(DaemonWorkers, TwoCpuWorkersShareTheRunTheQueueAndTheEncoderCache) {
     EXPECT_EQ(w["state"], "idle");
     EXPECT_EQ(w["images_done"], by_worker[i]) << "its own count agrees with the PNGs";
     EXPECT_GT(w["images_per_hour"].get<double>(), 0.0);
+    EXPECT_EQ(w["device_peak_bytes"], 0) << "a cpu session has no device memory of its own";
   }
   // Each worker is a worker of the queue, with its own registration and lease holder.
   std::set<int64_t> ids;
