@@ -28,6 +28,12 @@ GpuInt8 parse_gpu_int8(const std::string& name) {
 
 const char* gpu_int8_name(GpuInt8 g) { return g == GpuInt8::kKeep ? "keep" : "widen"; }
 
+bool parse_vae_tiles(const std::string& value) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  throw std::invalid_argument("\"" + value + "\" is not one of on, off");
+}
+
 std::string embedding_precision_mark(const EngineOptions& options) {
   return options.precision == Precision::kFp8 ? "+fp8" : "";
 }

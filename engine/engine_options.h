@@ -63,5 +63,7 @@ const char* precision_name(Precision p);
 // "widen" | "keep"; throws std::invalid_argument naming the value.
 GpuInt8 parse_gpu_int8(const std::string& name);
 const char* gpu_int8_name(GpuInt8 g);
+// --vae-tiles: "on" | "off"; throws std::invalid_argument naming the value.
+bool parse_vae_tiles(const std::string& value);
 
 }  // namespace rgbaq::engine
