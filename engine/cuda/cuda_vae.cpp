@@ -138,10 +138,14 @@ void CudaVae::res_block(const ResBlock& r, int64_t height, int64_t width) {
   std::swap(x_, h_);
 }
 
-Tensor CudaVae::decode(const Tensor& latents, int grid_height, int grid_width) {
-  const int64_t gh = grid_height, gw = grid_width, n = gh * gw;
+Tensor CudaVae::decode(const Tensor& latents, const VaeTilePlan& tile_plan) {
+  const int64_t gh = tile_plan.grid_height, gw = tile_plan.grid_width, n = gh * gw;
   const int device = arena_.device();
-  const VaeTilePlan tile_plan = plan(gh, gw);
+  if (latents.shape() != Shape{n, 64} || tile_plan.up_blocks != static_cast<int>(up_blocks_.size())) {
+    throw std::invalid_argument("CudaVae: latents " + shape_string(latents.shape()) + " for a plan of a " +
+                                std::to_string(gh) + "x" + std::to_string(gw) + " grid over " +
+                                std::to_string(tile_plan.up_blocks) + " up blocks");
+  }
   ensure_maps(tile_plan);
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), latents.f32(), latents.nbytes(), cudaMemcpyHostToDevice, stream_), device);
   unpack_latents(tokens_.as<float>(), n, mean_.as<float>(), std_.as<float>(), h_.as<float>(), stream_);

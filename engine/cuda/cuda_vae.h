@@ -23,7 +23,9 @@ class CudaVae {
   // `tiles`: decode tile by tile where the plan of the largest render the contract allows tiles.
   CudaVae(const cpu::VaeDecoder& vae, WeightSource& source, Gemm& gemm, cudaStream_t stream, bool tiles = false);
   // latents [h w, 64] -> image [4, 16 h, 16 w] in [-1, 1].
-  Tensor decode(const Tensor& latents, int grid_height, int grid_width);
+  Tensor decode(const Tensor& latents, int grid_height, int grid_width) { return decode(latents, plan(grid_height, grid_width)); }
+  // The same with a given plan (its grid the latents'), e.g. tiles forced small (the gpu tests).
+  Tensor decode(const Tensor& latents, const VaeTilePlan& plan);
   // Allocates the feature maps of a decode of up to `grid_pixels` latents now (any grid of them); throws
   // a DeviceFault when they do not fit.
   void reserve(int64_t grid_pixels);

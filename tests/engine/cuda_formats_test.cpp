@@ -20,28 +20,13 @@
 #include "engine/fp8_e4m3.h"
 #include "engine/int8_blocks.h"
 #include "engine/session.h"
+#include "tests/engine/cuda_device_skip.h"
 #include "tests/engine/reference_math.h"
 #include "tests/test_temp_dir.h"
 #include "tools/tiny_model.h"
 
 namespace rgbaq::engine::cuda {
 namespace {
-
-// The device's compute capability as major * 10 + minor, or 0 (with why) when there is none.
-int device_sm(std::string* why) {
-  if (visible_devices(why) == 0) return 0;
-  cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return 0;
-  return prop.major * 10 + prop.minor;
-}
-
-#define SKIP_WITHOUT_DEVICE(min_sm)                                                                   \
-  do {                                                                                                \
-    std::string why;                                                                                  \
-    const int sm = device_sm(&why);                                                                   \
-    if (sm == 0) GTEST_SKIP() << "no CUDA device: " << why;                                           \
-    if (sm < (min_sm)) GTEST_SKIP() << "sm_" << sm << " has no FP8 tensor cores (needs sm_" << (min_sm) << ")"; \
-  } while (0)
 
 std::filesystem::path write_model(const TempDir& dir, bool int8, bool real = false) {
   tools::TinyModelOptions options;
