@@ -5,7 +5,8 @@
 // 3 layers, BF16 and F32 weights) at Lfull = 256; one DiT step (hidden 2048 = 16 heads x 128, 2 blocks,
 // L = 64) at N = 256, 1024 and 4096; the VAE decode (decoder_base_dim 32) at N = 256 and 1024; and the peak
 // resident memory after each. `--real-vae` adds the VAE at the real dims (decoder_base_dim 144) at
-// 256x256 to the VAE section; `--only encoder|dit|vae|vae-tiles` runs one section (vae-tiles: the tiled decode against the untiled one).
+// 256x256 to the VAE section; `--only encoder|dit|vae|vae-tiles` runs one section (vae-tiles: the
+// tiled decode against the untiled one).
 // Every ratio is against sgemm measured in the same rounds as the graph (sgemm, graph, sgemm, graph, ...;
 // the best of each), so a machine whose load changes during the run still gives comparable figures.
 #include <cblas.h>
