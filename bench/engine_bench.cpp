@@ -5,7 +5,8 @@
 // 3 layers, BF16 and F32 weights) at Lfull = 256; one DiT step (hidden 2048 = 16 heads x 128, 2 blocks,
 // L = 64) at N = 256, 1024 and 4096; the VAE decode (decoder_base_dim 32) at N = 256 and 1024; and the peak
 // resident memory after each. `--real-vae` adds the VAE at the real dims (decoder_base_dim 144) at
-// 256x256 to the VAE section; `--only encoder|dit|vae` runs one section.
+// 256x256 to the VAE section; `--only encoder|dit|vae|vae-tiles` runs one section (vae-tiles: the
+// tiled decode against the untiled one).
 // Every ratio is against sgemm measured in the same rounds as the graph (sgemm, graph, sgemm, graph, ...;
 // the best of each), so a machine whose load changes during the run still gives comparable figures.
 #include <cblas.h>
@@ -164,6 +165,35 @@ void vae_section(engine::VaeConfig vc, int base, std::initializer_list<int> side
   }
 }
 
+// The tiled VAE decode (engine/vae_tile_plan.h) against the untiled one in the same run: the tiny
+// model's decoder (decoder_base_dim 8, as the tests use) at `side` px, its map budget a quarter of
+// what the untiled decode holds, so the decoder plans its own tiles.
+void vae_tiles_section(const engine::VaeConfig& vc, int side, engine::cpu::ThreadPool& pool) {
+  TempDir vae_dir;
+  tools::write_vae(vae_dir.path(), vc, 3, engine::DType::kBF16);
+  const auto vae_weights = engine::WeightStore::open(vae_dir.path());
+  const engine::cpu::VaeDecoder vae(vae_weights, vc);
+  const host::ImageSize size{side, side};
+  const engine::Tensor latents = engine::Tensor::from_f32({size.tokens(), 64}, host::initial_tokens(2, size));
+  const engine::VaeTilePlan whole = engine::vae_untiled_plan(vc, size.grid_height(), size.grid_width());
+  const int64_t whole_bytes = engine::cpu::VaeDecoder::map_bytes(vc, whole);
+  const engine::VaeTilePlan tiled =
+      engine::cpu::VaeDecoder::plan(vc, size.grid_height(), size.grid_width(), whole_bytes / 4);
+  double seconds[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const engine::VaeTilePlan& plan = i == 0 ? whole : tiled;
+    vae.decode(latents, plan, pool);  // warm: the feature-map buffers
+    seconds[i] = interleaved(3, pool.size(), [&] { vae.decode(latents, plan, pool); }).seconds;
+  }
+  std::printf("\nVAE decode tiled vs untiled: decoder_base_dim %d at %dx%d px\n", vc.decoder_base_dim, side, side);
+  std::printf("  untiled: %7.3f s, maps %.1f MiB\n", seconds[0], whole_bytes / 1048576.0);
+  std::printf("  tiled:   %7.3f s, maps %.1f MiB: %lld tiles of %lld px from up block %d (halo %lld, recompute x%.2f)\n",
+              seconds[1], engine::cpu::VaeDecoder::map_bytes(vc, tiled) / 1048576.0,
+              static_cast<long long>(tiled.tile_count()), static_cast<long long>(tiled.tile), tiled.first_tiled,
+              static_cast<long long>(tiled.halo), tiled.recompute_ratio());
+  std::printf("  tiled / untiled time: %.2f\n", seconds[1] / seconds[0]);
+}
+
 }  // namespace
 
 #if RGBAQ_HAVE_CUDA
@@ -200,6 +230,7 @@ int main(int argc, char** argv) {
   if (runs("dit")) dit_section(pool);
   if (runs("vae")) vae_section(tools::tiny_vae_config(), 32, {256, 512}, pool);
   if (runs("vae") && real_vae) vae_section(tools::real_vae_config(), 144, {256}, pool);
+  if (runs("vae-tiles")) vae_tiles_section(tools::tiny_vae_config(), 1024, pool);
   return 0;
 }
 

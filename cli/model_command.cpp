@@ -30,7 +30,7 @@ commands:
   pull [REPO[@REV]] [--to DIR] [--endpoint URL] [--token-file F] [--quantize int8]
                           download a pipeline from the Hugging Face Hub (default
                           Qwen/Qwen-Image-2.1-Turbo) into its cache or DIR (see rgbaq model pull --help)
-  check DIR|REPO [--json] [--precision bf16|fp32|fp8] [--gpu-int8 widen|keep]
+  check DIR|REPO [--json] [--precision bf16|fp32|fp8] [--gpu-int8 widen|keep] [--vae-tiles on|off]
                           read a model directory (or a repo's snapshot in the Hugging Face cache)
                           without rendering: per component its class, dtypes, tensors (used /
                           ignored), bytes; the sampler; the memory a render needs on each engine
@@ -43,14 +43,15 @@ commands:
 
 int threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-// The cuda session the memory rows are for (rgbaqd's --precision and --gpu-int8).
+// The cuda session the memory rows are for (rgbaqd's --precision, --gpu-int8 and --vae-tiles).
 struct CudaChoice {
   engine::Precision precision = engine::Precision::kBf16;
   engine::GpuInt8 gpu_int8 = engine::GpuInt8::kWiden;
+  bool vae_tiles = false;
 };
 
 std::vector<engine::RenderMemory> memory_rows(const engine::ModelDirectory& model, const CudaChoice& cuda) {
-  return engine::estimate_render_memory(model, threads(), cuda.precision, cuda.gpu_int8);
+  return engine::estimate_render_memory(model, threads(), cuda.precision, cuda.gpu_int8, cuda.vae_tiles);
 }
 
 json check_json(const engine::ModelDirectory& model, const CudaChoice& cuda) {
@@ -108,7 +109,7 @@ void print_check(const engine::ModelDirectory& model, const CudaChoice& cuda, st
 }
 
 int check_command(const std::vector<std::string>& words, std::ostream& out, std::ostream& err) {
-  const Arguments a(words, {"precision", "gpu-int8"}, {"json", "help"});
+  const Arguments a(words, {"precision", "gpu-int8", "vae-tiles"}, {"json", "help"});
   if (a.has("help")) {
     out << kModelHelp;
     return 0;
@@ -125,6 +126,11 @@ int check_command(const std::vector<std::string>& words, std::ostream& out, std:
     cuda.gpu_int8 = engine::parse_gpu_int8(a.get("gpu-int8").value_or("widen"));
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--gpu-int8: ") + e.what());
+  }
+  try {
+    cuda.vae_tiles = engine::parse_vae_tiles(a.get("vae-tiles").value_or("off"));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--vae-tiles: ") + e.what());
   }
   try {
     const auto model = engine::ModelDirectory::open(engine::resolve_model_argument(dir));

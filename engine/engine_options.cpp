@@ -36,6 +36,12 @@ AttentionKernel parse_attention_kernel(const std::string& name) {
 
 const char* attention_kernel_name(AttentionKernel a) { return a == AttentionKernel::kFused ? "fused" : "gemm"; }
 
+bool parse_vae_tiles(const std::string& value) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  throw std::invalid_argument("\"" + value + "\" is not one of on, off");
+}
+
 std::string embedding_precision_mark(const EngineOptions& options) {
   return options.precision == Precision::kFp8 ? "+fp8" : "";
 }

@@ -1,7 +1,7 @@
 #pragma once
 // How a session opens its backend: which one, and the knobs each understands. A backend ignores the
-// knobs that are not its own (cpu: threads; cuda: device, gpu_int8, gpu_memory_gib), except a precision
-// only cuda computes in (fp8), which resolve_backend refuses for the others.
+// knobs that are not its own (cpu: threads; cuda: device, gpu_int8, gpu_memory_gib, vae_tiles), except
+// a precision only cuda computes in (fp8), which resolve_backend refuses for the others.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,6 +41,9 @@ struct EngineOptions {
   GpuInt8 gpu_int8 = GpuInt8::kWiden;
   double gpu_memory_gib = 0;     // cuda: the device memory the session may use; 0 = what the device has
   bool force_block_streaming = false;  // cuda: stream the DiT's blocks even when they fit (tests)
+  // cuda: decode the VAE tile by tile from an up block on, its workspace within 1 GiB at 1024x1024
+  // (engine/vae_tile_plan.h); opt-in until it has run on a GPU. (cpu tiles by its map budget always.)
+  bool vae_tiles = false;
   // cuda: every weight random (this seed), made on the device instead of read from the files, whose
   // headers still give the shapes: speed measurements on a hollow model (make_tiny_model --hollow), no
   // 30 GB checkpoint to write. Its images are noise. Refused by the other engines.
@@ -70,5 +73,7 @@ const char* gpu_int8_name(GpuInt8 g);
 // "gemm" | "fused"; throws std::invalid_argument naming the value.
 AttentionKernel parse_attention_kernel(const std::string& name);
 const char* attention_kernel_name(AttentionKernel a);
+// --vae-tiles: "on" | "off"; throws std::invalid_argument naming the value.
+bool parse_vae_tiles(const std::string& value);
 
 }  // namespace rgbaq::engine

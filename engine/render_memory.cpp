@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/cpu/vae_decoder.h"
 #include "engine/cuda/weight_plan.h"
 #include "engine/cuda/workspace_plan.h"
 #include "host/contract_limits.h"
@@ -27,23 +28,18 @@ uint64_t dit_work(const DitConfig& c, int64_t image_tokens, int threads) {
   return kF32 * (prefix + block + threads * kLinearTileRows * mlp);
 }
 
+// The decoder's maps as it plans them (tiled past its map budget), and each thread's im2col strip.
 uint64_t vae_work(const VaeConfig& c, int side, int threads) {
-  const std::vector<int64_t> dims = vae_decoder_dims(c);
-  int64_t pixels = int64_t{side / 16} * (side / 16), largest = 0;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    // A res block holds its input, the normed input, the conv output and the shortcut; an up block
-    // also its skip input at the lower resolution: about five maps of the stage's size.
-    if (i >= 1 && i < c.dim_mult.size()) pixels *= 4;  // up block i - 1 ends with a 2x upsample (the last does not)
-    largest = std::max(largest, 5 * dims[i] * pixels);
-  }
-  const int64_t attention = 4 * dims[0] * int64_t{side / 16} * (side / 16);
-  const int64_t im2col = threads * dims.front() * 9 * kVaeStripPixels;
-  return kF32 * (std::max(largest, attention) + im2col);
+  const int64_t grid = side / 16;
+  const int64_t maps = cpu::VaeDecoder::map_bytes(c, cpu::VaeDecoder::plan(c, grid, grid, cpu::kVaeMapBudget));
+  const int64_t im2col = threads * vae_decoder_dims(c).front() * 9 * kVaeStripPixels;
+  return static_cast<uint64_t>(maps) + kF32 * im2col;
 }
 
 // A CUDA session's weights and buffers as it allocates them (engine/cuda/weight_plan.h and
 // workspace_plan.h), at the contract's longest prompt; the Linear runner's scratch counts with the DiT.
-void cuda_memory(const ModelDirectory& model, int side, Precision precision, GpuInt8 gpu_int8, RenderMemory& m) {
+void cuda_memory(const ModelDirectory& model, int side, Precision precision, GpuInt8 gpu_int8, bool vae_tiles,
+                 RenderMemory& m) {
   using namespace cuda;
   const int64_t e = precision == Precision::kFp32 ? 4 : 2, l = host::kMaxTextTokens, n = int64_t{side / 16} * (side / 16);
   const LinearFormats formats{precision == Precision::kFp8, gpu_int8 == GpuInt8::kKeep};
@@ -57,7 +53,7 @@ void cuda_memory(const ModelDirectory& model, int side, Precision precision, Gpu
   m.dit = static_cast<uint64_t>(bytes_of(dit_workspace(d, e, std::max(l, n), l + n)) + bytes_of(dit_image_buffers(d, e, l, n)) +
                                 kGemmWorkspaceBytes +
                                 bytes_of(linear_scratch(t, d, e, formats, dit_int8, encoder_int8, std::max(l, n), host::kMaxFullTokens)));
-  m.vae = static_cast<uint64_t>(bytes_of(vae_workspace(model.vae_config(), e, n)));
+  m.vae = static_cast<uint64_t>(bytes_of(vae_workspace(model.vae_config(), e, vae_session_plan(model.vae_config(), e, n, vae_tiles))));
 }
 
 }  // namespace
@@ -68,7 +64,7 @@ uint64_t RenderMemory::total() const {
 }
 
 std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads, Precision precision,
-                                                 GpuInt8 gpu_int8) {
+                                                 GpuInt8 gpu_int8, bool vae_tiles) {
   uint64_t mapped = 0, copies = 0;
   for (const auto& r : model.reports()) {
     copies += r.cpu_copy_bytes;
@@ -81,7 +77,7 @@ std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, in
       m.engine = engine;
       m.size = side;
       if (m.engine == "cuda") {
-        cuda_memory(model, side, precision, gpu_int8, m);
+        cuda_memory(model, side, precision, gpu_int8, vae_tiles, m);
       } else {
         m.precision = "fp32";
         m.weights = mapped + copies;

@@ -41,6 +41,10 @@ options (each may also be set in the config file; flags win):
   --gpu-int8 widen|keep   cuda, with an int8 model (rgbaq model quantize): its Linear weights widened
                           to the GEMM type at upload (default), or kept int8 on the device, half the
                           memory (never run on a GPU yet, see README)
+  --vae-tiles on|off      cuda: decode the VAE tile by tile, exact (a halo per tile), its workspace
+                          within 1 GiB at 1024x1024 where untiled it takes 5.3 GiB at the real dims;
+                          off by default (never run on a GPU yet, see README). The cpu engine tiles
+                          its VAE by itself past 1 GiB of feature maps
   --gpu-memory GIB        cuda: device memory each session may use (default: what the device has
                           free, shared out equally between the sessions on it); when the weights do
                           not fit, DiT blocks stream from pinned host memory. At start each session
@@ -94,7 +98,7 @@ options (each may also be set in the config file; flags win):
                           database), make a new queue in it instead of refusing to start
   --config FILE           a JSON file with any of: {"model", "engine", "threads", "workers", "device",
                           "devices" ("all", "0,2" or a list of ordinals), "precision", "gpu_int8",
-                          "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
+                          "vae_tiles" (true or false), "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
                           "encoder_cache_mb", "encoder_cache_disk_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
                           "create_queue", "lora_dirs" (a list of folders), "lora_cache_mb", "http", "http_hosts"
@@ -199,6 +203,10 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "workers") c.workers = static_cast<int>(number());
     else if (key == "precision") c.precision = text();
     else if (key == "gpu_int8") c.gpu_int8 = text();
+    else if (key == "vae_tiles") {
+      if (!value.is_boolean()) throw common::UsageError(file.string() + ": \"vae_tiles\" must be true or false");
+      c.vae_tiles = value.get<bool>();
+    }
     else if (key == "gpu_memory_gib") {
       if (!value.is_number() || value.get<double>() < 0) {
         throw common::UsageError(file.string() + ": \"gpu_memory_gib\" must be a non-negative number");
@@ -298,6 +306,7 @@ engine::EngineOptions DaemonConfig::engine_options() const {
   o.threads = threads;
   o.device = device;
   o.gpu_memory_gib = gpu_memory_gib;
+  o.vae_tiles = vae_tiles;
   o.random_weights = random_weights;
   o.lora_cache_bytes = lora_cache_mb << 20;
   try {
@@ -325,7 +334,7 @@ storage::StoreOptions DaemonConfig::store_options() const {
 
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
-                         {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-int8", "gpu-memory", "socket", "data-dir",
+                         {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-int8", "vae-tiles", "gpu-memory", "socket", "data-dir",
                           "queue", "max-attempts", "encoder-cache-mb", "encoder-cache-disk-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
                           "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host",
@@ -353,6 +362,13 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   }
   if (const auto v = a.get("precision")) c.precision = *v;
   if (const auto v = a.get("gpu-int8")) c.gpu_int8 = *v;
+  if (const auto v = a.get("vae-tiles")) {
+    try {
+      c.vae_tiles = engine::parse_vae_tiles(*v);
+    } catch (const std::invalid_argument& e) {
+      throw common::UsageError(std::string("--vae-tiles: ") + e.what());
+    }
+  }
   if (const auto v = a.get("gpu-memory")) c.gpu_memory_gib = parse_gpu_memory(*v);
   if (a.has("random-weights")) c.random_weights = a.get_u64("random-weights", 0);
   if (const auto v = a.get("socket")) c.socket_path = made_absolute(*v);

@@ -26,6 +26,7 @@ struct DaemonConfig {
   std::string precision = "bf16";      // cuda: bf16 | fp32 | fp8
   std::string gpu_int8 = "widen";      // cuda: widen | keep (an int8 model's Linear weights on the device)
   double gpu_memory_gib = 0;           // cuda: 0 = what the device has
+  bool vae_tiles = false;              // cuda: the VAE decoded tile by tile (EngineOptions::vae_tiles)
   std::optional<uint64_t> random_weights;  // cuda, a flag only: EngineOptions::random_weights (benchmarks)
   std::filesystem::path socket_path;   // default: paths::default_socket_path()
   std::filesystem::path data_dir;      // queue.db, cache/, logs/; default: paths::default_data_dir()

@@ -320,9 +320,38 @@ void add_dup_up(Map& y, const Map& x, int temporal_factor, ThreadPool& pool) {
   });
 }
 
+// Up blocks [from, to) over x.
+Map run_up_blocks(Map x, const std::vector<VaeDecoder::UpBlock>& blocks, size_t from, size_t to, Ctx& ctx) {
+  for (size_t i = from; i < to; ++i) {
+    const VaeDecoder::UpBlock& b = blocks[i];
+    const Map skip = std::move(x);
+    const Map* in = &skip;
+    for (const VaeDecoder::ResBlock& r : b.resnets) {
+      x = res_block(*in, r, ctx);
+      in = &x;
+    }
+    if (b.upsamples) {
+      x = conv2d(upsample_nearest_2x(x, ctx), b.upsample_conv, ctx);
+      add_dup_up(x, skip, b.temporal_factor, ctx.pool);
+    }
+  }
+  return x;
+}
+
+// Channels [c, h0:h1, w0:w1] of x.
+Map crop(const Map& x, int64_t h0, int64_t h1, int64_t w0, int64_t w1, Ctx& ctx) {
+  Map y(ctx, x.c, h1 - h0, w1 - w0);
+  for (int64_t c = 0; c < x.c; ++c)
+    for (int64_t yy = h0; yy < h1; ++yy)
+      std::memcpy(y.v.data() + (c * y.h + yy - h0) * y.w, x.v.data() + (c * x.h + yy) * x.w + w0,
+                  sizeof(float) * static_cast<size_t>(y.w));
+  return y;
+}
+
 }  // namespace
 
-VaeDecoder::VaeDecoder(const WeightStore& ws, const VaeConfig& c) : config_(c), buffers_(std::make_unique<MapBuffers>()) {
+VaeDecoder::VaeDecoder(const WeightStore& ws, const VaeConfig& c, int64_t map_budget)
+    : config_(c), map_budget_(map_budget), buffers_(std::make_unique<MapBuffers>()) {
   dims_ = vae_decoder_dims(c);
   post_quant_ = load_conv(ws, "post_quant_conv", c.z_dim, c.z_dim, 1);
   conv_in_ = load_conv(ws, "decoder.conv_in", dims_[0], c.z_dim, 3);
@@ -357,11 +386,33 @@ VaeDecoder::VaeDecoder(const WeightStore& ws, const VaeConfig& c) : config_(c), 
 
 VaeDecoder::~VaeDecoder() = default;
 
+int64_t VaeDecoder::map_bytes(const VaeConfig& c, const VaeTilePlan& p) {
+  int64_t floats = 6 * std::max(vae_whole_map_elements(c, p), vae_tile_map_elements(c, p));
+  if (p.tiled()) {
+    const int64_t level = p.level_height * p.level_width;
+    floats += vae_decoder_dims(c)[p.first_tiled] * level + int64_t{c.out_channels} * level * p.scale * p.scale;
+  }
+  return 4 * floats;
+}
+
+VaeTilePlan VaeDecoder::plan(const VaeConfig& c, int64_t grid_height, int64_t grid_width, int64_t map_budget) {
+  return plan_vae_tiles(
+      c, grid_height, grid_width, [&](const VaeTilePlan& p) { return map_bytes(c, p); }, map_budget);
+}
+
 Tensor VaeDecoder::decode(const Tensor& latents, int grid_height, int grid_width, ThreadPool& pool) const {
-  const int64_t h = grid_height, w = grid_width, n = h * w;
+  return decode(latents, plan(config_, grid_height, grid_width, map_budget_), pool);
+}
+
+Tensor VaeDecoder::decode(const Tensor& latents, const VaeTilePlan& plan, ThreadPool& pool) const {
+  const int64_t h = plan.grid_height, w = plan.grid_width, n = h * w;
   if (latents.shape() != Shape{n, 64}) {
     throw std::invalid_argument("VAE: latents " + shape_string(latents.shape()) + " for a " + std::to_string(h) + "x" +
                                 std::to_string(w) + " grid");
+  }
+  if (plan.up_blocks != static_cast<int>(up_blocks_.size())) {
+    throw std::invalid_argument("VAE: a tile plan for " + std::to_string(plan.up_blocks) + " up blocks, the decoder has " +
+                                std::to_string(up_blocks_.size()));
   }
   const std::lock_guard<std::mutex> lock(buffers_mutex_);  // one decode at a time uses the buffers
   Ctx ctx{pool, *buffers_};
@@ -397,22 +448,33 @@ Tensor VaeDecoder::decode(const Tensor& latents, int grid_height, int grid_width
   }
   x = res_block(x, mid_1_, ctx);
 
-  for (const UpBlock& b : up_blocks_) {
-    const Map skip = std::move(x);
-    const Map* in = &skip;
-    for (const ResBlock& r : b.resnets) {
-      x = res_block(*in, r, ctx);
-      in = &x;
-    }
-    if (b.upsamples) {
-      x = conv2d(upsample_nearest_2x(x, ctx), b.upsample_conv, ctx);
-      add_dup_up(x, skip, b.temporal_factor, pool);
-    }
+  const size_t first_tiled = static_cast<size_t>(plan.first_tiled);
+  x = run_up_blocks(std::move(x), up_blocks_, 0, first_tiled, ctx);
+  if (!plan.tiled()) {
+    x = conv2d(channel_rms_norm(x, norm_out_, true, ctx), conv_out_, ctx);
+    Tensor image = Tensor::zeros(DType::kF32, {4, x.h, x.w});
+    float* out = image.mutable_f32();
+    for (size_t i = 0; i < x.v.size(); ++i) out[i] = std::clamp(x.v[i], -1.0f, 1.0f);
+    return image;
   }
-  x = conv2d(channel_rms_norm(x, norm_out_, true, ctx), conv_out_, ctx);
-  Tensor image = Tensor::zeros(DType::kF32, {4, x.h, x.w});
+  // Tile by tile: each crop through the local rest of the decoder, its core's output kept.
+  const int64_t s = plan.scale, height = x.h * s, width = x.w * s;
+  Tensor image = Tensor::zeros(DType::kF32, {4, height, width});
   float* out = image.mutable_f32();
-  for (size_t i = 0; i < x.v.size(); ++i) out[i] = std::clamp(x.v[i], -1.0f, 1.0f);
+  for (const VaeTileSpan& row : plan.rows)
+    for (const VaeTileSpan& col : plan.cols) {
+      Map t = crop(x, row.crop_begin, row.crop_end, col.crop_begin, col.crop_end, ctx);
+      t = run_up_blocks(std::move(t), up_blocks_, first_tiled, up_blocks_.size(), ctx);
+      t = conv2d(channel_rms_norm(t, norm_out_, true, ctx), conv_out_, ctx);
+      const int64_t dy = (row.core_begin - row.crop_begin) * s, dx = (col.core_begin - col.crop_begin) * s;
+      const int64_t core_w = (col.core_end - col.core_begin) * s;
+      for (int64_t c = 0; c < 4; ++c)
+        for (int64_t yy = row.core_begin * s; yy < row.core_end * s; ++yy) {
+          const float* src = t.v.data() + (c * t.h + yy - row.core_begin * s + dy) * t.w + dx;
+          float* dst = out + (c * height + yy) * width + col.core_begin * s;
+          for (int64_t i = 0; i < core_w; ++i) dst[i] = std::clamp(src[i], -1.0f, 1.0f);
+        }
+    }
   return image;
 }
 

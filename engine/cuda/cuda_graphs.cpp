@@ -81,7 +81,8 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   // workers reserve it at start): weights that fit only without it would run out at the first decode.
   const size_t reserve = static_cast<size_t>(session_workspace_bytes(text_config_, dit_config, vae_config, e,
                                                                      host::kMaxTextTokens, host::kMaxFullTokens,
-                                                                     host::kMaxImageTokens, formats_, dit_int8_, encoder_int8_));
+                                                                     host::kMaxImageTokens, formats_, dit_int8_, encoder_int8_,
+                                                                     options.vae_tiles));
   const bool fits = fit_session(planned, dit_config.layers, static_cast<int64_t>(reserve),
                                 static_cast<int64_t>(arena_->budget())) == SessionFit::kResident;
   // Short of memory, both give way: the encoder comes up only to encode (16 GB at real dims, freed
@@ -96,7 +97,7 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   }
   WeightSource source(*arena_, type_, stream_, formats_, random, options.random_weights.value_or(0));
   dit_ = std::make_unique<CudaDit>(dit_config, &dit_views, source, *linears_, stream_, stream_blocks, fused_attention_);
-  vae_ = std::make_unique<CudaVae>(*vae_views, source, *gemm_, stream_);
+  vae_ = std::make_unique<CudaVae>(*vae_views, source, *gemm_, stream_, options.vae_tiles);
   vae_views.reset();  // its widened fp32 copies are on the device now
   planned_weight_bytes_ = kept_bytes + (stream_blocks ? 0 : blocks_bytes);
   if (fits && !options.force_block_streaming) {

@@ -9,6 +9,7 @@
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/workspace_plan.h"
+#include "host/contract_limits.h"
 
 namespace rgbaq::engine::cuda {
 CudaVae::Conv CudaVae::upload_conv(WeightSource& source, const cpu::VaeDecoder::Conv& c, const std::string& what) {
@@ -30,7 +31,27 @@ CudaVae::ResBlock CudaVae::upload_res(WeightSource& source, const cpu::VaeDecode
   return d;
 }
 
-CudaVae::CudaVae(const cpu::VaeDecoder& v, WeightSource& source, Gemm& gemm, cudaStream_t stream)
+namespace {
+
+// dst[c, dst_y + y, dst_x + x] = src[c, src_y + y, src_x + x] for every channel, y < rows, x < cols:
+// channel-major fp32 maps of src_height x src_width and dst_height x dst_width, one 3-D copy.
+void copy_region(const float* src, int64_t src_height, int64_t src_width, int64_t src_y, int64_t src_x, float* dst,
+                 int64_t dst_height, int64_t dst_width, int64_t dst_y, int64_t dst_x, int64_t channels, int64_t rows,
+                 int64_t cols, cudaStream_t stream, int device) {
+  const auto z = [](int64_t v) { return static_cast<size_t>(v); };
+  cudaMemcpy3DParms p{};
+  p.srcPtr = make_cudaPitchedPtr(const_cast<float*>(src), z(src_width) * sizeof(float), z(src_width), z(src_height));
+  p.srcPos = make_cudaPos(z(src_x) * sizeof(float), z(src_y), 0);
+  p.dstPtr = make_cudaPitchedPtr(dst, z(dst_width) * sizeof(float), z(dst_width), z(dst_height));
+  p.dstPos = make_cudaPos(z(dst_x) * sizeof(float), z(dst_y), 0);
+  p.extent = make_cudaExtent(z(cols) * sizeof(float), z(rows), z(channels));
+  p.kind = cudaMemcpyDeviceToDevice;
+  RGBAQ_CUDA_CHECK(cudaMemcpy3DAsync(&p, stream), device);
+}
+
+}  // namespace
+
+CudaVae::CudaVae(const cpu::VaeDecoder& v, WeightSource& source, Gemm& gemm, cudaStream_t stream, bool tiles)
     : arena_(source.arena()), gemm_(gemm), stream_(stream), type_(source.type()), config_(v.config_) {
   // The latent statistics are the config's, not weights: as configured even with random weights.
   mean_ = source.constants(v.config_.latents_mean, "VAE latents_mean");
@@ -56,20 +77,33 @@ CudaVae::CudaVae(const cpu::VaeDecoder& v, WeightSource& source, Gemm& gemm, cud
   norm_out_ = source.vector(&v.norm_out_, static_cast<int64_t>(v.norm_out_.size()), "VAE norm_out");
   conv_out_ = upload_conv(source, v.conv_out_, "conv_out");
   dims_ = v.dims_;
+  tiles_ = tiles;
+  // The plan the session's fit check counts (cuda_graphs.cpp: session_workspace_bytes at the largest render).
+  session_plan_ = vae_session_plan(config_, static_cast<int64_t>(element_size(type_)), host::kMaxImageTokens, tiles);
 }
 
-void CudaVae::ensure_maps(int64_t grid_pixels) {
-  if (grid_pixels <= map_pixels_) return;
-  // The plan's buffers, in its order (workspace_plan.h). The latents (fp32 [n, 64]) pass through
-  // tokens_ first, then the mid attention's [n, 3C] tokens.
-  DeviceBuffer* buffers[] = {&x_, &h_, &sc_, &skip_, &t_, &col_, &tokens_, &scores_, &probs_};
+VaeTilePlan CudaVae::plan(int64_t grid_height, int64_t grid_width) const {
+  if (!session_plan_.tiled()) return vae_untiled_plan(config_, grid_height, grid_width);
+  return vae_tile_plan(config_, grid_height, grid_width, session_plan_.first_tiled, session_plan_.tile);
+}
+
+void CudaVae::reserve(int64_t grid_pixels) {
+  // The bounding square's buffers hold those of every grid of no more latents (vae_session_plan).
+  const int64_t side = vae_bounding_side(grid_pixels);
+  ensure_maps(session_plan_.tiled() ? plan(side, side) : vae_untiled_plan(config_, 1, grid_pixels));
+}
+
+void CudaVae::ensure_maps(const VaeTilePlan& plan) {
+  // The plan's buffers, in its order (workspace_plan.h), each grown only when this plan needs more. The
+  // latents (fp32 [n, 64]) pass through tokens_ first, then the mid attention's [n, 3C] tokens.
+  DeviceBuffer* buffers[] = {&x_, &h_, &sc_, &skip_, &t_, &col_, &tokens_, &scores_, &probs_, &level_, &image_};
   const int64_t e = static_cast<int64_t>(element_size(type_));
-  const auto plan = vae_workspace(config_, e, grid_pixels);
-  if (plan.size() != std::size(buffers)) throw std::logic_error("CudaVae: the workspace plan has another shape");
-  for (size_t i = 0; i < plan.size(); ++i) arena_.ensure(*buffers[i], static_cast<size_t>(plan[i].bytes), plan[i].what);
-  col_elements_ = plan[5].bytes / e;
-  score_elements_ = attention_score_elements(1, grid_pixels, grid_pixels, kVaeScoreBudget);
-  map_pixels_ = grid_pixels;  // only once all fit: after a failure the next decode tries again
+  const auto planned = vae_workspace(config_, e, plan);
+  if (planned.size() != (plan.tiled() ? 11u : 9u)) throw std::logic_error("CudaVae: the workspace plan has another shape");
+  for (size_t i = 0; i < planned.size(); ++i) arena_.ensure(*buffers[i], static_cast<size_t>(planned[i].bytes), planned[i].what);
+  col_elements_ = static_cast<int64_t>(col_.bytes()) / e;
+  const int64_t n = plan.grid_height * plan.grid_width;
+  score_elements_ = attention_score_elements(1, n, n, kVaeScoreBudget);
 }
 
 void CudaVae::conv(const void* in, int64_t height, int64_t width, const Conv& c, float* out) {
@@ -104,10 +138,15 @@ void CudaVae::res_block(const ResBlock& r, int64_t height, int64_t width) {
   std::swap(x_, h_);
 }
 
-Tensor CudaVae::decode(const Tensor& latents, int grid_height, int grid_width) {
-  const int64_t gh = grid_height, gw = grid_width, n = gh * gw;
+Tensor CudaVae::decode(const Tensor& latents, const VaeTilePlan& tile_plan) {
+  const int64_t gh = tile_plan.grid_height, gw = tile_plan.grid_width, n = gh * gw;
   const int device = arena_.device();
-  ensure_maps(n);
+  if (latents.shape() != Shape{n, 64} || tile_plan.up_blocks != static_cast<int>(up_blocks_.size())) {
+    throw std::invalid_argument("CudaVae: latents " + shape_string(latents.shape()) + " for a plan of a " +
+                                std::to_string(gh) + "x" + std::to_string(gw) + " grid over " +
+                                std::to_string(tile_plan.up_blocks) + " up blocks");
+  }
+  ensure_maps(tile_plan);
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), latents.f32(), latents.nbytes(), cudaMemcpyHostToDevice, stream_), device);
   unpack_latents(tokens_.as<float>(), n, mean_.as<float>(), std_.as<float>(), h_.as<float>(), stream_);
   convert(h_.as<float>(), 64 * n, t_.get(), type_, stream_);
@@ -137,7 +176,43 @@ Tensor CudaVae::decode(const Tensor& latents, int grid_height, int grid_width) {
   }
   res_block(mid_1_, gh, gw);
   int64_t height = gh, width = gw;
-  for (size_t i = 0; i < up_blocks_.size(); ++i) {
+  const VaeTilePlan& p = tile_plan;
+  run_up_blocks(0, static_cast<size_t>(p.first_tiled), height, width);
+  if (!p.tiled()) {
+    output(height, width);
+    return clamped_to_host(h_.as<float>(), height, width);
+  }
+  // Tile by tile: each crop of the level map through the local rest of the decoder, its core kept.
+  const int64_t level_channels = dims_[p.first_tiled], s = p.scale, out_height = height * s, out_width = width * s;
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(level_.get(), x_.get(), level_channels * height * width * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, stream_), device);
+  for (const VaeTileSpan& row : p.rows)
+    for (const VaeTileSpan& col : p.cols) {
+      int64_t th = row.crop_end - row.crop_begin, tw = col.crop_end - col.crop_begin;
+      copy_region(level_.as<float>(), height, width, row.crop_begin, col.crop_begin, x_.as<float>(), th, tw, 0, 0,
+                  level_channels, th, tw, stream_, device);
+      run_up_blocks(static_cast<size_t>(p.first_tiled), up_blocks_.size(), th, tw);
+      output(th, tw);
+      copy_region(h_.as<float>(), th, tw, (row.core_begin - row.crop_begin) * s, (col.core_begin - col.crop_begin) * s,
+                  image_.as<float>(), out_height, out_width, row.core_begin * s, col.core_begin * s, 4,
+                  (row.core_end - row.core_begin) * s, (col.core_end - col.core_begin) * s, stream_, device);
+    }
+  return clamped_to_host(image_.as<float>(), out_height, out_width);
+}
+
+Tensor CudaVae::clamped_to_host(float* image, int64_t height, int64_t width) {
+  const int device = arena_.device();
+  clamp_unit(image, 4 * height * width, stream_);
+  check_launch(device, "the VAE's output kernels");
+  Tensor out = Tensor::zeros(DType::kF32, {4, height, width});
+  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(out.mutable_f32(), image, out.nbytes(), cudaMemcpyDeviceToHost, stream_), device);
+  RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), device);
+  return out;
+}
+
+void CudaVae::run_up_blocks(size_t from, size_t to, int64_t& height, int64_t& width) {
+  const int device = arena_.device();
+  for (size_t i = from; i < to; ++i) {
     const UpBlock& b = up_blocks_[i];
     const int64_t in_channels = dims_[i];
     RGBAQ_CUDA_CHECK(cudaMemcpyAsync(skip_.get(), x_.get(), in_channels * height * width * sizeof(float),
@@ -153,15 +228,12 @@ Tensor CudaVae::decode(const Tensor& latents, int grid_height, int grid_width) {
     }
     check_launch(device, "a VAE up block's kernels");
   }
+}
+
+void CudaVae::output(int64_t height, int64_t width) {
   const int64_t pixels = height * width;
   channel_rms_norm(x_.as<float>(), dims_.back(), pixels, norm_out_.as<float>(), true, t_.get(), type_, stream_);
   conv(t_.get(), height, width, conv_out_, h_.as<float>());
-  clamp_unit(h_.as<float>(), 4 * pixels, stream_);
-  check_launch(device, "the VAE's output kernels");
-  Tensor image = Tensor::zeros(DType::kF32, {4, height, width});
-  RGBAQ_CUDA_CHECK(cudaMemcpyAsync(image.mutable_f32(), h_.get(), image.nbytes(), cudaMemcpyDeviceToHost, stream_), device);
-  RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), device);
-  return image;
 }
 
 }  // namespace rgbaq::engine::cuda

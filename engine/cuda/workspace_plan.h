@@ -11,6 +11,7 @@
 #include "engine/cuda/attention_plan.h"
 #include "engine/cuda/linear_format.h"
 #include "engine/model_config.h"
+#include "engine/vae_tile_plan.h"
 
 namespace rgbaq::engine::cuda {
 
@@ -62,27 +63,80 @@ inline std::vector<WorkspaceBuffer> dit_image_buffers(const DitConfig& c, int64_
           {"DiT text prefix keys", prefix}, {"DiT text prefix values", prefix}};
 }
 
-// The VAE's feature maps for a grid of `grid_pixels` latents. Each up block works at its channels and
-// 4x the pixels of the last (every block but the last upsamples); the mid attention's qkv is 3 C wide.
-inline std::vector<WorkspaceBuffer> vae_workspace(const VaeConfig& c, int64_t e, int64_t grid_pixels) {
+// The VAE's feature maps for a decode planned as `plan` (engine/vae_tile_plan.h), in CudaVae's order.
+// Untiled, every map buffer is sized for the largest map of the decode (each up block works at its
+// channels and 4x the pixels of the last; the mid attention's qkv is 3 C wide). Tiled, each buffer for
+// the largest map it holds, in the whole-map part and in one tile at its crop bound: the two feature
+// maps (which swap) any stage's input, output or upsampled output, and the mid attention's qkv; the
+// conv input the same but for the qkv; the shortcut map the 1x1 shortcuts and the attention's output;
+// the up block input each block's input; plus the whole map entering the first tiled block, which the
+// tiles crop from, and the image their cores are written into.
+inline std::vector<WorkspaceBuffer> vae_workspace(const VaeConfig& c, int64_t e, const VaeTilePlan& plan) {
   const std::vector<int64_t> dims = vae_decoder_dims(c);
-  int64_t largest = std::max<int64_t>(64, 3 * dims[0]) * grid_pixels, pixels = grid_pixels;
-  for (size_t i = 0; i + 1 < dims.size(); ++i) {
-    largest = std::max(largest, std::max(dims[i], dims[i + 1]) * pixels);
-    if (i + 1 < c.dim_mult.size()) pixels *= 4;
-    largest = std::max(largest, dims[i + 1] * pixels);
-  }
-  const int64_t f = 4, columns = std::min(kVaeColumnBudget, largest * 9);
+  const int64_t grid_pixels = plan.grid_height * plan.grid_width, f = 4;
   const int64_t scores = attention_score_elements(1, grid_pixels, grid_pixels, kVaeScoreBudget);
-  return {{"VAE feature map", largest * f},
-          {"VAE feature map", largest * f},
-          {"VAE shortcut map", largest * f},
-          {"VAE up block input", largest * f},
-          {"VAE conv input", largest * e},
-          {"VAE im2col strip", columns * e},
-          {"VAE latents and attention tokens", std::max(64 * f, 3 * dims[0] * e) * grid_pixels},
+  const int64_t tokens = std::max(64 * f, 3 * dims[0] * e) * grid_pixels;
+  if (!plan.tiled()) {
+    const int64_t largest = vae_whole_map_elements(c, plan), columns = std::min(kVaeColumnBudget, largest * 9);
+    return {{"VAE feature map", largest * f},      {"VAE feature map", largest * f},
+            {"VAE shortcut map", largest * f},     {"VAE up block input", largest * f},
+            {"VAE conv input", largest * e},       {"VAE im2col strip", columns * e},
+            {"VAE latents and attention tokens", tokens}, {"VAE attention scores", scores * f},
+            {"VAE attention probabilities", scores * e}};
+  }
+  int64_t map = std::max<int64_t>(64, 3 * dims[0]) * grid_pixels, conv_input = std::max<int64_t>(64, dims[0]) * grid_pixels,
+          shortcut = dims[0] * grid_pixels, block_input = 0;
+  const auto blocks = [&](int from, int to, int64_t pixels) {
+    for (int i = from; i < to; ++i) {
+      const int64_t in = dims[i], out = dims[i + 1];
+      map = std::max(map, std::max(in, out) * pixels), conv_input = std::max(conv_input, std::max(in, out) * pixels);
+      block_input = std::max(block_input, in * pixels);
+      if (in != out) shortcut = std::max(shortcut, out * pixels);
+      if (vae_block_upsamples(c, i)) pixels *= 4;
+      map = std::max(map, out * pixels), conv_input = std::max(conv_input, out * pixels);
+    }
+  };
+  blocks(0, plan.first_tiled, grid_pixels);
+  blocks(plan.first_tiled, plan.up_blocks, plan.crop_bound_height() * plan.crop_bound_width());
+  const int64_t level = plan.level_height * plan.level_width, image = level * plan.scale * plan.scale;
+  return {{"VAE feature map", map * f},
+          {"VAE feature map", map * f},
+          {"VAE shortcut map", shortcut * f},
+          {"VAE up block input", block_input * f},
+          {"VAE conv input", conv_input * e},
+          {"VAE im2col strip", std::min(kVaeColumnBudget, conv_input * 9) * e},
+          {"VAE latents and attention tokens", tokens},
           {"VAE attention scores", scores * f},
-          {"VAE attention probabilities", scores * e}};
+          {"VAE attention probabilities", scores * e},
+          {"VAE map the tiles crop from", dims[plan.first_tiled] * level * f},
+          {"VAE tiled image", int64_t{c.out_channels} * image * f}};
+}
+
+// The tiled decode's budget (issue 21: 1 GiB at 1024x1024 real dims); a grid it cannot meet takes the
+// next power of two (2 GiB at 2048x2048).
+inline constexpr int64_t kVaeTiledBudget = int64_t{1} << 30;
+
+// A grid of side ceil(sqrt(n)): its plan's buffers bound those of every grid of at most n latents
+// planned with the same first tiled block and tile side (VaeTilePlan::crop_bound_height).
+inline int64_t vae_bounding_side(int64_t image_tokens) {
+  int64_t s = 1;
+  while (s * s < image_tokens) ++s;
+  return s;
+}
+
+// The tiled plan for a grid, its buffers within kVaeTiledBudget (or the next power of two that fits).
+inline VaeTilePlan vae_tiled_plan(const VaeConfig& c, int64_t e, int64_t grid_height, int64_t grid_width) {
+  return plan_vae_tiles(
+      c, grid_height, grid_width, [&](const VaeTilePlan& p) { return bytes_of(vae_workspace(c, e, p)); }, kVaeTiledBudget);
+}
+
+// The plan a session sizes its VAE buffers by for renders of up to `image_tokens` latents: untiled
+// (its buffers depend on the pixels only), or with --vae-tiles the tiled plan of the bounding square,
+// whose first tiled block and tile side then serve every decode (CudaVae).
+inline VaeTilePlan vae_session_plan(const VaeConfig& c, int64_t e, int64_t image_tokens, bool tiled) {
+  if (!tiled) return vae_untiled_plan(c, 1, image_tokens);
+  const int64_t side = vae_bounding_side(image_tokens);
+  return vae_tiled_plan(c, e, side, side);
 }
 
 // The encoder's buffers for one prompt of `n` tokens (Lfull), allocated per encode and freed after.
@@ -150,13 +204,14 @@ inline std::vector<WorkspaceBuffer> linear_scratch(const TextEncoderConfig& t, c
 // text of `text_tokens` (L; the encoder runs Lfull = `encoded_tokens`): the DiT's workspace at its
 // widest pass, the image's buffers, the VAE's maps (all kept from the reservation on), the encoder's
 // per-prompt buffers, cuBLASLt's workspace, and the Linear runner's scratch for the formats `f` (the
-// DiT's and the encoder's Linears stored int8 or not).
+// DiT's and the encoder's Linears stored int8 or not); the VAE's tiled with `vae_tiles`.
 inline int64_t session_workspace_bytes(const TextEncoderConfig& t, const DitConfig& d, const VaeConfig& v, int64_t e,
                                        int64_t text_tokens, int64_t encoded_tokens, int64_t image_tokens,
-                                       LinearFormats f = {}, bool dit_int8 = false, bool encoder_int8 = false) {
+                                       LinearFormats f = {}, bool dit_int8 = false, bool encoder_int8 = false,
+                                       bool vae_tiles = false) {
   const int64_t l = text_tokens, n = image_tokens;
   return bytes_of(dit_workspace(d, e, std::max(l, n), l + n)) + bytes_of(dit_image_buffers(d, e, l, n)) +
-         bytes_of(vae_workspace(v, e, n)) + bytes_of(encoder_workspace(t, e, encoded_tokens)) + kGemmWorkspaceBytes +
+         bytes_of(vae_workspace(v, e, vae_session_plan(v, e, n, vae_tiles))) + bytes_of(encoder_workspace(t, e, encoded_tokens)) + kGemmWorkspaceBytes +
          bytes_of(linear_scratch(t, d, e, f, dit_int8, encoder_int8, std::max(l, n), encoded_tokens));
 }
 

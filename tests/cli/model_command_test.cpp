@@ -70,6 +70,13 @@ TEST(ModelCommand, ChecksThePublishedLayoutAndQuantizesIt) {
   // 256x256, 1024x256, 64x256 = 2,277,376 values, each 2 bytes widened or 1 byte and a bf16 scale per 32.
   EXPECT_EQ(widened.second - kept.second, int64_t{2277376} - 2277376 / 32 * 2);
   EXPECT_EQ(cuda_weights({"--precision", "fp8"}).first, "fp8");
+  // The tiny model's VAE needs no tiles, so --vae-tiles on counts the same; a bad value is refused.
+  r = run_process({kRgbaq, "model", "check", int8, "--json", "--vae-tiles", "on"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["memory"][5]["vae_work_bytes"], report["memory"][5]["vae_work_bytes"]);
+  r = run_process({kRgbaq, "model", "check", int8, "--vae-tiles", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--vae-tiles: \"1\" is not one of on, off"), std::string::npos) << r.err;
   r = run_process({kRgbaq, "model", "check", int8, "--precision", "fp4"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--precision: precision \"fp4\" is not one of bf16, fp32, fp8"), std::string::npos) << r.err;

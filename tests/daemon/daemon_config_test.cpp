@@ -57,6 +57,11 @@ TEST(DaemonConfig, EngineFlags) {
   EXPECT_EQ(engine::embedding_precision_mark(o), "");
   EXPECT_NE(usage_error({"--engine", "cpu", "--precision", "fp8"}).find("--precision fp8 is the cuda engine's"), std::string::npos);
   EXPECT_NE(usage_error({"--gpu-int8", "narrow"}).find("--gpu-int8: \"narrow\" is not one of widen, keep"), std::string::npos);
+  // The tiled VAE (issue 21): off unless asked for.
+  EXPECT_FALSE(d.engine_options().vae_tiles);
+  EXPECT_TRUE(parse({"--engine", "cuda", "--vae-tiles", "on"}).engine_options().vae_tiles);
+  EXPECT_FALSE(parse({"--vae-tiles", "off"}).engine_options().vae_tiles);
+  EXPECT_NE(usage_error({"--vae-tiles", "yes"}).find("--vae-tiles: \"yes\" is not one of on, off"), std::string::npos);
 }
 
 TEST(DaemonConfig, EngineKeysInTheConfigFile) {
@@ -68,6 +73,11 @@ TEST(DaemonConfig, EngineKeysInTheConfigFile) {
   EXPECT_EQ(o.backend, "cpu");
   EXPECT_EQ(o.precision, engine::Precision::kFp32);
   EXPECT_EQ(o.gpu_memory_gib, 8.0);
+  std::ofstream(file) << R"({"vae_tiles": true})";
+  EXPECT_TRUE(parse({"--config", file.string()}).engine_options().vae_tiles);
+  EXPECT_FALSE(parse({"--config", file.string(), "--vae-tiles", "off"}).engine_options().vae_tiles);  // the flag wins
+  std::ofstream(file) << R"({"vae_tiles": "on"})";
+  EXPECT_NE(usage_error({"--config", file.string()}).find("\"vae_tiles\" must be true or false"), std::string::npos);
   std::ofstream(file) << R"({"gpu_memory_gib": "big"})";
   EXPECT_NE(usage_error({"--config", file.string()}).find("\"gpu_memory_gib\" must be a non-negative number"), std::string::npos);
 }

@@ -112,7 +112,7 @@ TEST(CudaWorkspacePlan, TheRealModelsLargestRenderIsCountedBufferByBuffer) {
   const VaeConfig vae = tools::real_vae_config();
   EXPECT_EQ(vae_decoder_dims(vae), (std::vector<int64_t>{1152, 1152, 1152, 576, 288, 144}));
   const int64_t widest = int64_t{288} * 1024 * 1024;
-  EXPECT_EQ(bytes_of(vae_workspace(vae, e, 4096)),
+  EXPECT_EQ(bytes_of(vae_workspace(vae, e, vae_untiled_plan(vae, 64, 64))),
             4 * widest * 4 + widest * 2 + 64 * mib * 2 + 3 * 1152 * 2 * 4096 + 4096 * 4096 * (4 + 2));
   // The encoder at Lfull 512 (hidden 4096, 32 query and 8 key/value heads of 128, MLP 12288).
   const TextEncoderConfig enc = tools::real_text_encoder_config();

@@ -9,6 +9,7 @@
 
 #include "engine/cpu/vector_exp.h"
 #include "engine/safetensors.h"
+#include "host/rgba8.h"
 #include "tests/engine/reference_math.h"
 #include "tests/engine/vae_reference.h"
 #include "tests/engine/tiny_model_fixture.h"
@@ -93,6 +94,71 @@ TEST(VaeDecoder, MatchesFloat64ReferenceOnBothKernelPathsOddGrid) {
     expect_matches(model.dir() / "vae", 5, 7);
   }
   avx2_paths_disabled() = false;
+}
+
+// Tiled = untiled (engine/vae_tile_plan.h): the tiny model, its tiles forced small, from several up
+// blocks, on square and non-square grids and tiles that do not divide the level map, against the
+// whole-map decode: the 8-bit images (the PNGs' conversion) within 1 level, the floats within 1e-5.
+TEST(VaeDecoder, TiledDecodeEqualsTheUntiledOne) {
+  const TinyModel model(DType::kBF16, 6);
+  const auto weights = WeightStore::open(model.dir() / "vae");
+  const auto config = load_vae_config(model.dir() / "vae" / "config.json");
+  const VaeDecoder vae(weights, config);
+  ThreadPool pool(2);
+  struct Case {
+    int h, w, first_tiled;
+    int64_t tile;
+  };
+  double worst = 0;
+  for (const Case k : {Case{8, 8, 1, 5}, Case{6, 10, 2, 7}, Case{9, 4, 3, 16}, Case{8, 8, 4, 48}, Case{5, 7, 0, 2}}) {
+    const VaeTilePlan plan = vae_tile_plan(config, k.h, k.w, k.first_tiled, k.tile);
+    SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + " from up block " + std::to_string(k.first_tiled) +
+                 ", tile " + std::to_string(k.tile));
+    ASSERT_GE(plan.tile_count(), 4);
+    const auto latents = Tensor::from_f32({int64_t{k.h} * k.w, 64},
+                                          testing::random_floats(static_cast<size_t>(k.h * k.w * 64), 30 + k.h, 1.5f));
+    const auto whole = vae.decode(latents, vae_untiled_plan(config, k.h, k.w), pool).to_f32_vector();
+    const auto tiled = vae.decode(latents, plan, pool).to_f32_vector();
+    ASSERT_EQ(tiled.size(), whole.size());
+    double most = 0;
+    for (size_t i = 0; i < whole.size(); ++i) most = std::max(most, static_cast<double>(std::abs(tiled[i] - whole[i])));
+    EXPECT_LT(most, 1e-5);
+    const int width = 16 * k.w, height = 16 * k.h;
+    std::vector<uint8_t> a(static_cast<size_t>(4 * width * height)), b(a.size());
+    host::image_to_rgba8(whole, width, height, a);
+    host::image_to_rgba8(tiled, width, height, b);
+    int levels = 0;
+    for (size_t i = 0; i < a.size(); ++i) levels = std::max(levels, std::abs(int{a[i]} - int{b[i]}));
+    EXPECT_LE(levels, 1);
+    std::cout << "VAE tiled (" << plan.tile_count() << " tiles) vs untiled at " << k.h << "x" << k.w << " from up block "
+              << k.first_tiled << ": max difference " << most << ", " << levels << " 8-bit levels\n";
+    worst = std::max(worst, most);
+  }
+  std::cout << "VAE tiled vs untiled: worst " << worst << "\n";
+  // The default budget leaves the tiny model untiled: decode() is the whole-map decode, bit for bit.
+  const auto latents = Tensor::from_f32({64, 64}, testing::random_floats(64 * 64, 9, 1.5f));
+  EXPECT_EQ(vae.decode(latents, 8, 8, pool).to_f32_vector(), vae.decode(latents, vae_untiled_plan(config, 8, 8), pool).to_f32_vector());
+}
+
+// A small map budget makes decode() plan tiles itself; the result is still the whole-map decode's.
+TEST(VaeDecoder, SmallMapBudgetTilesWithTheSameImage) {
+  const TinyModel model(DType::kBF16, 7);
+  const auto weights = WeightStore::open(model.dir() / "vae");
+  const auto config = load_vae_config(model.dir() / "vae" / "config.json");
+  const int h = 12, w = 10;
+  const int64_t budget = 8 << 20;  // the whole-map decode holds 6 x 16 x 192 x 160 floats (11 MiB)
+  EXPECT_GT(VaeDecoder::map_bytes(config, vae_untiled_plan(config, h, w)), budget);
+  const VaeTilePlan plan = VaeDecoder::plan(config, h, w, budget);
+  ASSERT_TRUE(plan.tiled());
+  EXPECT_GT(plan.tile_count(), 1);
+  EXPECT_EQ(plan.budget, budget);
+  EXPECT_LE(VaeDecoder::map_bytes(config, plan), budget);
+  ThreadPool pool(2);
+  const auto latents = Tensor::from_f32({h * w, 64}, testing::random_floats(static_cast<size_t>(h * w * 64), 5, 1.5f));
+  const auto tiled = VaeDecoder(weights, config, budget).decode(latents, h, w, pool).to_f32_vector();
+  const auto whole = VaeDecoder(weights, config).decode(latents, h, w, pool).to_f32_vector();
+  ASSERT_EQ(tiled.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(tiled[i], whole[i], 1e-5) << i;
 }
 
 TEST(VaeDecoder, WrongConvShapeNamesTheTensor) {
