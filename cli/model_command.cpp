@@ -31,6 +31,7 @@ commands:
                           download a pipeline from the Hugging Face Hub (default
                           Qwen/Qwen-Image-2.1-Turbo) into its cache or DIR (see rgbaq model pull --help)
   check DIR|REPO [--json] [--precision bf16|fp32|fp8] [--gpu-int8 widen|keep] [--vae-tiles on|off]
+                 [--attention gemm|fused]
                           read a model directory (or a repo's snapshot in the Hugging Face cache)
                           without rendering: per component its class, dtypes, tensors (used /
                           ignored), bytes; the sampler; the memory a render needs on each engine
@@ -43,18 +44,13 @@ commands:
 
 int threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-// The cuda session the memory rows are for (rgbaqd's --precision, --gpu-int8 and --vae-tiles).
-struct CudaChoice {
-  engine::Precision precision = engine::Precision::kBf16;
-  engine::GpuInt8 gpu_int8 = engine::GpuInt8::kWiden;
-  bool vae_tiles = false;
-};
-
-std::vector<engine::RenderMemory> memory_rows(const engine::ModelDirectory& model, const CudaChoice& cuda) {
-  return engine::estimate_render_memory(model, threads(), cuda.precision, cuda.gpu_int8, cuda.vae_tiles);
+// `cuda`: the cuda session the memory rows are for (rgbaqd's --precision, --gpu-int8, --vae-tiles and
+// --attention).
+std::vector<engine::RenderMemory> memory_rows(const engine::ModelDirectory& model, const engine::EngineOptions& cuda) {
+  return engine::estimate_render_memory(model, threads(), cuda);
 }
 
-json check_json(const engine::ModelDirectory& model, const CudaChoice& cuda) {
+json check_json(const engine::ModelDirectory& model, const engine::EngineOptions& cuda) {
   json components = json::array();
   for (const auto& c : model.components()) {
     json entry = {{"role", c.role}, {"folder", c.folder}, {"library", c.library}, {"class", c.class_name}};
@@ -83,7 +79,7 @@ json check_json(const engine::ModelDirectory& model, const CudaChoice& cuda) {
           {"components", components}, {"memory", memory}, {"memory_threads", threads()}};
 }
 
-void print_check(const engine::ModelDirectory& model, const CudaChoice& cuda, std::ostream& out) {
+void print_check(const engine::ModelDirectory& model, const engine::EngineOptions& cuda, std::ostream& out) {
   out << printable(model.root().string()) << ": " << printable(model.pipeline_class()) << ", usable\n";
   out << "sampler: " << model.sampler_description() << "\n";
   for (const auto& c : model.components()) {
@@ -109,14 +105,14 @@ void print_check(const engine::ModelDirectory& model, const CudaChoice& cuda, st
 }
 
 int check_command(const std::vector<std::string>& words, std::ostream& out, std::ostream& err) {
-  const Arguments a(words, {"precision", "gpu-int8", "vae-tiles"}, {"json", "help"});
+  const Arguments a(words, {"precision", "gpu-int8", "vae-tiles", "attention"}, {"json", "help"});
   if (a.has("help")) {
     out << kModelHelp;
     return 0;
   }
   if (a.positionals().size() != 1) throw UsageError("model check takes one directory or repo id");
   const std::string dir = a.positionals()[0];
-  CudaChoice cuda;
+  engine::EngineOptions cuda;
   try {
     cuda.precision = engine::parse_precision(a.get("precision").value_or("bf16"));
   } catch (const std::invalid_argument& e) {
@@ -131,6 +127,11 @@ int check_command(const std::vector<std::string>& words, std::ostream& out, std:
     cuda.vae_tiles = engine::parse_vae_tiles(a.get("vae-tiles").value_or("off"));
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--vae-tiles: ") + e.what());
+  }
+  try {
+    cuda.attention = engine::parse_attention_kernel(a.get("attention").value_or("gemm"));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--attention: ") + e.what());
   }
   try {
     const auto model = engine::ModelDirectory::open(engine::resolve_model_argument(dir));

@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kHelp = R"(usage: rgbaqd render --model DIR --prompt TEXT [--seed S] [--size SIZE] -o FILE.png
                      [--engine auto|cpu|cuda] [--threads N] [--device N] [--precision bf16|fp32|fp8]
-                     [--gpu-int8 widen|keep] [--vae-tiles on|off] [--gpu-memory GIB] [--lora NAME:W[;NAME:W] --lora-dir DIR ...]
+                     [--gpu-int8 widen|keep] [--vae-tiles on|off] [--attention gemm|fused] [--gpu-memory GIB] [--lora NAME:W[;NAME:W] --lora-dir DIR ...]
                      [--random-weights SEED]
 
 Renders one image with no queue: tokenize, encode, 8 Euler steps, decode, then an RGBA PNG with its
@@ -38,9 +38,9 @@ parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an 
   --threads N    CPU threads (default: all)
   --lora L       LoRAs to apply, NAME:WEIGHT items separated by ";" (the prompt's <lora:NAME:W> tags
                  add to them); NAME is NAME.safetensors in a --lora-dir (repeatable)
-  --device N, --precision bf16|fp32|fp8, --gpu-int8 widen|keep, --vae-tiles on|off, --gpu-memory GIB:
-                 the cuda engine's device, GEMM precision, int8 weights, tiled VAE and memory budget
-                 (see rgbaqd --help)
+  --device N, --precision bf16|fp32|fp8, --gpu-int8 widen|keep, --vae-tiles on|off,
+  --attention gemm|fused, --gpu-memory GIB: the cuda engine's device, GEMM precision, int8 weights,
+                 tiled VAE, attention kernel and memory budget (see rgbaqd --help)
   --random-weights SEED  cuda only, for speed measurements: every weight random, made on the device,
                  not read from the model (whose files give only the shapes: make_tiny_model --dims real
                  --hollow writes such a model in moments); the image is noise
@@ -55,7 +55,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
   for (const auto& a : raw_args) args.push_back(a == "-o" ? "--output" : a);
   try {
     const common::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads", "device", "precision", "gpu-int8",
-                               "vae-tiles", "gpu-memory", "lora", "lora-dir", "random-weights"}, {"help"});
+                               "vae-tiles", "attention", "gpu-memory", "lora", "lora-dir", "random-weights"}, {"help"});
     if (a.has("help")) {
       out << kHelp;
       return 0;
@@ -110,6 +110,11 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
       options.vae_tiles = engine::parse_vae_tiles(a.get("vae-tiles").value_or("off"));
     } catch (const std::invalid_argument& e) {
       throw common::UsageError(std::string("--vae-tiles: ") + e.what());
+    }
+    try {
+      options.attention = engine::parse_attention_kernel(a.get("attention").value_or("gemm"));
+    } catch (const std::invalid_argument& e) {
+      throw common::UsageError(std::string("--attention: ") + e.what());
     }
     std::unique_ptr<engine::Session> session;
     try {

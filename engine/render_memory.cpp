@@ -38,22 +38,26 @@ uint64_t vae_work(const VaeConfig& c, int side, int threads) {
 
 // A CUDA session's weights and buffers as it allocates them (engine/cuda/weight_plan.h and
 // workspace_plan.h), at the contract's longest prompt; the Linear runner's scratch counts with the DiT.
-void cuda_memory(const ModelDirectory& model, int side, Precision precision, GpuInt8 gpu_int8, bool vae_tiles,
-                 RenderMemory& m) {
+void cuda_memory(const ModelDirectory& model, int side, const EngineOptions& options, RenderMemory& m) {
   using namespace cuda;
-  const int64_t e = precision == Precision::kFp32 ? 4 : 2, l = host::kMaxTextTokens, n = int64_t{side / 16} * (side / 16);
-  const LinearFormats formats{precision == Precision::kFp8, gpu_int8 == GpuInt8::kKeep};
+  const int64_t e = options.precision == Precision::kFp32 ? 4 : 2, l = host::kMaxTextTokens,
+                n = int64_t{side / 16} * (side / 16);
+  const LinearFormats formats{options.precision == Precision::kFp8, options.gpu_int8 == GpuInt8::kKeep};
   const bool dit_int8 = !report_of(model, "transformer").int8_linears.empty();
   const bool encoder_int8 = !report_of(model, "text_encoder").int8_linears.empty();
-  m.precision = std::string(precision_name(precision)) + (formats.keep_int8 && (dit_int8 || encoder_int8) ? ", int8 kept" : "");
+  const bool fused = options.attention == AttentionKernel::kFused;
+  m.precision = std::string(precision_name(options.precision)) +
+                (formats.keep_int8 && (dit_int8 || encoder_int8) ? ", int8 kept" : "") + (fused ? ", fused attention" : "") +
+                (options.vae_tiles ? ", VAE tiled" : "");
   m.weights = static_cast<uint64_t>(session_weight_bytes(model, e, formats).total());
   const TextEncoderConfig& t = model.text_encoder_config();
   const DitConfig& d = model.dit_config();
-  m.text_encoder = static_cast<uint64_t>(bytes_of(encoder_workspace(t, e, host::kMaxFullTokens)));
-  m.dit = static_cast<uint64_t>(bytes_of(dit_workspace(d, e, std::max(l, n), l + n)) + bytes_of(dit_image_buffers(d, e, l, n)) +
-                                kGemmWorkspaceBytes +
+  const VaeConfig& v = model.vae_config();
+  m.text_encoder = static_cast<uint64_t>(bytes_of(encoder_workspace(t, e, host::kMaxFullTokens, fused)));
+  m.dit = static_cast<uint64_t>(bytes_of(dit_workspace(d, e, std::max(l, n), l + n, fused)) +
+                                bytes_of(dit_image_buffers(d, e, l, n)) + kGemmWorkspaceBytes +
                                 bytes_of(linear_scratch(t, d, e, formats, dit_int8, encoder_int8, std::max(l, n), host::kMaxFullTokens)));
-  m.vae = static_cast<uint64_t>(bytes_of(vae_workspace(model.vae_config(), e, vae_session_plan(model.vae_config(), e, n, vae_tiles))));
+  m.vae = static_cast<uint64_t>(bytes_of(vae_workspace(v, e, vae_session_plan(v, e, n, options.vae_tiles))));
 }
 
 }  // namespace
@@ -63,8 +67,7 @@ uint64_t RenderMemory::total() const {
   return engine == "cuda" ? weights + text_encoder + dit + vae : weights + std::max({text_encoder, dit, vae});
 }
 
-std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads, Precision precision,
-                                                 GpuInt8 gpu_int8, bool vae_tiles) {
+std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads, const EngineOptions& cuda) {
   uint64_t mapped = 0, copies = 0;
   for (const auto& r : model.reports()) {
     copies += r.cpu_copy_bytes;
@@ -77,7 +80,7 @@ std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, in
       m.engine = engine;
       m.size = side;
       if (m.engine == "cuda") {
-        cuda_memory(model, side, precision, gpu_int8, vae_tiles, m);
+        cuda_memory(model, side, cuda, m);
       } else {
         m.precision = "fp32";
         m.weights = mapped + copies;

@@ -25,10 +25,9 @@ struct RenderMemory {
   uint64_t per_session() const { return total() - shared; }  // what each further session adds
 };
 
-// For sizes 256, 512 and 1024 on each engine; `threads` sizes the per-thread scratch; `precision`,
-// `gpu_int8` and `vae_tiles` are the cuda session's (the cpu decoder tiles by its map budget always).
-std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads,
-                                                 Precision precision = Precision::kBf16, GpuInt8 gpu_int8 = GpuInt8::kWiden,
-                                                 bool vae_tiles = false);
+// For sizes 256, 512 and 1024 on each engine; `threads` sizes the per-thread scratch; `cuda` is the
+// cuda session's options (its precision, gpu_int8, vae_tiles and attention; the cpu decoder tiles by
+// its map budget always).
+std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads, const EngineOptions& cuda = {});
 
 }  // namespace rgbaq::engine

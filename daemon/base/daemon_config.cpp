@@ -45,6 +45,9 @@ options (each may also be set in the config file; flags win):
                           within 1 GiB at 1024x1024 where untiled it takes 5.3 GiB at the real dims;
                           off by default (never run on a GPU yet, see README). The cpu engine tiles
                           its VAE by itself past 1 GiB of feature maps
+  --attention gemm|fused  cuda: the DiT's and the encoder's attention as query chunks through GEMMs
+                          (default) or one fused kernel with no score matrix (bf16 only; never run
+                          on a GPU yet, see README)
   --gpu-memory GIB        cuda: device memory each session may use (default: what the device has
                           free, shared out equally between the sessions on it); when the weights do
                           not fit, DiT blocks stream from pinned host memory. At start each session
@@ -98,7 +101,7 @@ options (each may also be set in the config file; flags win):
                           database), make a new queue in it instead of refusing to start
   --config FILE           a JSON file with any of: {"model", "engine", "threads", "workers", "device",
                           "devices" ("all", "0,2" or a list of ordinals), "precision", "gpu_int8",
-                          "vae_tiles" (true or false), "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
+                          "vae_tiles" (true or false), "attention", "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
                           "encoder_cache_mb", "encoder_cache_disk_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
                           "create_queue", "lora_dirs" (a list of folders), "lora_cache_mb", "http", "http_hosts"
@@ -203,6 +206,7 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "workers") c.workers = static_cast<int>(number());
     else if (key == "precision") c.precision = text();
     else if (key == "gpu_int8") c.gpu_int8 = text();
+    else if (key == "attention") c.attention = text();
     else if (key == "vae_tiles") {
       if (!value.is_boolean()) throw common::UsageError(file.string() + ": \"vae_tiles\" must be true or false");
       c.vae_tiles = value.get<bool>();
@@ -319,6 +323,11 @@ engine::EngineOptions DaemonConfig::engine_options() const {
   } catch (const std::invalid_argument& e) {
     throw common::UsageError(std::string("--gpu-int8: ") + e.what());
   }
+  try {
+    o.attention = engine::parse_attention_kernel(attention);
+  } catch (const std::invalid_argument& e) {
+    throw common::UsageError(std::string("--attention: ") + e.what());
+  }
   return o;
 }
 
@@ -334,7 +343,7 @@ storage::StoreOptions DaemonConfig::store_options() const {
 
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
-                         {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-int8", "vae-tiles", "gpu-memory", "socket", "data-dir",
+                         {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-int8", "vae-tiles", "attention", "gpu-memory", "socket", "data-dir",
                           "queue", "max-attempts", "encoder-cache-mb", "encoder-cache-disk-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
                           "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host",
@@ -362,6 +371,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   }
   if (const auto v = a.get("precision")) c.precision = *v;
   if (const auto v = a.get("gpu-int8")) c.gpu_int8 = *v;
+  if (const auto v = a.get("attention")) c.attention = *v;
   if (const auto v = a.get("vae-tiles")) {
     try {
       c.vae_tiles = engine::parse_vae_tiles(*v);
@@ -427,7 +437,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (c.precision == "fp8" && c.engine == "cpu") {
     throw common::UsageError("--precision fp8 is the cuda engine's (FP8 tensor cores), not \"cpu\", which computes in fp32");
   }
-  c.engine_options();  // checks --precision and --gpu-int8
+  c.engine_options();  // checks --precision, --gpu-int8 and --attention
   if (c.max_attempts < 1) throw common::UsageError("--max-attempts must be at least 1");
   if (c.max_frame_mb < 1 || c.max_frame_mb > 1024) throw common::UsageError("--max-frame-mb must be from 1 to 1024");
   if (c.max_connections < 1) throw common::UsageError("--max-connections must be at least 1");

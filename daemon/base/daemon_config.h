@@ -27,6 +27,7 @@ struct DaemonConfig {
   std::string gpu_int8 = "widen";      // cuda: widen | keep (an int8 model's Linear weights on the device)
   double gpu_memory_gib = 0;           // cuda: 0 = what the device has
   bool vae_tiles = false;              // cuda: the VAE decoded tile by tile (EngineOptions::vae_tiles)
+  std::string attention = "gemm";      // cuda: gemm | fused (EngineOptions::attention)
   std::optional<uint64_t> random_weights;  // cuda, a flag only: EngineOptions::random_weights (benchmarks)
   std::filesystem::path socket_path;   // default: paths::default_socket_path()
   std::filesystem::path data_dir;      // queue.db, cache/, logs/; default: paths::default_data_dir()
@@ -62,7 +63,7 @@ struct DaemonConfig {
   std::filesystem::path thumbnail_dir() const { return data_dir / "cache" / "thumbnails"; }
   std::filesystem::path http_token_file() const { return data_dir / "http-token"; }
 
-  // Throws common::UsageError for a bad precision or gpu_int8.
+  // Throws common::UsageError for a bad precision, gpu_int8 or attention.
   engine::EngineOptions engine_options() const;
   // What every queue store of this daemon opens with (the serve loop, the worker, the writer, requests).
   storage::StoreOptions store_options() const;

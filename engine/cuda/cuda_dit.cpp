@@ -160,10 +160,10 @@ void CudaDit::ensure_workspace(int64_t rows, int64_t keys) {
   // The plan's buffers, in its order (workspace_plan.h: what the session's fit check counted).
   DeviceBuffer* buffers[] = {&x_,     &h_,     &qf_,    &q_,      &k_,      &v_,      &attn_, &attn_t_, &delta_,
                              &gate_,  &up_,    &mlp_t_, &scores_, &probs_,  &tokens_, &txt_,  &vel_};
-  const auto plan = dit_workspace(config_, static_cast<int64_t>(esize_), r, k);
+  const auto plan = dit_workspace(config_, static_cast<int64_t>(esize_), r, k, fused_attention_);
   if (plan.size() != std::size(buffers)) throw std::logic_error("CudaDit: the workspace plan has another shape");
   for (size_t i = 0; i < plan.size(); ++i) arena_.ensure(*buffers[i], static_cast<size_t>(plan[i].bytes), plan[i].what);
-  score_elements_ = attention_score_elements(config_.heads, r, k, kDitScoreBudget);
+  score_elements_ = fused_attention_ ? 0 : attention_score_elements(config_.heads, r, k, kDitScoreBudget);
   ws_rows_ = r;
   ws_keys_ = k;
 }

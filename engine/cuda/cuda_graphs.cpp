@@ -79,10 +79,10 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   keeps_int8_ = formats_.keep_int8 && (dit_int8_ || encoder_int8_);
   // What the session holds beside its weights at the largest render the contract allows (the daemon's
   // workers reserve it at start): weights that fit only without it would run out at the first decode.
+  const WorkspaceChoices choices{formats_, dit_int8_, encoder_int8_, options.vae_tiles, fused_attention_};
   const size_t reserve = static_cast<size_t>(session_workspace_bytes(text_config_, dit_config, vae_config, e,
                                                                      host::kMaxTextTokens, host::kMaxFullTokens,
-                                                                     host::kMaxImageTokens, formats_, dit_int8_, encoder_int8_,
-                                                                     options.vae_tiles));
+                                                                     host::kMaxImageTokens, choices));
   const bool fits = fit_session(planned, dit_config.layers, static_cast<int64_t>(reserve),
                                 static_cast<int64_t>(arena_->budget())) == SessionFit::kResident;
   // Short of memory, both give way: the encoder comes up only to encode (16 GB at real dims, freed
@@ -196,7 +196,7 @@ void CudaGraphs::run_reserve(int64_t text_tokens, int64_t image_tokens) {
   // buffers for the longest prompt, and what making its last Linear holds for a moment.
   const size_t encoder_bytes = encoder_bytes_ +
                                static_cast<size_t>(bytes_of(encoder_workspace(text_config_, static_cast<int64_t>(element_size(type_)),
-                                                                              host::kMaxFullTokens))) +
+                                                                              host::kMaxFullTokens, fused_attention_))) +
                                static_cast<size_t>(encoder_upload_staging());
   if (arena_->in_use() + encoder_bytes > arena_->budget()) {
     throw DeviceFault(DeviceFaultKind::kOutOfMemory,

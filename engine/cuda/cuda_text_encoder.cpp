@@ -45,7 +45,7 @@ CudaTextEncoder::CudaTextEncoder(const TextEncoderConfig& c, const cpu::TextEnco
 // The plan's buffers for `tokens` (workspace_plan.h), kept for the next prompt. Query chunks keep the
 // scores linear in Lfull (heads x n x n would be quadratic).
 void CudaTextEncoder::ensure_work(int64_t tokens) {
-  const auto plan = encoder_workspace(config_, static_cast<int64_t>(element_size(type_)), tokens);
+  const auto plan = encoder_workspace(config_, static_cast<int64_t>(element_size(type_)), tokens, fused_attention_);
   if (plan.size() != 14) throw std::logic_error("CudaTextEncoder: the workspace plan has another shape");
   work_.resize(plan.size());
   for (size_t i = 0; i < plan.size(); ++i) arena_.ensure(work_[i], static_cast<size_t>(plan[i].bytes), plan[i].what);

@@ -33,17 +33,20 @@ inline int64_t bytes_of(const std::vector<WorkspaceBuffer>& buffers) {
   return n;
 }
 
-// The DiT's workspace for `rows` rows over `keys` keys; `e` bytes an element of the GEMM type.
-inline std::vector<WorkspaceBuffer> dit_workspace(const DitConfig& c, int64_t e, int64_t rows, int64_t keys) {
+// The DiT's workspace for `rows` rows over `keys` keys; `e` bytes an element of the GEMM type. With
+// `fused_attention` (flash_attention.h) there are no scores and no fp32 attention output: the entries
+// stay, empty, so the buffers keep their places.
+inline std::vector<WorkspaceBuffer> dit_workspace(const DitConfig& c, int64_t e, int64_t rows, int64_t keys,
+                                                  bool fused_attention = false) {
   const int64_t r = rows, k = keys, dim = c.dim(), mlp = dim * c.mlp_ratio, f = 4;
-  const int64_t scores = attention_score_elements(c.heads, r, k, kDitScoreBudget);
+  const int64_t scores = fused_attention ? 0 : attention_score_elements(c.heads, r, k, kDitScoreBudget);
   return {{"DiT residual stream", r * dim * f},
           {"DiT normed rows", r * std::max<int64_t>(dim, c.context_dim) * e},
           {"DiT projections", r * dim * f},
           {"DiT queries", r * dim * e},
           {"DiT keys", k * dim * e},
           {"DiT values", k * dim * e},
-          {"DiT attention output", r * dim * f},
+          {"DiT attention output", fused_attention ? 0 : r * dim * f},
           {"DiT attention output", r * dim * e},
           {"DiT block output", r * dim * f},
           {"DiT MLP gate", r * mlp * f},
@@ -140,10 +143,12 @@ inline VaeTilePlan vae_session_plan(const VaeConfig& c, int64_t e, int64_t image
 }
 
 // The encoder's buffers for one prompt of `n` tokens (Lfull), allocated per encode and freed after.
-inline std::vector<WorkspaceBuffer> encoder_workspace(const TextEncoderConfig& c, int64_t e, int64_t n) {
+// With `fused_attention`, as the DiT's: no scores, no fp32 attention output.
+inline std::vector<WorkspaceBuffer> encoder_workspace(const TextEncoderConfig& c, int64_t e, int64_t n,
+                                                      bool fused_attention = false) {
   const int64_t h = c.hidden, q = int64_t{c.heads} * c.head_dim, kv = int64_t{c.kv_heads} * c.head_dim,
                 inter = c.intermediate, f = 4, rope = n * (c.head_dim / 2) * f;
-  const int64_t scores = attention_score_elements(c.heads, n, n, kEncoderScoreBudget);
+  const int64_t scores = fused_attention ? 0 : attention_score_elements(c.heads, n, n, kEncoderScoreBudget);
   return {{"encoder ids", n * 4},
           {"encoder RoPE", rope},
           {"encoder RoPE", rope},
@@ -153,7 +158,7 @@ inline std::vector<WorkspaceBuffer> encoder_workspace(const TextEncoderConfig& c
           {"encoder queries", n * q * e},
           {"encoder keys", n * kv * e},
           {"encoder values", n * kv * e},
-          {"encoder attention", n * q * f},
+          {"encoder attention", fused_attention ? 0 : n * q * f},
           {"encoder MLP up", n * inter * f},
           {"encoder MLP hidden", n * std::max(inter, q) * e},
           {"encoder attention scores", scores * f},
@@ -200,19 +205,26 @@ inline std::vector<WorkspaceBuffer> linear_scratch(const TextEncoderConfig& t, c
           {"an fp8 Linear's accumulator", accumulator}};
 }
 
+// What a session was asked for that changes its buffers beside the precision's element size.
+struct WorkspaceChoices {
+  LinearFormats formats;                         // the Linears' formats (fp8, int8 kept)
+  bool dit_int8 = false, encoder_int8 = false;  // some of their Linears are stored int8
+  bool vae_tiles = false;                        // the VAE decoded tile by tile (vae_session_plan)
+  bool fused_attention = false;                  // the DiT's and the encoder's attention fused
+};
+
 // Everything a session holds beside its weights while it renders an image of `image_tokens` with a
 // text of `text_tokens` (L; the encoder runs Lfull = `encoded_tokens`): the DiT's workspace at its
 // widest pass, the image's buffers, the VAE's maps (all kept from the reservation on), the encoder's
-// per-prompt buffers, cuBLASLt's workspace, and the Linear runner's scratch for the formats `f` (the
-// DiT's and the encoder's Linears stored int8 or not); the VAE's tiled with `vae_tiles`.
+// per-prompt buffers, cuBLASLt's workspace, and the Linear runner's scratch, as `c` makes them.
 inline int64_t session_workspace_bytes(const TextEncoderConfig& t, const DitConfig& d, const VaeConfig& v, int64_t e,
                                        int64_t text_tokens, int64_t encoded_tokens, int64_t image_tokens,
-                                       LinearFormats f = {}, bool dit_int8 = false, bool encoder_int8 = false,
-                                       bool vae_tiles = false) {
+                                       const WorkspaceChoices& c = {}) {
   const int64_t l = text_tokens, n = image_tokens;
-  return bytes_of(dit_workspace(d, e, std::max(l, n), l + n)) + bytes_of(dit_image_buffers(d, e, l, n)) +
-         bytes_of(vae_workspace(v, e, vae_session_plan(v, e, n, vae_tiles))) + bytes_of(encoder_workspace(t, e, encoded_tokens)) + kGemmWorkspaceBytes +
-         bytes_of(linear_scratch(t, d, e, f, dit_int8, encoder_int8, std::max(l, n), encoded_tokens));
+  return bytes_of(dit_workspace(d, e, std::max(l, n), l + n, c.fused_attention)) + bytes_of(dit_image_buffers(d, e, l, n)) +
+         bytes_of(vae_workspace(v, e, vae_session_plan(v, e, n, c.vae_tiles))) +
+         bytes_of(encoder_workspace(t, e, encoded_tokens, c.fused_attention)) + kGemmWorkspaceBytes +
+         bytes_of(linear_scratch(t, d, e, c.formats, c.dit_int8, c.encoder_int8, std::max(l, n), encoded_tokens));
 }
 
 }  // namespace rgbaq::engine::cuda

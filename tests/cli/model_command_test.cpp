@@ -74,6 +74,20 @@ TEST(ModelCommand, ChecksThePublishedLayoutAndQuantizesIt) {
   r = run_process({kRgbaq, "model", "check", int8, "--json", "--vae-tiles", "on"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["memory"][5]["vae_work_bytes"], report["memory"][5]["vae_work_bytes"]);
+  // --attention fused: no scores and no fp32 attention output, by hand for the tiny model at 1024 (L
+  // 512 + N 4096 keys): the DiT's 2 heads x 4096 x 4608 scores in fp32 and bf16 and 4096 x 256 floats;
+  // the encoder's 2 x 512 x 512 and 512 x 64 floats.
+  r = run_process({kRgbaq, "model", "check", int8, "--json", "--attention", "fused"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json fused = json::parse(r.out)["memory"][5];
+  EXPECT_EQ(fused["precision"], "bf16, fused attention");
+  EXPECT_EQ(report["memory"][5]["dit_work_bytes"].get<int64_t>() - fused["dit_work_bytes"].get<int64_t>(),
+            int64_t{2} * 4096 * 4608 * 6 + 4096 * 256 * 4);
+  EXPECT_EQ(report["memory"][5]["text_encoder_work_bytes"].get<int64_t>() - fused["text_encoder_work_bytes"].get<int64_t>(),
+            int64_t{2} * 512 * 512 * 6 + 512 * 64 * 4);
+  r = run_process({kRgbaq, "model", "check", int8, "--attention", "flash"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--attention: \"flash\" is not one of gemm, fused"), std::string::npos) << r.err;
   r = run_process({kRgbaq, "model", "check", int8, "--vae-tiles", "1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--vae-tiles: \"1\" is not one of on, off"), std::string::npos) << r.err;

@@ -62,6 +62,10 @@ TEST(DaemonConfig, EngineFlags) {
   EXPECT_TRUE(parse({"--engine", "cuda", "--vae-tiles", "on"}).engine_options().vae_tiles);
   EXPECT_FALSE(parse({"--vae-tiles", "off"}).engine_options().vae_tiles);
   EXPECT_NE(usage_error({"--vae-tiles", "yes"}).find("--vae-tiles: \"yes\" is not one of on, off"), std::string::npos);
+  // The fused attention kernel (issue 21): the GEMM path unless asked for.
+  EXPECT_EQ(d.engine_options().attention, engine::AttentionKernel::kGemm);
+  EXPECT_EQ(parse({"--engine", "cuda", "--attention", "fused"}).engine_options().attention, engine::AttentionKernel::kFused);
+  EXPECT_NE(usage_error({"--attention", "flash"}).find("--attention: \"flash\" is not one of gemm, fused"), std::string::npos);
 }
 
 TEST(DaemonConfig, EngineKeysInTheConfigFile) {
@@ -73,6 +77,12 @@ TEST(DaemonConfig, EngineKeysInTheConfigFile) {
   EXPECT_EQ(o.backend, "cpu");
   EXPECT_EQ(o.precision, engine::Precision::kFp32);
   EXPECT_EQ(o.gpu_memory_gib, 8.0);
+  std::ofstream(file) << R"({"attention": "fused"})";
+  EXPECT_EQ(parse({"--config", file.string()}).engine_options().attention, engine::AttentionKernel::kFused);
+  EXPECT_EQ(parse({"--config", file.string(), "--attention", "gemm"}).engine_options().attention,
+            engine::AttentionKernel::kGemm);  // the flag wins
+  std::ofstream(file) << R"({"attention": "fast"})";
+  EXPECT_NE(usage_error({"--config", file.string()}).find("--attention: \"fast\" is not one of gemm, fused"), std::string::npos);
   std::ofstream(file) << R"({"vae_tiles": true})";
   EXPECT_TRUE(parse({"--config", file.string()}).engine_options().vae_tiles);
   EXPECT_FALSE(parse({"--config", file.string(), "--vae-tiles", "off"}).engine_options().vae_tiles);  // the flag wins

@@ -78,6 +78,7 @@ TEST(RenderCommand, BadInputExitsTwoWithAClearMessage) {
        "precision fp8 is the cuda engine's (FP8 tensor cores, sm_89 and later); engine \"cpu\" computes in fp32"},
       {{"--model", m, "--prompt", "x", "-o", out, "--gpu-int8", "halve"}, "--gpu-int8: \"halve\" is not one of widen, keep"},
       {{"--model", m, "--prompt", "x", "-o", out, "--vae-tiles", "maybe"}, "--vae-tiles: \"maybe\" is not one of on, off"},
+      {{"--model", m, "--prompt", "x", "-o", out, "--attention", "flash"}, "--attention: \"flash\" is not one of gemm, fused"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {kRgbaqd, "render"};

@@ -144,17 +144,32 @@ TEST(CudaWeightPlan, TheRealDimsAndWhatFitsWhereAt1024) {
     LinearFormats formats;
     int kind;
     SessionFit at[5];  // 16, 20, 24, 40, 80 GiB
+    bool lean = false;  // --vae-tiles on --attention fused
   };
   using F = SessionFit;
   // Worked out from the sums below with the 7.04 GiB workspace at 1024 x 1024 (CudaWorkspacePlan):
   // bf16 27.82 GiB of weights, resident from 40 GiB, streamed (encoder 14.10 GiB per prompt) in 24;
   // int8 kept 15.55 GiB + 0.125 GiB of dequantization scratch, resident in 24, streamed in 20;
   // fp8 14.86 GiB + 56 MiB of input codes and accumulator, resident in 24, streamed in 16 and 20.
+  // Lean (the tiled VAE's 0.99 GiB for the untiled 5.31, and fused attention without the 504 MiB of
+  // scores and fp32 attention outputs): a 2.23 GiB workspace, so int8 kept and fp8 are resident in 20
+  // (17.9 and 17.2 GiB in all) and bf16 streams there.
   const Case cases[] = {
       {"bf16", bf16, {}, 0, {F::kDoesNotFit, F::kDoesNotFit, F::kStreamed, F::kResident, F::kResident}},
       {"int8 kept", quantized, {false, true}, 1, {F::kDoesNotFit, F::kStreamed, F::kResident, F::kResident, F::kResident}},
       {"fp8", bf16, {true, false}, 2, {F::kStreamed, F::kStreamed, F::kResident, F::kResident, F::kResident}},
+      {"bf16, lean", bf16, {}, 0, {F::kDoesNotFit, F::kStreamed, F::kStreamed, F::kResident, F::kResident}, true},
+      {"int8 kept, lean", quantized, {false, true}, 1, {F::kStreamed, F::kResident, F::kResident, F::kResident, F::kResident}, true},
+      {"fp8, lean", bf16, {true, false}, 2, {F::kStreamed, F::kResident, F::kResident, F::kResident, F::kResident}, true},
   };
+  // The lean workspace: fused attention drops the DiT's scores (64 Mi elements, fp32 and bf16) and its
+  // fp32 attention output (4096 x 4096), the encoder's scores (32 heads x 512 x 512) and its output
+  // (512 x 4096); the VAE's share is its tiled plan's (engine/vae_tile_plan.h, held to 1 GiB there).
+  const int64_t fused_saves = int64_t{64 << 20} * 6 + int64_t{4096} * 4096 * 4 + int64_t{32} * 512 * 512 * 6 + 512 * 4096 * 4;
+  EXPECT_EQ(fused_saves, int64_t{528482304});
+  const int64_t vae_untiled = bytes_of(vae_workspace(v, 2, vae_session_plan(v, 2, 4096, false)));
+  const int64_t vae_tiled = bytes_of(vae_workspace(v, 2, vae_session_plan(v, 2, 4096, true)));
+  EXPECT_LE(vae_tiled, int64_t{1} << 30);
   for (const Case& c : cases) {
     const SessionWeightBytes w = session_weight_bytes(c.model, 2, c.formats);
     const RealWeights hand = real_by_hand(c.kind);
@@ -162,13 +177,15 @@ TEST(CudaWeightPlan, TheRealDimsAndWhatFitsWhereAt1024) {
     EXPECT_EQ(w.dit_blocks, hand.blocks) << c.name;
     EXPECT_EQ(w.dit_other, hand.others) << c.name;
     const bool int8_stored = &c.model == &quantized;
-    const int64_t reserve = session_workspace_bytes(t, d, v, 2, 512, 512, 4096, c.formats, int8_stored, int8_stored);
+    const int64_t reserve =
+        session_workspace_bytes(t, d, v, 2, 512, 512, 4096, {c.formats, int8_stored, int8_stored, c.lean, c.lean});
     // int8: the widest Linear (modulation 16384 x 4096) in bf16; fp8: the DiT's widest input (4096 rows of
     // the MLP's 12288) as codes and row scales, and the encoder's o/down_proj output (512 x 4096 floats).
     const int64_t scratch = c.kind == 1   ? int64_t{16384} * 4096 * 2
                             : c.kind == 2 ? int64_t{4096} * 12288 + 4096 * 4 + 512 * 4096 * 4
                                           : 0;
-    EXPECT_EQ(reserve, int64_t{7563905024} + scratch) << c.name;
+    const int64_t lean_saves = c.lean ? fused_saves + vae_untiled - vae_tiled : 0;
+    EXPECT_EQ(reserve, int64_t{7563905024} + scratch - lean_saves) << c.name;
     std::cout << c.name << ": weights " << w.total() / double(1 << 30) << " GiB (encoder " << w.text_encoder / double(1 << 30)
               << "), with the 1024x1024 workspace " << (w.total() + reserve) / double(1 << 30) << " GiB\n";
     const int budgets[] = {16, 20, 24, 40, 80};
@@ -182,18 +199,23 @@ TEST(CudaWeightPlan, TheRealDimsAndWhatFitsWhereAt1024) {
 TEST(CudaWeightPlan, TheModelCheckEstimateIsThePlan) {
   TempDir a;
   const ModelDirectory quantized = write_model(a, true, true);
-  for (const auto& [precision, gpu_int8, formats, label] :
-       {std::tuple{Precision::kBf16, GpuInt8::kWiden, LinearFormats{}, "bf16"},
-        std::tuple{Precision::kBf16, GpuInt8::kKeep, LinearFormats{false, true}, "bf16, int8 kept"},
-        std::tuple{Precision::kFp8, GpuInt8::kWiden, LinearFormats{true, false}, "fp8"}}) {
-    for (const auto& m : estimate_render_memory(quantized, 1, precision, gpu_int8)) {
+  for (const auto& [precision, gpu_int8, lean, formats, label] :
+       {std::tuple{Precision::kBf16, GpuInt8::kWiden, false, LinearFormats{}, "bf16"},
+        std::tuple{Precision::kBf16, GpuInt8::kKeep, false, LinearFormats{false, true}, "bf16, int8 kept"},
+        std::tuple{Precision::kFp8, GpuInt8::kWiden, false, LinearFormats{true, false}, "fp8"},
+        std::tuple{Precision::kBf16, GpuInt8::kKeep, true, LinearFormats{false, true},
+                   "bf16, int8 kept, fused attention, VAE tiled"}}) {
+    EngineOptions cuda;
+    cuda.precision = precision, cuda.gpu_int8 = gpu_int8, cuda.vae_tiles = lean;
+    cuda.attention = lean ? AttentionKernel::kFused : AttentionKernel::kGemm;
+    for (const auto& m : estimate_render_memory(quantized, 1, cuda)) {
       if (m.engine != "cuda") continue;
       EXPECT_EQ(m.precision, label);
       EXPECT_EQ(static_cast<int64_t>(m.weights), session_weight_bytes(quantized, 2, formats).total()) << label;
       if (m.size == 1024) {
         EXPECT_EQ(static_cast<int64_t>(m.total() - m.weights),
                   session_workspace_bytes(quantized.text_encoder_config(), quantized.dit_config(), quantized.vae_config(), 2,
-                                          512, 512, 4096, formats, true, true))
+                                          512, 512, 4096, {formats, true, true, lean, lean}))
             << label;
       }
     }

@@ -69,7 +69,9 @@ TEST(ModelDirectory, AHollowRealDimsModelOpensWithEveryTensorAndTakesNoDisk) {
   }
   EXPECT_TRUE(found);
   // With --vae-tiles the VAE's share is the tiled plan's (engine/vae_tile_plan.h): within 1 GiB.
-  for (const auto& m : estimate_render_memory(model, 1, Precision::kBf16, GpuInt8::kWiden, true)) {
+  EngineOptions tiled;
+  tiled.vae_tiles = true;
+  for (const auto& m : estimate_render_memory(model, 1, tiled)) {
     if (m.engine != "cuda" || m.size != 1024) continue;
     EXPECT_LE(m.vae, uint64_t{1} << 30);
     EXPECT_LT(m.total() - m.weights, uint64_t{7563905024} - (uint64_t{4} << 30));
