@@ -57,7 +57,9 @@ void cuda_memory(const ModelDirectory& model, int side, const EngineOptions& opt
   m.dit = static_cast<uint64_t>(bytes_of(dit_workspace(d, e, std::max(l, n), l + n, fused)) +
                                 bytes_of(dit_image_buffers(d, e, l, n)) + kGemmWorkspaceBytes +
                                 bytes_of(linear_scratch(t, d, e, formats, dit_int8, encoder_int8, std::max(l, n), host::kMaxFullTokens)));
-  m.vae = static_cast<uint64_t>(bytes_of(vae_workspace(v, e, vae_session_plan(v, e, n, options.vae_tiles))));
+  // The tiles a session plans for the largest render serve every size (CudaVae::plan).
+  const VaeTilePlan session = vae_session_plan(v, e, host::kMaxImageTokens, options.vae_tiles);
+  m.vae = static_cast<uint64_t>(bytes_of(vae_workspace(v, e, vae_decode_plan(v, session, side / 16, side / 16))));
 }
 
 }  // namespace

@@ -83,8 +83,7 @@ CudaVae::CudaVae(const cpu::VaeDecoder& v, WeightSource& source, Gemm& gemm, cud
 }
 
 VaeTilePlan CudaVae::plan(int64_t grid_height, int64_t grid_width) const {
-  if (!session_plan_.tiled()) return vae_untiled_plan(config_, grid_height, grid_width);
-  return vae_tile_plan(config_, grid_height, grid_width, session_plan_.first_tiled, session_plan_.tile);
+  return vae_decode_plan(config_, session_plan_, grid_height, grid_width);
 }
 
 void CudaVae::reserve(int64_t grid_pixels) {
@@ -113,10 +112,26 @@ void CudaVae::conv(const void* in, int64_t height, int64_t width, const Conv& c,
     gemm_.run({c.out, pixels, c.in, c.in, pixels, pixels, false, 1, 0, 0, 0}, type_, c.weight.get(), in, out, 1.0f, 1.0f);
     return;
   }
-  const int64_t taps = c.in * 9, rows_per_strip = std::max<int64_t>(1, std::min(height, col_elements_ / (taps * width)));
+  const int64_t taps = c.in * 9, columns = std::min(col_elements_, column_limit_);
+  if (taps * width > columns) {
+    // One row is wider than the strip (a very wide image: up to 32768 px): row by row, in windows of
+    // whole multiples of 8 columns; each window's outputs are contiguous in its row of `out`.
+    const int64_t window = columns / taps / 8 * 8;
+    if (window < 8) throw std::logic_error("CudaVae: the im2col strip holds fewer than 8 columns of a 3x3 conv");
+    for (int64_t y = 0; y < height; ++y) {
+      for (int64_t x0 = 0; x0 < width; x0 += window) {
+        const int64_t x1 = std::min(width, x0 + window), cols = x1 - x0;
+        im2col3x3(in, type_, c.in, height, width, y, y + 1, x0, x1, col_.get(), stream_);
+        gemm_.run({c.out, cols, taps, taps, cols, pixels, false, 1, 0, 0, 0}, type_, c.weight.get(), col_.get(),
+                  out + y * width + x0, 1.0f, 1.0f);
+      }
+    }
+    return;
+  }
+  const int64_t rows_per_strip = std::min(height, columns / (taps * width));
   for (int64_t y0 = 0; y0 < height; y0 += rows_per_strip) {
     const int64_t y1 = std::min(height, y0 + rows_per_strip), cols = (y1 - y0) * width;
-    im2col3x3(in, type_, c.in, height, width, y0, y1, col_.get(), stream_);
+    im2col3x3(in, type_, c.in, height, width, y0, y1, 0, width, col_.get(), stream_);
     gemm_.run({c.out, cols, taps, taps, cols, pixels, false, 1, 0, 0, 0}, type_, c.weight.get(), col_.get(), out + y0 * width,
               1.0f, 1.0f);
   }

@@ -1,12 +1,13 @@
 #pragma once
 // The VAE decoder on the GPU, any legal size: channel-major fp32 maps; convolutions as the session's
-// GEMMs (3x3 through im2col over row strips, so the column buffer stays bounded; 1x1 straight); the
-// mid attention through attention.h; the norms, upsampling and DupUp3D as kernels. The maps are sized
+// GEMMs (3x3 through im2col over row strips, or windows of one row where a row is wider than a strip,
+// so the column buffer stays bounded; 1x1 straight); the mid attention through attention.h; the norms, upsampling and DupUp3D as kernels. The maps are sized
 // once per image size and reused. Tiled (EngineOptions::vae_tiles, engine/vae_tile_plan.h): every
 // decode from one up block on goes tile by tile with the session's first tiled block and tile side, so
 // the maps stay within workspace_plan.h's kVaeTiledBudget; the tiled path has never run on a GPU.
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "engine/cpu/vae_decoder.h"
@@ -29,6 +30,9 @@ class CudaVae {
   // Allocates the feature maps of a decode of up to `grid_pixels` latents now (any grid of them); throws
   // a DeviceFault when they do not fit.
   void reserve(int64_t grid_pixels);
+  // For the gpu tests: 3x3 convolutions use at most this many im2col elements, so rows wider than that
+  // take the windowed path a very wide image takes.
+  void limit_columns_for_tests(int64_t elements) { column_limit_ = elements; }
   // The plan a decode of this grid follows.
   VaeTilePlan plan(int64_t grid_height, int64_t grid_width) const;
 
@@ -79,6 +83,7 @@ class CudaVae {
   // Maps sized for the largest stage of the plans seen; level_ and image_ only for tiled plans.
   DeviceBuffer x_, h_, sc_, skip_, t_, col_, tokens_, scores_, probs_, level_, image_;
   int64_t col_elements_ = 0, score_elements_ = 0;
+  int64_t column_limit_ = INT64_MAX;  // limit_columns_for_tests
 };
 
 }  // namespace rgbaq::engine::cuda

@@ -189,12 +189,13 @@ __global__ void channel_rms_kernel(const float* x, int64_t channels, int64_t pix
 }
 
 template <typename T>
-__global__ void im2col_kernel(const T* x, int64_t channels, int64_t height, int64_t width, int64_t y0, int64_t y1, T* col) {
-  const int64_t cols = (y1 - y0) * width;
+__global__ void im2col_kernel(const T* x, int64_t channels, int64_t height, int64_t width, int64_t y0, int64_t y1, int64_t x0,
+                              int64_t x1, T* col) {
+  const int64_t window = x1 - x0, cols = (y1 - y0) * window;
   GRID_STRIDE(i, channels * 9 * cols) {
     const int64_t row = i / cols, pixel = i % cols;  // row = c * 9 + tap
     const int64_t c = row / 9, tap = row % 9, ky = tap / 3, kx = tap % 3;
-    const int64_t yy = y0 + pixel / width + ky - 1, xx = pixel % width + kx - 1;
+    const int64_t yy = y0 + pixel / window + ky - 1, xx = x0 + pixel % window + kx - 1;
     const bool inside = yy >= 0 && yy < height && xx >= 0 && xx < width;
     col[i] = inside ? x[(c * height + yy) * width + xx] : T(0.0f);
   }
@@ -373,12 +374,14 @@ void channel_rms_norm(const float* x, int64_t channels, int64_t pixels, const fl
 }
 
 void im2col3x3(const void* x, ElementType t, int64_t channels, int64_t height, int64_t width, int64_t y0, int64_t y1,
-               void* col, cudaStream_t s) {
-  const int blocks = blocks_for(channels * 9 * (y1 - y0) * width);
+               int64_t x0, int64_t x1, void* col, cudaStream_t s) {
+  const int blocks = blocks_for(channels * 9 * (y1 - y0) * (x1 - x0));
   if (t == ElementType::kBf16)
-    count_launch(), im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const bf16*>(x), channels, height, width, y0, y1, static_cast<bf16*>(col));
+    count_launch(), im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const bf16*>(x), channels, height, width, y0, y1, x0, x1,
+                                                               static_cast<bf16*>(col));
   else
-    count_launch(), im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(x), channels, height, width, y0, y1, static_cast<float*>(col));
+    count_launch(), im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(x), channels, height, width, y0, y1, x0, x1,
+                                                               static_cast<float*>(col));
 }
 
 void fill_bias(float* out, const float* bias, int64_t channels, int64_t pixels, cudaStream_t s) {

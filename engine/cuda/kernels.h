@@ -58,9 +58,10 @@ void unpack_latents(const float* tokens, int64_t pixels, const float* mean, cons
 // Per pixel over channels: x / max(||x||, 1e-12) * sqrt(C) * gamma, then SiLU when asked.
 void channel_rms_norm(const float* x, int64_t channels, int64_t pixels, const float* gamma, bool then_silu, void* out,
                       ElementType out_type, cudaStream_t s);
-// The 3x3 im2col of rows [y0, y1) of x [C, H, W] (out_type) into col [C * 9, (y1 - y0) * W], zero padded.
+// The 3x3 im2col of the window rows [y0, y1) x columns [x0, x1) of x [C, H, W] (out_type) into col
+// [C * 9, (y1 - y0) * (x1 - x0)], zero padded at the map's edges.
 void im2col3x3(const void* x, ElementType type, int64_t channels, int64_t height, int64_t width, int64_t y0, int64_t y1,
-               void* col, cudaStream_t s);
+               int64_t x0, int64_t x1, void* col, cudaStream_t s);
 // out[c, p] = bias[c] (fp32), for a GEMM to accumulate onto.
 void fill_bias(float* out, const float* bias, int64_t channels, int64_t pixels, cudaStream_t s);
 // Nearest 2x upsampling of x [C, H, W] into out [C, 2H, 2W] (out_type).

@@ -142,6 +142,13 @@ inline VaeTilePlan vae_session_plan(const VaeConfig& c, int64_t e, int64_t image
   return vae_tiled_plan(c, e, side, side);
 }
 
+// The plan a session that planned `session` (vae_session_plan) decodes a grid by: its first tiled block
+// and tile side, or untiled.
+inline VaeTilePlan vae_decode_plan(const VaeConfig& c, const VaeTilePlan& session, int64_t grid_height, int64_t grid_width) {
+  if (!session.tiled()) return vae_untiled_plan(c, grid_height, grid_width);
+  return vae_tile_plan(c, grid_height, grid_width, session.first_tiled, session.tile);
+}
+
 // The encoder's buffers for one prompt of `n` tokens (Lfull), allocated per encode and freed after.
 // With `fused_attention`, as the DiT's: no scores, no fp32 attention output.
 inline std::vector<WorkspaceBuffer> encoder_workspace(const TextEncoderConfig& c, int64_t e, int64_t n,
