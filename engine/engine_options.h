@@ -1,7 +1,8 @@
 #pragma once
 // How a session opens its backend: which one, and the knobs each understands. A backend ignores the
-// knobs that are not its own (cpu: threads; cuda: device, gpu_int8, gpu_memory_gib, vae_tiles), except
-// a precision only cuda computes in (fp8), which resolve_backend refuses for the others.
+// knobs that are not its own (cpu: threads; cuda: device, gpu_int8, gpu_memory_gib, vae_tiles,
+// attention), except a precision only cuda computes in (fp8), which resolve_backend refuses for the
+// others.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
