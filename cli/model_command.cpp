@@ -113,26 +113,10 @@ int check_command(const std::vector<std::string>& words, std::ostream& out, std:
   if (a.positionals().size() != 1) throw UsageError("model check takes one directory or repo id");
   const std::string dir = a.positionals()[0];
   engine::EngineOptions cuda;
-  try {
-    cuda.precision = engine::parse_precision(a.get("precision").value_or("bf16"));
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--precision: ") + e.what());
-  }
-  try {
-    cuda.gpu_int8 = engine::parse_gpu_int8(a.get("gpu-int8").value_or("widen"));
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--gpu-int8: ") + e.what());
-  }
-  try {
-    cuda.vae_tiles = engine::parse_vae_tiles(a.get("vae-tiles").value_or("off"));
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--vae-tiles: ") + e.what());
-  }
-  try {
-    cuda.attention = engine::parse_attention_kernel(a.get("attention").value_or("gemm"));
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--attention: ") + e.what());
-  }
+  cuda.precision = common::parse_option("precision", a.get("precision").value_or("bf16"), engine::parse_precision);
+  cuda.gpu_int8 = common::parse_option("gpu-int8", a.get("gpu-int8").value_or("widen"), engine::parse_gpu_int8);
+  cuda.vae_tiles = common::parse_option("vae-tiles", a.get("vae-tiles").value_or("off"), engine::parse_vae_tiles);
+  cuda.attention = common::parse_option("attention", a.get("attention").value_or("gemm"), engine::parse_attention_kernel);
   try {
     const auto model = engine::ModelDirectory::open(engine::resolve_model_argument(dir));
     if (a.has("json")) {

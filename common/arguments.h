@@ -37,6 +37,17 @@ class Arguments {
   std::vector<std::string> positionals_;
 };
 
+// parse(text) for the value of option --NAME; a std::invalid_argument from it becomes a UsageError
+// "--NAME: what", so each option's parser names only the value.
+template <typename Parse>
+auto parse_option(const std::string& name, const std::string& text, Parse parse) -> decltype(parse(text)) {
+  try {
+    return parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--" + name + ": " + e.what());
+  }
+}
+
 // Parses an unsigned 64-bit decimal integer; nullopt unless the whole text is one.
 std::optional<uint64_t> parse_u64(const std::string& text);
 

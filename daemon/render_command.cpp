@@ -96,26 +96,10 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     options.device = a.get_int("device", 0);
     if (const auto v = a.get("gpu-memory")) options.gpu_memory_gib = parse_gpu_memory(*v);
     if (a.has("random-weights")) options.random_weights = a.get_u64("random-weights", 0);
-    try {
-      options.precision = engine::parse_precision(a.get("precision").value_or("bf16"));
-    } catch (const std::invalid_argument& e) {
-      throw common::UsageError(std::string("--precision: ") + e.what());
-    }
-    try {
-      options.gpu_int8 = engine::parse_gpu_int8(a.get("gpu-int8").value_or("widen"));
-    } catch (const std::invalid_argument& e) {
-      throw common::UsageError(std::string("--gpu-int8: ") + e.what());
-    }
-    try {
-      options.vae_tiles = engine::parse_vae_tiles(a.get("vae-tiles").value_or("off"));
-    } catch (const std::invalid_argument& e) {
-      throw common::UsageError(std::string("--vae-tiles: ") + e.what());
-    }
-    try {
-      options.attention = engine::parse_attention_kernel(a.get("attention").value_or("gemm"));
-    } catch (const std::invalid_argument& e) {
-      throw common::UsageError(std::string("--attention: ") + e.what());
-    }
+    options.precision = common::parse_option("precision", a.get("precision").value_or("bf16"), engine::parse_precision);
+    options.gpu_int8 = common::parse_option("gpu-int8", a.get("gpu-int8").value_or("widen"), engine::parse_gpu_int8);
+    options.vae_tiles = common::parse_option("vae-tiles", a.get("vae-tiles").value_or("off"), engine::parse_vae_tiles);
+    options.attention = common::parse_option("attention", a.get("attention").value_or("gemm"), engine::parse_attention_kernel);
     std::unique_ptr<engine::Session> session;
     try {
       session = engine::Session::open(model, options);

@@ -313,21 +313,9 @@ engine::EngineOptions DaemonConfig::engine_options() const {
   o.vae_tiles = vae_tiles;
   o.random_weights = random_weights;
   o.lora_cache_bytes = lora_cache_mb << 20;
-  try {
-    o.precision = engine::parse_precision(precision);
-  } catch (const std::invalid_argument& e) {
-    throw common::UsageError(std::string("--precision: ") + e.what());
-  }
-  try {
-    o.gpu_int8 = engine::parse_gpu_int8(gpu_int8);
-  } catch (const std::invalid_argument& e) {
-    throw common::UsageError(std::string("--gpu-int8: ") + e.what());
-  }
-  try {
-    o.attention = engine::parse_attention_kernel(attention);
-  } catch (const std::invalid_argument& e) {
-    throw common::UsageError(std::string("--attention: ") + e.what());
-  }
+  o.precision = common::parse_option("precision", precision, engine::parse_precision);
+  o.gpu_int8 = common::parse_option("gpu-int8", gpu_int8, engine::parse_gpu_int8);
+  o.attention = common::parse_option("attention", attention, engine::parse_attention_kernel);
   return o;
 }
 
@@ -372,13 +360,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (const auto v = a.get("precision")) c.precision = *v;
   if (const auto v = a.get("gpu-int8")) c.gpu_int8 = *v;
   if (const auto v = a.get("attention")) c.attention = *v;
-  if (const auto v = a.get("vae-tiles")) {
-    try {
-      c.vae_tiles = engine::parse_vae_tiles(*v);
-    } catch (const std::invalid_argument& e) {
-      throw common::UsageError(std::string("--vae-tiles: ") + e.what());
-    }
-  }
+  if (const auto v = a.get("vae-tiles")) c.vae_tiles = common::parse_option("vae-tiles", *v, engine::parse_vae_tiles);
   if (const auto v = a.get("gpu-memory")) c.gpu_memory_gib = parse_gpu_memory(*v);
   if (a.has("random-weights")) c.random_weights = a.get_u64("random-weights", 0);
   if (const auto v = a.get("socket")) c.socket_path = made_absolute(*v);

@@ -77,7 +77,6 @@ CudaVae::CudaVae(const cpu::VaeDecoder& v, WeightSource& source, Gemm& gemm, cud
   norm_out_ = source.vector(&v.norm_out_, static_cast<int64_t>(v.norm_out_.size()), "VAE norm_out");
   conv_out_ = upload_conv(source, v.conv_out_, "conv_out");
   dims_ = v.dims_;
-  tiles_ = tiles;
   // The plan the session's fit check counts (cuda_graphs.cpp: session_workspace_bytes at the largest render).
   session_plan_ = vae_session_plan(config_, static_cast<int64_t>(element_size(type_)), host::kMaxImageTokens, tiles);
 }

@@ -78,7 +78,6 @@ class CudaVae {
   DeviceBuffer attn_norm_, norm_out_;
   std::vector<UpBlock> up_blocks_;
   std::vector<int64_t> dims_;
-  bool tiles_ = false;
   VaeTilePlan session_plan_;  // tiled: its first tiled block and tile side serve every decode
   // Maps sized for the largest stage of the plans seen; level_ and image_ only for tiled plans.
   DeviceBuffer x_, h_, sc_, skip_, t_, col_, tokens_, scores_, probs_, level_, image_;
