@@ -31,7 +31,7 @@ commands:
                           download a pipeline from the Hugging Face Hub (default
                           Qwen/Qwen-Image-2.1-Turbo) into its cache or DIR (see rgbaq model pull --help)
   check DIR|REPO [--json] [--precision bf16|fp32|fp8] [--gpu-int8 widen|keep] [--vae-tiles on|off]
-                 [--attention gemm|fused]
+                 [--attention gemm|fused] [--fused-blocks on|off]
                           read a model directory (or a repo's snapshot in the Hugging Face cache)
                           without rendering: per component its class, dtypes, tensors (used /
                           ignored), bytes; the sampler; the memory a render needs on each engine
@@ -44,8 +44,8 @@ commands:
 
 int threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-// `cuda`: the cuda session the memory rows are for (rgbaqd's --precision, --gpu-int8, --vae-tiles and
-// --attention).
+// `cuda`: the cuda session the memory rows are for (rgbaqd's --precision, --gpu-int8, --vae-tiles,
+// --attention and --fused-blocks).
 std::vector<engine::RenderMemory> memory_rows(const engine::ModelDirectory& model, const engine::EngineOptions& cuda) {
   return engine::estimate_render_memory(model, threads(), cuda);
 }
@@ -105,7 +105,7 @@ void print_check(const engine::ModelDirectory& model, const engine::EngineOption
 }
 
 int check_command(const std::vector<std::string>& words, std::ostream& out, std::ostream& err) {
-  const Arguments a(words, {"precision", "gpu-int8", "vae-tiles", "attention"}, {"json", "help"});
+  const Arguments a(words, {"precision", "gpu-int8", "vae-tiles", "attention", "fused-blocks"}, {"json", "help"});
   if (a.has("help")) {
     out << kModelHelp;
     return 0;
@@ -115,8 +115,9 @@ int check_command(const std::vector<std::string>& words, std::ostream& out, std:
   engine::EngineOptions cuda;
   cuda.precision = common::parse_option("precision", a.get("precision").value_or("bf16"), engine::parse_precision);
   cuda.gpu_int8 = common::parse_option("gpu-int8", a.get("gpu-int8").value_or("widen"), engine::parse_gpu_int8);
-  cuda.vae_tiles = common::parse_option("vae-tiles", a.get("vae-tiles").value_or("off"), engine::parse_vae_tiles);
+  cuda.vae_tiles = common::parse_option("vae-tiles", a.get("vae-tiles").value_or("off"), engine::parse_on_off);
   cuda.attention = common::parse_option("attention", a.get("attention").value_or("gemm"), engine::parse_attention_kernel);
+  cuda.fused_blocks = common::parse_option("fused-blocks", a.get("fused-blocks").value_or("off"), engine::parse_on_off);
   try {
     const auto model = engine::ModelDirectory::open(engine::resolve_model_argument(dir));
     if (a.has("json")) {

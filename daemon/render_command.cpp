@@ -25,7 +25,8 @@ namespace {
 
 constexpr const char* kHelp = R"(usage: rgbaqd render --model DIR --prompt TEXT [--seed S] [--size SIZE] -o FILE.png
                      [--engine auto|cpu|cuda] [--threads N] [--device N] [--precision bf16|fp32|fp8]
-                     [--gpu-int8 widen|keep] [--vae-tiles on|off] [--attention gemm|fused] [--gpu-memory GIB] [--lora NAME:W[;NAME:W] --lora-dir DIR ...]
+                     [--gpu-int8 widen|keep] [--vae-tiles on|off] [--attention gemm|fused]
+                     [--fused-blocks on|off] [--gpu-memory GIB] [--lora NAME:W[;NAME:W] --lora-dir DIR ...]
                      [--random-weights SEED]
 
 Renders one image with no queue: tokenize, encode, 8 Euler steps, decode, then an RGBA PNG with its
@@ -39,8 +40,9 @@ parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an 
   --lora L       LoRAs to apply, NAME:WEIGHT items separated by ";" (the prompt's <lora:NAME:W> tags
                  add to them); NAME is NAME.safetensors in a --lora-dir (repeatable)
   --device N, --precision bf16|fp32|fp8, --gpu-int8 widen|keep, --vae-tiles on|off,
-  --attention gemm|fused, --gpu-memory GIB: the cuda engine's device, GEMM precision, int8 weights,
-                 tiled VAE, attention kernel and memory budget (see rgbaqd --help)
+  --attention gemm|fused, --fused-blocks on|off, --gpu-memory GIB: the cuda engine's device, GEMM
+                 precision, int8 weights, tiled VAE, attention kernel, fused DiT passes and memory
+                 budget (see rgbaqd --help)
   --random-weights SEED  cuda only, for speed measurements: every weight random, made on the device,
                  not read from the model (whose files give only the shapes: make_tiny_model --dims real
                  --hollow writes such a model in moments); the image is noise
@@ -55,7 +57,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
   for (const auto& a : raw_args) args.push_back(a == "-o" ? "--output" : a);
   try {
     const common::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads", "device", "precision", "gpu-int8",
-                               "vae-tiles", "attention", "gpu-memory", "lora", "lora-dir", "random-weights"}, {"help"});
+                               "vae-tiles", "attention", "fused-blocks", "gpu-memory", "lora", "lora-dir", "random-weights"}, {"help"});
     if (a.has("help")) {
       out << kHelp;
       return 0;
@@ -98,8 +100,9 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     if (a.has("random-weights")) options.random_weights = a.get_u64("random-weights", 0);
     options.precision = common::parse_option("precision", a.get("precision").value_or("bf16"), engine::parse_precision);
     options.gpu_int8 = common::parse_option("gpu-int8", a.get("gpu-int8").value_or("widen"), engine::parse_gpu_int8);
-    options.vae_tiles = common::parse_option("vae-tiles", a.get("vae-tiles").value_or("off"), engine::parse_vae_tiles);
+    options.vae_tiles = common::parse_option("vae-tiles", a.get("vae-tiles").value_or("off"), engine::parse_on_off);
     options.attention = common::parse_option("attention", a.get("attention").value_or("gemm"), engine::parse_attention_kernel);
+    options.fused_blocks = common::parse_option("fused-blocks", a.get("fused-blocks").value_or("off"), engine::parse_on_off);
     std::unique_ptr<engine::Session> session;
     try {
       session = engine::Session::open(model, options);

@@ -36,7 +36,7 @@ AttentionKernel parse_attention_kernel(const std::string& name) {
 
 const char* attention_kernel_name(AttentionKernel a) { return a == AttentionKernel::kFused ? "fused" : "gemm"; }
 
-bool parse_vae_tiles(const std::string& value) {
+bool parse_on_off(const std::string& value) {
   if (value == "on") return true;
   if (value == "off") return false;
   throw std::invalid_argument("\"" + value + "\" is not one of on, off");

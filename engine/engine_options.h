@@ -1,7 +1,7 @@
 #pragma once
 // How a session opens its backend: which one, and the knobs each understands. A backend ignores the
 // knobs that are not its own (cpu: threads; cuda: device, gpu_int8, gpu_memory_gib, vae_tiles,
-// attention), except a precision only cuda computes in (fp8), which resolve_backend refuses for the
+// attention, fused_blocks), except a precision only cuda computes in (fp8), which resolve_backend refuses for the
 // others.
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +54,9 @@ struct EngineOptions {
   // one of its own of lora_cache_bytes.
   std::shared_ptr<LoraCache> lora_cache;
   AttentionKernel attention = AttentionKernel::kGemm;  // cuda
+  // cuda: each DiT block's Q|K|V and gate|up one GEMM each, and each gated residual with the norm after
+  // it one pass (engine/cuda/cuda_dit.h); opt-in until it has run on a GPU.
+  bool fused_blocks = false;
 };
 
 // What random weights add to a model's identity ("+random-weights-SEED", or nothing), so that neither an
@@ -74,7 +77,7 @@ const char* gpu_int8_name(GpuInt8 g);
 // "gemm" | "fused"; throws std::invalid_argument naming the value.
 AttentionKernel parse_attention_kernel(const std::string& name);
 const char* attention_kernel_name(AttentionKernel a);
-// --vae-tiles: "on" | "off"; throws std::invalid_argument naming the value.
-bool parse_vae_tiles(const std::string& value);
+// --vae-tiles, --fused-blocks: "on" | "off"; throws std::invalid_argument naming the value.
+bool parse_on_off(const std::string& value);
 
 }  // namespace rgbaq::engine

@@ -26,7 +26,7 @@ struct RenderMemory {
 };
 
 // For sizes 256, 512 and 1024 on each engine; `threads` sizes the per-thread scratch; `cuda` is the
-// cuda session's options (its precision, gpu_int8, vae_tiles and attention; the cpu decoder tiles by
+// cuda session's options (its precision, gpu_int8, vae_tiles, attention and fused_blocks; the cpu decoder tiles by
 // its map budget always).
 std::vector<RenderMemory> estimate_render_memory(const ModelDirectory& model, int threads, const EngineOptions& cuda = {});
 

@@ -48,6 +48,9 @@ options (each may also be set in the config file; flags win):
   --attention gemm|fused  cuda: the DiT's and the encoder's attention as query chunks through GEMMs
                           (default) or one fused kernel with no score matrix (bf16 only; never run
                           on a GPU yet, see README)
+  --fused-blocks on|off   cuda: each DiT block's to_q|to_k|to_v and MLP gate|up as one GEMM each, and
+                          each gated residual with the norm after it as one pass; off by default
+                          (never run on a GPU yet, see README)
   --gpu-memory GIB        cuda: device memory each session may use (default: what the device has
                           free, shared out equally between the sessions on it); when the weights do
                           not fit, DiT blocks stream from pinned host memory. At start each session
@@ -101,7 +104,7 @@ options (each may also be set in the config file; flags win):
                           database), make a new queue in it instead of refusing to start
   --config FILE           a JSON file with any of: {"model", "engine", "threads", "workers", "device",
                           "devices" ("all", "0,2" or a list of ordinals), "precision", "gpu_int8",
-                          "vae_tiles" (true or false), "attention", "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
+                          "vae_tiles" and "fused_blocks" (true or false), "attention", "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
                           "encoder_cache_mb", "encoder_cache_disk_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
                           "create_queue", "lora_dirs" (a list of folders), "lora_cache_mb", "http", "http_hosts"
@@ -210,6 +213,9 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "vae_tiles") {
       if (!value.is_boolean()) throw common::UsageError(file.string() + ": \"vae_tiles\" must be true or false");
       c.vae_tiles = value.get<bool>();
+    } else if (key == "fused_blocks") {
+      if (!value.is_boolean()) throw common::UsageError(file.string() + ": \"fused_blocks\" must be true or false");
+      c.fused_blocks = value.get<bool>();
     }
     else if (key == "gpu_memory_gib") {
       if (!value.is_number() || value.get<double>() < 0) {
@@ -311,6 +317,7 @@ engine::EngineOptions DaemonConfig::engine_options() const {
   o.device = device;
   o.gpu_memory_gib = gpu_memory_gib;
   o.vae_tiles = vae_tiles;
+  o.fused_blocks = fused_blocks;
   o.random_weights = random_weights;
   o.lora_cache_bytes = lora_cache_mb << 20;
   o.precision = common::parse_option("precision", precision, engine::parse_precision);
@@ -331,7 +338,7 @@ storage::StoreOptions DaemonConfig::store_options() const {
 
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
-                         {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-int8", "vae-tiles", "attention", "gpu-memory", "socket", "data-dir",
+                         {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-int8", "vae-tiles", "attention", "fused-blocks", "gpu-memory", "socket", "data-dir",
                           "queue", "max-attempts", "encoder-cache-mb", "encoder-cache-disk-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
                           "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host",
@@ -360,7 +367,8 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (const auto v = a.get("precision")) c.precision = *v;
   if (const auto v = a.get("gpu-int8")) c.gpu_int8 = *v;
   if (const auto v = a.get("attention")) c.attention = *v;
-  if (const auto v = a.get("vae-tiles")) c.vae_tiles = common::parse_option("vae-tiles", *v, engine::parse_vae_tiles);
+  if (const auto v = a.get("vae-tiles")) c.vae_tiles = common::parse_option("vae-tiles", *v, engine::parse_on_off);
+  if (const auto v = a.get("fused-blocks")) c.fused_blocks = common::parse_option("fused-blocks", *v, engine::parse_on_off);
   if (const auto v = a.get("gpu-memory")) c.gpu_memory_gib = parse_gpu_memory(*v);
   if (a.has("random-weights")) c.random_weights = a.get_u64("random-weights", 0);
   if (const auto v = a.get("socket")) c.socket_path = made_absolute(*v);

@@ -28,6 +28,7 @@ struct DaemonConfig {
   double gpu_memory_gib = 0;           // cuda: 0 = what the device has
   bool vae_tiles = false;              // cuda: the VAE decoded tile by tile (EngineOptions::vae_tiles)
   std::string attention = "gemm";      // cuda: gemm | fused (EngineOptions::attention)
+  bool fused_blocks = false;           // cuda: EngineOptions::fused_blocks
   std::optional<uint64_t> random_weights;  // cuda, a flag only: EngineOptions::random_weights (benchmarks)
   std::filesystem::path socket_path;   // default: paths::default_socket_path()
   std::filesystem::path data_dir;      // queue.db, cache/, logs/; default: paths::default_data_dir()

@@ -22,9 +22,9 @@ std::vector<const Tensor*> block_linears(const cpu::Dit::Block& b) {
 }  // namespace
 
 CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, LinearRunner& linears,
-                 cudaStream_t stream, bool stream_blocks, bool fused_attention)
+                 cudaStream_t stream, bool stream_blocks, bool fused_attention, bool fused_blocks)
     : config_(config), arena_(source.arena()), linears_(linears), gemm_(linears.gemm()), stream_(stream),
-      type_(source.type()), esize_(element_size(type_)), fused_attention_(fused_attention) {
+      type_(source.type()), esize_(element_size(type_)), fused_attention_(fused_attention), fused_blocks_(fused_blocks) {
   if (fused_attention) {
     AttentionArgs shape;
     shape.ldq = shape.ldk = shape.ldv = shape.ldo = config.dim();
@@ -53,17 +53,33 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
     dev.norm_q = source.vector(b ? &b->norm_q : nullptr, config.head_dim, name + " norm_q");
     dev.norm_k = source.vector(b ? &b->norm_k : nullptr, config.head_dim, name + " norm_k");
     const std::vector<const Tensor*> linears = b ? block_linears(*b) : std::vector<const Tensor*>(kDitBlockLinears, nullptr);
+    // Fused, the first of a stack (Q|K|V, gate|up) holds it all and the others stay empty.
+    const auto stack_of = [&](int j) -> std::vector<const Tensor*> {
+      if (!fused_blocks) return {linears[j]};
+      if (j == kToQ) return {linears[kToQ], linears[kToK], linears[kToV]};
+      if (j == kMlpGate) return {linears[kMlpGate], linears[kMlpProj]};
+      if (j == kToK || j == kToV || j == kMlpProj) return {};
+      return {linears[j]};
+    };
+    const auto stack_name = [&](int j) {
+      return name + (!fused_blocks ? " linears" : j == kToQ ? " to_q|to_k|to_v" : j == kMlpGate ? " MLP gate|up" : " linears");
+    };
+    if (stream_blocks) staged.emplace_back();  // each linear's parts in its format, in order (BlockStreamer packs them)
     for (int j = 0; j < kDitBlockLinears; ++j) {
-      const Tensor* t = linears[j];
-      dev.formats.push_back(source.format_of(t, true));
-      if (!stream_blocks) dev.linears.push_back(source.linear(t, shapes[j][0], shapes[j][1], true, name + " linears"));
-    }
-    if (stream_blocks) {  // each linear's parts in its format, in order (BlockStreamer packs them)
-      staged.emplace_back();
-      for (int j = 0; j < kDitBlockLinears; ++j) {
-        dev.first_part.push_back(static_cast<int>(staged.back().size()));
-        for (auto& part : staged_parts(*linears[j], dev.formats[j], type_, name + " linears")) staged.back().push_back(std::move(part));
+      const std::vector<const Tensor*> stack = stack_of(j);
+      dev.formats.push_back(source.format_of(linears[j], true));
+      dev.linears.emplace_back();
+      dev.first_part.push_back(stream_blocks ? static_cast<int>(staged.back().size()) : 0);
+      if (stack.empty()) continue;
+      if (!stream_blocks) {
+        dev.linears.back() = stack.size() == 1 ? source.linear(stack[0], shapes[j][0], shapes[j][1], true, stack_name(j))
+                                               : source.stacked_linear(stack, shapes[j][0], shapes[j][1], true, stack_name(j));
+        continue;
       }
+      std::vector<LinearFormat> formats;
+      for (const Tensor* t : stack) formats.push_back(source.format_of(t, true));
+      require_one_format(formats, stack_name(j));
+      for (auto& part : staged_stack(stack, dev.formats[j], type_, stack_name(j))) staged.back().push_back(std::move(part));
     }
     blocks_.push_back(std::move(dev));
   }
@@ -115,16 +131,21 @@ void CudaDit::set_loras(const LoraSet& set) {
   lora_terms_ = std::move(device_terms);
 }
 
-void CudaDit::project(int index, const void* x, int64_t rows, const LinearView& w, int64_t out, int64_t in, float* y) {
-  linears_.run(w, x, rows, out, in, y);
-  for (const DeviceLoraTerm& t : lora_terms_[static_cast<size_t>(index)]) {
-    const size_t need = static_cast<size_t>(rows * t.rank);
-    arena_.ensure(lora_mid_, need * sizeof(float), "DiT LoRA x A^T");
-    arena_.ensure(lora_mid_t_, need * esize_, "DiT LoRA x A^T");
-    gemm_.linear(type_, x, rows, t.down, t.rank, in, lora_mid_.as<float>());            // [rows, rank] = x A^T
-    convert(lora_mid_.as<float>(), rows * t.rank, lora_mid_t_.get(), type_, stream_);  // the second GEMM's type
-    // y += scale * (x A^T) B^T: B [out, rank] as a Linear weight, accumulated (beta 1).
-    gemm_.run({rows, out, t.rank, t.rank, t.rank, out, true, 1, 0, 0, 0}, type_, lora_mid_t_.get(), t.up, y, t.scale, 1.0f);
+void CudaDit::project(int index, const void* x, int64_t rows, const LinearView& w, int64_t out, int64_t in, float* y,
+                      int stacked) {
+  const int64_t ld = stacked * out;
+  linears_.run(w, x, rows, ld, in, y);
+  for (int part = 0; part < stacked; ++part) {
+    for (const DeviceLoraTerm& t : lora_terms_[static_cast<size_t>(index + part)]) {
+      const size_t need = static_cast<size_t>(rows * t.rank);
+      arena_.ensure(lora_mid_, need * sizeof(float), "DiT LoRA x A^T");
+      arena_.ensure(lora_mid_t_, need * esize_, "DiT LoRA x A^T");
+      gemm_.linear(type_, x, rows, t.down, t.rank, in, lora_mid_.as<float>());            // [rows, rank] = x A^T
+      convert(lora_mid_.as<float>(), rows * t.rank, lora_mid_t_.get(), type_, stream_);  // the second GEMM's type
+      // y += scale * (x A^T) B^T: B [out, rank] as a Linear weight, accumulated (beta 1) into this part's columns.
+      gemm_.run({rows, out, t.rank, t.rank, t.rank, ld, true, 1, 0, 0, 0}, type_, lora_mid_t_.get(), t.up, y + part * out,
+                t.scale, 1.0f);
+    }
   }
 }
 
@@ -160,7 +181,7 @@ void CudaDit::ensure_workspace(int64_t rows, int64_t keys) {
   // The plan's buffers, in its order (workspace_plan.h: what the session's fit check counted).
   DeviceBuffer* buffers[] = {&x_,     &h_,     &qf_,    &q_,      &k_,      &v_,      &attn_, &attn_t_, &delta_,
                              &gate_,  &up_,    &mlp_t_, &scores_, &probs_,  &tokens_, &txt_,  &vel_};
-  const auto plan = dit_workspace(config_, static_cast<int64_t>(esize_), r, k, fused_attention_);
+  const auto plan = dit_workspace(config_, static_cast<int64_t>(esize_), r, k, fused_attention_, fused_blocks_);
   if (plan.size() != std::size(buffers)) throw std::logic_error("CudaDit: the workspace plan has another shape");
   for (size_t i = 0; i < plan.size(); ++i) arena_.ensure(*buffers[i], static_cast<size_t>(plan[i].bytes), plan[i].what);
   score_elements_ = fused_attention_ ? 0 : attention_score_elements(config_.heads, r, k, kDitScoreBudget);
@@ -168,8 +189,13 @@ void CudaDit::ensure_workspace(int64_t rows, int64_t keys) {
   ws_keys_ = k;
 }
 
+void CudaDit::norm_rows(int64_t rows, const RowScales& scales) {
+  layer_norm_modulate(x_.as<float>(), rows, config_.dim(), static_cast<float>(config_.eps), scales.text, scales.image,
+                      scales.text_rows, h_.get(), type_, stream_);
+}
+
 void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows,
-                        bool store) {
+                        bool store, const RowScales* next) {
   const int64_t dim = config_.dim(), mlp = dim * config_.mlp_ratio, keys = prefix_rows + rows;
   const float eps = static_cast<float>(config_.eps);
   const int device = arena_.device();
@@ -179,16 +205,27 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
   auto* k = static_cast<char*>(k_.get());
   auto* v = static_cast<char*>(v_.get());
   const size_t row_bytes = static_cast<size_t>(dim) * esize_;
+  const Block& b = blocks_[i];
 
-  layer_norm_modulate(x_.as<float>(), rows, dim, eps, tmod, imod, text_rows, h_.get(), type_, stream_);
-  project(dit_linear_index(i, kToQ), h_.get(), rows, linear(i, kToQ, streamed), dim, dim, qf_.as<float>());
-  head_norm_rope(qf_.as<float>(), dim, rows, config_.heads, config_.head_dim, blocks_[i].norm_q.as<float>(), eps, cos, sin,
-                 true, q_.get(), dim, type_, stream_);
-  project(dit_linear_index(i, kToK), h_.get(), rows, linear(i, kToK, streamed), dim, dim, qf_.as<float>());
-  head_norm_rope(qf_.as<float>(), dim, rows, config_.heads, config_.head_dim, blocks_[i].norm_k.as<float>(), eps, cos, sin,
-                 true, k + prefix_rows * row_bytes, dim, type_, stream_);
-  project(dit_linear_index(i, kToV), h_.get(), rows, linear(i, kToV, streamed), dim, dim, qf_.as<float>());
-  convert(qf_.as<float>(), rows * dim, v + prefix_rows * row_bytes, type_, stream_);
+  if (fused_blocks_) {  // h_ holds this block's normed rows already (the pass before it); Q|K|V one GEMM
+    float* qkv = gate_.as<float>();
+    project(dit_linear_index(i, kToQ), h_.get(), rows, linear(i, kToQ, streamed), dim, dim, qkv, 3);
+    head_norm_rope(qkv, 3 * dim, rows, config_.heads, config_.head_dim, b.norm_q.as<float>(), eps, cos, sin, true, q_.get(), dim,
+                   type_, stream_);
+    head_norm_rope(qkv + dim, 3 * dim, rows, config_.heads, config_.head_dim, b.norm_k.as<float>(), eps, cos, sin, true,
+                   k + prefix_rows * row_bytes, dim, type_, stream_);
+    convert_rows(qkv + 2 * dim, 3 * dim, rows, dim, v + prefix_rows * row_bytes, dim, type_, stream_);
+  } else {
+    norm_rows(rows, {tmod, imod, text_rows});
+    project(dit_linear_index(i, kToQ), h_.get(), rows, linear(i, kToQ, streamed), dim, dim, qf_.as<float>());
+    head_norm_rope(qf_.as<float>(), dim, rows, config_.heads, config_.head_dim, b.norm_q.as<float>(), eps, cos, sin, true,
+                   q_.get(), dim, type_, stream_);
+    project(dit_linear_index(i, kToK), h_.get(), rows, linear(i, kToK, streamed), dim, dim, qf_.as<float>());
+    head_norm_rope(qf_.as<float>(), dim, rows, config_.heads, config_.head_dim, b.norm_k.as<float>(), eps, cos, sin, true,
+                   k + prefix_rows * row_bytes, dim, type_, stream_);
+    project(dit_linear_index(i, kToV), h_.get(), rows, linear(i, kToV, streamed), dim, dim, qf_.as<float>());
+    convert(qf_.as<float>(), rows * dim, v + prefix_rows * row_bytes, type_, stream_);
+  }
   const size_t prefix_bytes = static_cast<size_t>(text_len_) * row_bytes;
   if (prefix_rows > 0) {  // this block's text keys/values, computed once per image
     RGBAQ_CUDA_CHECK(cudaMemcpyAsync(k, static_cast<char*>(prefix_k_.get()) + i * prefix_bytes, prefix_rows * row_bytes,
@@ -217,16 +254,41 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
     convert(attn_.as<float>(), rows * dim, attn_t_.get(), type_, stream_);
   }
   project(dit_linear_index(i, kToOut), attn_t_.get(), rows, linear(i, kToOut, streamed), dim, dim, delta_.as<float>());
-  gated_residual(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + dim, imod + dim, text_rows, stream_);
-
-  layer_norm_modulate(x_.as<float>(), rows, dim, eps, tmod + 2 * dim, imod + 2 * dim, text_rows, h_.get(), type_, stream_);
-  project(dit_linear_index(i, kMlpGate), h_.get(), rows, linear(i, kMlpGate, streamed), mlp, dim, gate_.as<float>());
-  project(dit_linear_index(i, kMlpProj), h_.get(), rows, linear(i, kMlpProj, streamed), mlp, dim, up_.as<float>());
-  swiglu(gate_.as<float>(), up_.as<float>(), rows * mlp, mlp_t_.get(), type_, stream_);
+  const RowScales mlp_norm{tmod + 2 * dim, imod + 2 * dim, text_rows};
+  if (fused_blocks_) {  // the residual and the MLP's norm in one pass; gate|up one GEMM
+    gated_residual_norm(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + dim, imod + dim, text_rows, eps, mlp_norm.text,
+                        mlp_norm.image, mlp_norm.text_rows, h_.get(), type_, stream_);
+    project(dit_linear_index(i, kMlpGate), h_.get(), rows, linear(i, kMlpGate, streamed), mlp, dim, gate_.as<float>(), 2);
+    swiglu_rows(gate_.as<float>(), rows, mlp, mlp_t_.get(), type_, stream_);
+  } else {
+    gated_residual(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + dim, imod + dim, text_rows, stream_);
+    norm_rows(rows, mlp_norm);
+    project(dit_linear_index(i, kMlpGate), h_.get(), rows, linear(i, kMlpGate, streamed), mlp, dim, gate_.as<float>());
+    project(dit_linear_index(i, kMlpProj), h_.get(), rows, linear(i, kMlpProj, streamed), mlp, dim, up_.as<float>());
+    swiglu(gate_.as<float>(), up_.as<float>(), rows * mlp, mlp_t_.get(), type_, stream_);
+  }
   project(dit_linear_index(i, kMlpOut), mlp_t_.get(), rows, linear(i, kMlpOut, streamed), dim, mlp, delta_.as<float>());
-  gated_residual(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + 3 * dim, imod + 3 * dim, text_rows, stream_);
+  if (fused_blocks_ && next) {
+    gated_residual_norm(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + 3 * dim, imod + 3 * dim, text_rows, eps, next->text,
+                        next->image, next->text_rows, h_.get(), type_, stream_);
+  } else {
+    gated_residual(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + 3 * dim, imod + 3 * dim, text_rows, stream_);
+  }
   if (streamer_) streamer_->end_block(i);
   check_launch(device, "a DiT block's kernels");
+}
+
+// The blocks over x_'s rows (see run_block): fused, each block's last pass norms the rows for the next
+// (the first block's norm before the loop, and the last block's with `after`, when given, for what
+// follows the blocks); unfused, each block norms its own input and `after` is left to the caller.
+void CudaDit::run_blocks(int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows, bool store,
+                         const RowScales* after) {
+  const RowScales first{text_mod_.as<float>(), image_mod_.as<float>(), text_rows};
+  if (fused_blocks_) norm_rows(rows, first);
+  for (int i = 0; i < config_.layers; ++i) {
+    run_block(i, rows, text_rows, cos, sin, prefix_rows, store, i + 1 < config_.layers ? &first : after);
+  }
+  if (!fused_blocks_ && after) norm_rows(rows, *after);
 }
 
 void CudaDit::reserve(int64_t text_tokens, int64_t image_tokens) {
@@ -260,11 +322,13 @@ void CudaDit::begin_image(const Tensor& txt_feats, const host::RopeTensors& rope
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(txt_.get(), txt_feats.f32(), txt_feats.nbytes(), cudaMemcpyHostToDevice, stream_), device);
   rms_norm(txt_.as<float>(), l, config_.context_dim, text_norm_.as<float>(), 1.0f, static_cast<float>(config_.eps), h_.get(),
            type_, stream_);
-  project(kTxtIn, h_.get(), l, txt_in_.view(), dim, config_.context_dim, qf_.as<float>());
-  gelu_tanh(qf_.as<float>(), l * dim, attn_t_.get(), type_, stream_);
+  float* txt_hidden = fused_blocks_ ? gate_.as<float>() : qf_.as<float>();  // fused: no projections buffer
+  project(kTxtIn, h_.get(), l, txt_in_.view(), dim, config_.context_dim, txt_hidden);
+  gelu_tanh(txt_hidden, l * dim, attn_t_.get(), type_, stream_);
   project(kTxtOut, attn_t_.get(), l, txt_out_.view(), dim, dim, x_.as<float>());
-  // The text rows use the text modulation whatever image_mod_ holds (text_rows = rows).
-  for (int i = 0; i < config_.layers; ++i) run_block(i, l, l, txt_cos_.as<float>(), txt_sin_.as<float>(), 0, true);
+  // The text rows use the text modulation whatever image_mod_ holds (text_rows = rows); the last
+  // block's output is not read (only its keys and values are kept).
+  run_blocks(l, l, txt_cos_.as<float>(), txt_sin_.as<float>(), 0, true, nullptr);
   // The host's inputs may go once this returns.
   RGBAQ_CUDA_CHECK(cudaStreamSynchronize(stream_), device);
 }
@@ -276,9 +340,9 @@ void CudaDit::step(const Tensor& img_tokens, float t, float* vel) {
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(tokens_.get(), img_tokens.f32(), img_tokens.nbytes(), cudaMemcpyHostToDevice, stream_), device);
   convert(tokens_.as<float>(), n * 64, h_.get(), type_, stream_);
   project(kImgIn, h_.get(), n, img_in_.view(), dim, 64, x_.as<float>());
-  for (int i = 0; i < config_.layers; ++i) run_block(i, n, 0, img_cos_.as<float>(), img_sin_.as<float>(), text_len_, false);
   const float* final_scale = image_mod_.as<float>() + 4 * dim;
-  layer_norm_modulate(x_.as<float>(), n, dim, static_cast<float>(config_.eps), final_scale, final_scale, 0, h_.get(), type_, stream_);
+  const RowScales final_norm{final_scale, final_scale, 0};
+  run_blocks(n, 0, img_cos_.as<float>(), img_sin_.as<float>(), text_len_, false, &final_norm);
   project(kProjOut, h_.get(), n, proj_out_.view(), 64, dim, vel_.as<float>());
   check_launch(device, "the DiT's output kernels");
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(vel, vel_.get(), static_cast<size_t>(n) * 64 * sizeof(float), cudaMemcpyDeviceToHost, stream_), device);

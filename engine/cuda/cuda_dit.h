@@ -28,8 +28,11 @@ class CudaDit {
   // The weights from `source`: dit's checked views (the CPU object only lends them; it may be dropped
   // after), or random ones (their formats from dit's views, or dense when dit is null; blocks resident).
   // `fused_attention`: flash_attention.h's kernel instead of attention.h's GEMMs (bf16 only).
+  // `fused_blocks` (--fused-blocks): each block's to_q|to_k|to_v and gate|up stacked into one Linear
+  // each at open (one GEMM, any format, resident or streamed; refused when a stack mixes formats), and
+  // each gated residual and the norm after it one pass (kernels.h's gated_residual_norm).
   CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, LinearRunner& linears, cudaStream_t stream,
-          bool stream_blocks, bool fused_attention = false);
+          bool stream_blocks, bool fused_attention = false, bool fused_blocks = false);
 
   void begin_image(const Tensor& txt_feats, const host::RopeTensors& rope);
   // vel [N, 64] into `vel` (host); waits for the device.
@@ -47,19 +50,32 @@ class CudaDit {
 
  private:
   struct Block {
-    std::vector<DeviceLinear> linears;  // resident: to_q, to_k, to_v, to_out, gate, proj, out
+    std::vector<DeviceLinear> linears;  // resident: to_q, to_k, to_v, to_out, gate, proj, out (fused: stacks in to_q, gate)
     std::vector<LinearFormat> formats;  // each linear's, resident or streamed
     std::vector<int> first_part;        // streamed: each linear's first part in the block's parts
     DeviceBuffer norm_q, norm_k;
   };
+  // The scales a norm of the rows applies (layer_norm_modulate's): text below text_rows, else image.
+  struct RowScales {
+    const float* text;
+    const float* image;
+    int64_t text_rows;
+  };
   void modulation(float t, float* out);
   void ensure_workspace(int64_t rows, int64_t keys);
+  // h_ = the norm of x_'s first `rows` rows with `scales`.
+  void norm_rows(int64_t rows, const RowScales& scales);
   // One block over `rows` rows of x_ (see cpu::Dit::run_block); prefix K/V of block i prepended when
-  // prefix_rows > 0, this block's text K/V stored when `store`.
-  void run_block(int i, int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows, bool store);
+  // prefix_rows > 0, this block's text K/V stored when `store`. Fused blocks: h_ comes normed, and the
+  // block leaves the norm of its output with `next` in h_ (when given).
+  void run_block(int i, int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows, bool store,
+                 const RowScales* next);
+  void run_blocks(int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows, bool store,
+                  const RowScales* after);
   LinearView linear(int block, int which, const std::vector<const void*>* streamed) const;
-  // y[rows, out] = x W^T plus Linear `index`'s LoRA terms (dit_linear_index order); x in the GEMM type.
-  void project(int index, const void* x, int64_t rows, const LinearView& w, int64_t out, int64_t in, float* y);
+  // y[rows, stacked out] = x W^T plus the LoRA terms of Linears index .. index + stacked - 1
+  // (dit_linear_index order), each in its `out` columns; x in the GEMM type.
+  void project(int index, const void* x, int64_t rows, const LinearView& w, int64_t out, int64_t in, float* y, int stacked = 1);
 
   // One adapter's matrices on the device, by module (LoraModule addresses stay valid: `adapter` holds them).
   struct DeviceLora {
@@ -83,7 +99,7 @@ class CudaDit {
   cudaStream_t stream_;
   ElementType type_;
   size_t esize_;
-  bool fused_attention_ = false;
+  bool fused_attention_ = false, fused_blocks_ = false;
   DeviceLinear img_in_, txt_in_, txt_out_, time_1_, time_2_, modulation_, norm_out_, proj_out_;
   DeviceBuffer text_norm_;
   std::vector<Block> blocks_;

@@ -18,6 +18,7 @@ CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options
       type_(options.precision == Precision::kFp32 ? ElementType::kF32 : ElementType::kBf16),
       formats_{options.precision == Precision::kFp8, options.gpu_int8 == GpuInt8::kKeep},
       fused_attention_(options.attention == AttentionKernel::kFused),
+      fused_blocks_(options.fused_blocks),
       text_config_(load_text_encoder_config(model.text_encoder_dir() / "config.json")),
       text_weights_(WeightStore::open(model.text_encoder_dir())) {
   RGBAQ_CUDA_CHECK(cudaSetDevice(device_), device_);
@@ -79,7 +80,7 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   keeps_int8_ = formats_.keep_int8 && (dit_int8_ || encoder_int8_);
   // What the session holds beside its weights at the largest render the contract allows (the daemon's
   // workers reserve it at start): weights that fit only without it would run out at the first decode.
-  const WorkspaceChoices choices{formats_, dit_int8_, encoder_int8_, options.vae_tiles, fused_attention_};
+  const WorkspaceChoices choices{formats_, dit_int8_, encoder_int8_, options.vae_tiles, fused_attention_, fused_blocks_};
   const size_t reserve = static_cast<size_t>(session_workspace_bytes(text_config_, dit_config, vae_config, e,
                                                                      host::kMaxTextTokens, host::kMaxFullTokens,
                                                                      host::kMaxImageTokens, choices));
@@ -96,7 +97,8 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
                     " of workspace do not fit the session's " + gib_string(arena_->budget()));
   }
   WeightSource source(*arena_, type_, stream_, formats_, random, options.random_weights.value_or(0));
-  dit_ = std::make_unique<CudaDit>(dit_config, &dit_views, source, *linears_, stream_, stream_blocks, fused_attention_);
+  dit_ = std::make_unique<CudaDit>(dit_config, &dit_views, source, *linears_, stream_, stream_blocks, fused_attention_,
+                                   fused_blocks_);
   vae_ = std::make_unique<CudaVae>(*vae_views, source, *gemm_, stream_, options.vae_tiles);
   vae_views.reset();  // its widened fp32 copies are on the device now
   planned_weight_bytes_ = kept_bytes + (stream_blocks ? 0 : blocks_bytes);
@@ -129,6 +131,7 @@ std::string CudaGraphs::device_description() const {
   return std::string(prop.name) + " (device " + std::to_string(device_) + ", sm_" + std::to_string(prop.major) +
          std::to_string(prop.minor) + ", " + gib_string(prop.totalGlobalMem) + "), " +
          precision_name(precision_) + (keeps_int8_ ? ", int8 weights kept" : "") + (fused_attention_ ? ", fused attention" : "") +
+         (fused_blocks_ ? ", fused blocks" : "") +
          (dit_ && dit_->streams_blocks() ? ", DiT blocks streamed" : "");
 }
 

@@ -64,6 +64,7 @@ class CudaGraphs final : public Graphs {
   ElementType type_;
   LinearFormats formats_;
   bool fused_attention_;  // --attention fused
+  bool fused_blocks_;     // --fused-blocks on
   bool dit_int8_ = false, encoder_int8_ = false;  // some of their Linears are stored int8
   bool keeps_int8_ = false;                       // and stay int8 on the device
   size_t encoder_bytes_ = 0;  // the encoder's weights as planned, for the per-prompt upload's check

@@ -29,6 +29,29 @@ std::vector<std::vector<uint8_t>> staged_parts(const Tensor& t, LinearFormat for
   return {host_bytes(t, type)};
 }
 
+void require_one_format(const std::vector<LinearFormat>& formats, const std::string& what) {
+  const auto name = [](LinearFormat f) {
+    return f == LinearFormat::kInt8Blocks ? "int8 kept" : f == LinearFormat::kFp8Rows ? "fp8" : "dense";
+  };
+  for (LinearFormat f : formats) {
+    if (f == formats.front()) continue;
+    std::string list;
+    for (LinearFormat g : formats) list += std::string(list.empty() ? "" : ", ") + name(g);
+    throw std::invalid_argument(what + ": --fused-blocks makes these Linears one GEMM, so they must share a format, but they are " +
+                                list + " (quantize them alike, or --fused-blocks off)");
+  }
+}
+
+std::vector<std::vector<uint8_t>> staged_stack(const std::vector<const Tensor*>& ts, LinearFormat format, ElementType type,
+                                               const std::string& what) {
+  std::vector<std::vector<uint8_t>> stack(static_cast<size_t>(parts_of(format)));
+  for (const Tensor* t : ts) {
+    auto parts = staged_parts(*t, format, type, what);
+    for (size_t p = 0; p < stack.size(); ++p) stack[p].insert(stack[p].end(), parts[p].begin(), parts[p].end());
+  }
+  return stack;
+}
+
 LinearView view_of_parts(LinearFormat f, const void* const* parts) {
   return {f, parts[0], parts_of(f) > 1 ? parts[1] : nullptr};
 }

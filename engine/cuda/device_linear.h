@@ -36,6 +36,13 @@ struct DeviceLinear {
 // format has them (parts_of). Bit for bit what WeightSource::linear uploads; `what` names it in errors.
 std::vector<std::vector<uint8_t>> staged_parts(const Tensor& t, LinearFormat format, ElementType type, const std::string& what);
 inline int parts_of(LinearFormat f) { return f == LinearFormat::kDense ? 1 : 2; }
+// Linears [out_i, in] of one format stacked by rows into one [sum out_i, in] (--fused-blocks: Q|K|V and
+// gate|up each one GEMM). Every format keeps an output row's values, and its scales, in row order, so a
+// stack is each part's bytes one Linear after the other: staged_parts' here, the device's in
+// WeightSource::stacked_linear. Throws, naming `what` and the formats, when they differ.
+void require_one_format(const std::vector<LinearFormat>& formats, const std::string& what);
+std::vector<std::vector<uint8_t>> staged_stack(const std::vector<const Tensor*>& ts, LinearFormat format, ElementType type,
+                                               const std::string& what);
 LinearView view_of_parts(LinearFormat f, const void* const* parts);
 
 class LinearRunner {

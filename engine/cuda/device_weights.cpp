@@ -103,6 +103,32 @@ DeviceLinear WeightSource::linear(const Tensor* host, int64_t out, int64_t in, b
   return l;
 }
 
+DeviceLinear WeightSource::stacked_linear(const std::vector<const Tensor*>& hosts, int64_t out, int64_t in, bool block,
+                                          const std::string& what) {
+  std::vector<LinearFormat> formats;
+  for (const Tensor* h : hosts) formats.push_back(format_of(h, block));
+  require_one_format(formats, what);
+  std::vector<DeviceLinear> each;
+  for (const Tensor* h : hosts) each.push_back(linear(h, out, in, block, what));
+  DeviceLinear stack;
+  stack.format = formats.front();
+  const auto fill = [&](DeviceBuffer DeviceLinear::*part, const std::string& name) {
+    const size_t bytes = (each.front().*part).bytes();
+    if (bytes == 0) return;
+    stack.*part = arena_.allocate(bytes * each.size(), name);
+    for (size_t i = 0; i < each.size(); ++i) {
+      check(cudaMemcpyAsync(static_cast<char*>((stack.*part).get()) + i * bytes, (each[i].*part).get(), bytes,
+                            cudaMemcpyDeviceToDevice, stream_),
+            arena_.device(), ("stacking " + name).c_str());
+    }
+  };
+  fill(&DeviceLinear::values, what);
+  fill(&DeviceLinear::scales, what + " scales");
+  // `each` goes when this returns: the copies that read it must be done. Its bytes were counted once.
+  check(cudaStreamSynchronize(stream_), arena_.device(), ("stacking " + what).c_str());
+  return stack;
+}
+
 // The stored values go up as they are (bf16, fp32; f16 widened; int8 with its scales, dequantized there
 // to the exact fp32 q * s), then one kernel writes each row's codes and scale: the same math as the
 // host's fp8::quantize_rows on to_f32_vector(), so streamed and resident fp8 weights are the same bytes.

@@ -44,6 +44,10 @@ class WeightSource {
   // A Linear [out, in] in its format: dense as `matrix`; int8 as stored; fp8 made on the device from
   // the stored values (the host's fp8::quantize_rows bit for bit). `host` may be null only when random.
   DeviceLinear linear(const Tensor* host, int64_t out, int64_t in, bool block, const std::string& what);
+  // Linears [out, in] each, one format (require_one_format), stacked by rows into one [n out, in]
+  // (device_linear.h's staged_stack, on the device): each made as `linear` makes it, then copied in.
+  DeviceLinear stacked_linear(const std::vector<const Tensor*>& hosts, int64_t out, int64_t in, bool block,
+                              const std::string& what);
   // The bytes of every weight made so far (weight_plan.h counts the same).
   size_t weight_bytes() const { return weight_bytes_; }
   // A [out, in] matrix in the GEMM type, from `host` (a tensor or widened values) unless random.

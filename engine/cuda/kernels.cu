@@ -28,6 +28,12 @@ int blocks_for(int64_t n) {
   return static_cast<int>(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
 }
 
+// Row kernels' grid: columns in blocks of kThreads, a row per y (rows past 65535 loop).
+dim3 row_grid(int64_t rows, int64_t cols) {
+  const int64_t x = std::min<int64_t>((cols + kThreads - 1) / kThreads, 65535), y = std::min<int64_t>(rows, 65535);
+  return dim3(static_cast<unsigned>(std::max<int64_t>(x, 1)), static_cast<unsigned>(std::max<int64_t>(y, 1)));
+}
+
 // Sum of v over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
 __device__ float block_sum(float v) {
   __shared__ float partial[32];
@@ -102,20 +108,23 @@ __global__ void head_norm_rope_kernel(const float* in, int64_t ld_in, int64_t ro
   }
 }
 
+// One row of layer_norm_modulate by the whole block (the fused kernel below shares it, bit for bit).
 template <typename T>
-__global__ void layer_norm_modulate_kernel(const float* x, int64_t dim, float eps, const float* text_scale,
-                                           const float* image_scale, int64_t text_rows, T* out) {
-  const float* xr = x + blockIdx.x * dim;
+__device__ void layer_norm_modulate_row(const float* xr, int64_t dim, float eps, const float* scale, T* out) {
   float sum = 0;
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum += xr[i];
   const float mean = block_sum(sum) / static_cast<float>(dim);
   float sq = 0;
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sq += (xr[i] - mean) * (xr[i] - mean);
   const float inv = math::rms_inverse(block_sum(sq), static_cast<double>(dim), eps);
-  const float* scale = static_cast<int64_t>(blockIdx.x) < text_rows ? text_scale : image_scale;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-    store(out + blockIdx.x * dim + i, math::modulated(math::layer_normed(xr[i], mean, inv), scale[i]));
-  }
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) store(out + i, math::modulated(math::layer_normed(xr[i], mean, inv), scale[i]));
+}
+
+template <typename T>
+__global__ void layer_norm_modulate_kernel(const float* x, int64_t dim, float eps, const float* text_scale,
+                                           const float* image_scale, int64_t text_rows, T* out) {
+  const int64_t r = blockIdx.x;
+  layer_norm_modulate_row(x + r * dim, dim, eps, r < text_rows ? text_scale : image_scale, out + r * dim);
 }
 
 __global__ void gated_residual_kernel(float* x, const float* delta, int64_t rows, int64_t dim, const float* text_gate,
@@ -126,9 +135,41 @@ __global__ void gated_residual_kernel(float* x, const float* delta, int64_t rows
   }
 }
 
+// One block per row: the residual update, then the next norm over the row just written. Each thread
+// reads back only the values it wrote itself, so no barrier is needed between the two.
+template <typename T>
+__global__ void gated_residual_norm_kernel(float* x, const float* delta, int64_t dim, const float* text_gate,
+                                           const float* image_gate, int64_t text_rows, float eps, const float* text_scale,
+                                           const float* image_scale, int64_t scale_text_rows, T* out) {
+  const int64_t r = blockIdx.x;
+  float* xr = x + r * dim;
+  const float* dr = delta + r * dim;
+  const float* gate = r < text_rows ? text_gate : image_gate;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) xr[i] = math::gated_residual(xr[i], gate[i], dr[i]);
+  layer_norm_modulate_row(xr, dim, eps, r < scale_text_rows ? text_scale : image_scale, out + r * dim);
+}
+
 template <typename T>
 __global__ void swiglu_kernel(const float* gate, const float* up, int64_t n, T* out) {
   GRID_STRIDE(i, n) store(out + i, math::swiglu(gate[i], up[i]));
+}
+// Rows of [gate | up] (each `half` wide) as one GEMM wrote them; a row per blockIdx.y (no division).
+template <typename T>
+__global__ void swiglu_rows_kernel(const float* gate_up, int64_t rows, int64_t half, T* out) {
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const float* g = gate_up + r * 2 * half;
+    for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < half; c += int64_t{gridDim.x} * blockDim.x) {
+      store(out + r * half + c, math::swiglu(g[c], g[half + c]));
+    }
+  }
+}
+template <typename T>
+__global__ void convert_rows_kernel(const float* in, int64_t ld_in, int64_t rows, int64_t cols, int64_t ld_out, T* out) {
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < cols; c += int64_t{gridDim.x} * blockDim.x) {
+      store(out + r * ld_out + c, in[r * ld_in + c]);
+    }
+  }
 }
 template <typename T>
 __global__ void gelu_kernel(const float* in, int64_t n, T* out) {
@@ -337,6 +378,25 @@ void layer_norm_modulate(const float* x, int64_t rows, int64_t dim, float eps, c
 void gated_residual(float* x, const float* delta, int64_t rows, int64_t dim, const float* text_gate,
                     const float* image_gate, int64_t text_rows, cudaStream_t s) {
   count_launch(), gated_residual_kernel<<<blocks_for(rows * dim), kThreads, 0, s>>>(x, delta, rows, dim, text_gate, image_gate, text_rows);
+}
+
+void gated_residual_norm(float* x, const float* delta, int64_t rows, int64_t dim, const float* text_gate,
+                         const float* image_gate, int64_t text_rows, float eps, const float* text_scale,
+                         const float* image_scale, int64_t scale_text_rows, void* out, ElementType t, cudaStream_t s) {
+  if (rows == 0) return;
+  DISPATCH(t, gated_residual_norm_kernel, static_cast<unsigned>(rows), kThreads, s, out, x, delta, dim, text_gate, image_gate,
+           text_rows, eps, text_scale, image_scale, scale_text_rows);
+}
+
+void swiglu_rows(const float* gate_up, int64_t rows, int64_t half, void* out, ElementType t, cudaStream_t s) {
+  if (rows == 0 || half == 0) return;
+  DISPATCH(t, swiglu_rows_kernel, row_grid(rows, half), kThreads, s, out, gate_up, rows, half);
+}
+
+void convert_rows(const float* in, int64_t ld_in, int64_t rows, int64_t cols, void* out, int64_t ld_out, ElementType t,
+                  cudaStream_t s) {
+  if (rows == 0 || cols == 0) return;
+  DISPATCH(t, convert_rows_kernel, row_grid(rows, cols), kThreads, s, out, in, ld_in, rows, cols, ld_out);
 }
 
 void swiglu(const float* gate, const float* up, int64_t n, void* out, ElementType t, cudaStream_t s) {

@@ -35,6 +35,17 @@ void layer_norm_modulate(const float* x, int64_t rows, int64_t dim, float eps, c
 void gated_residual(float* x, const float* delta, int64_t rows, int64_t dim, const float* text_gate,
                     const float* image_gate, int64_t text_rows, cudaStream_t s);
 
+// The DiT's fused passes (--fused-blocks): gated_residual, then layer_norm_modulate of the rows just
+// updated into out (the scales picked by scale_text_rows), in one pass: the same values, bit for bit,
+// as the two kernels. swiglu over rows of [gate | up] each `half` wide, as one GEMM writes them, into
+// out [rows, half]. convert of a [rows, cols] window of in (row stride ld_in) into out (ld_out).
+void gated_residual_norm(float* x, const float* delta, int64_t rows, int64_t dim, const float* text_gate,
+                         const float* image_gate, int64_t text_rows, float eps, const float* text_scale,
+                         const float* image_scale, int64_t scale_text_rows, void* out, ElementType out_type, cudaStream_t s);
+void swiglu_rows(const float* gate_up, int64_t rows, int64_t half, void* out, ElementType out_type, cudaStream_t s);
+void convert_rows(const float* in, int64_t ld_in, int64_t rows, int64_t cols, void* out, int64_t ld_out, ElementType out_type,
+                  cudaStream_t s);
+
 // out = silu(gate) * up; out = gelu_tanh(in); out = silu(in).
 void swiglu(const float* gate, const float* up, int64_t n, void* out, ElementType out_type, cudaStream_t s);
 void gelu_tanh(const float* in, int64_t n, void* out, ElementType out_type, cudaStream_t s);

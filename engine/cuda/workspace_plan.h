@@ -35,22 +35,25 @@ inline int64_t bytes_of(const std::vector<WorkspaceBuffer>& buffers) {
 
 // The DiT's workspace for `rows` rows over `keys` keys; `e` bytes an element of the GEMM type. With
 // `fused_attention` (flash_attention.h) there are no scores and no fp32 attention output: the entries
-// stay, empty, so the buffers keep their places.
+// stay, empty, so the buffers keep their places. With `fused_blocks` (--fused-blocks) Q|K|V and gate|up
+// are one GEMM each, both written into the MLP gate buffer (the Q|K|V product is dead before the MLP
+// starts): it holds [rows, 2 mlp] or [rows, 3 dim], and the projections and up buffers are empty.
 inline std::vector<WorkspaceBuffer> dit_workspace(const DitConfig& c, int64_t e, int64_t rows, int64_t keys,
-                                                  bool fused_attention = false) {
+                                                  bool fused_attention = false, bool fused_blocks = false) {
   const int64_t r = rows, k = keys, dim = c.dim(), mlp = dim * c.mlp_ratio, f = 4;
   const int64_t scores = fused_attention ? 0 : attention_score_elements(c.heads, r, k, kDitScoreBudget);
+  const int64_t gate = fused_blocks ? std::max(2 * mlp, 3 * dim) : mlp, up = fused_blocks ? 0 : mlp;
   return {{"DiT residual stream", r * dim * f},
           {"DiT normed rows", r * std::max<int64_t>(dim, c.context_dim) * e},
-          {"DiT projections", r * dim * f},
+          {"DiT projections", fused_blocks ? 0 : r * dim * f},
           {"DiT queries", r * dim * e},
           {"DiT keys", k * dim * e},
           {"DiT values", k * dim * e},
           {"DiT attention output", fused_attention ? 0 : r * dim * f},
           {"DiT attention output", r * dim * e},
           {"DiT block output", r * dim * f},
-          {"DiT MLP gate", r * mlp * f},
-          {"DiT MLP up", r * mlp * f},
+          {"DiT MLP gate", r * gate * f},
+          {"DiT MLP up", r * up * f},
           {"DiT MLP hidden", r * mlp * e},
           {"DiT attention scores", scores * f},
           {"DiT attention probabilities", scores * e},
@@ -218,6 +221,7 @@ struct WorkspaceChoices {
   bool dit_int8 = false, encoder_int8 = false;  // some of their Linears are stored int8
   bool vae_tiles = false;                        // the VAE decoded tile by tile (vae_session_plan)
   bool fused_attention = false;                  // the DiT's and the encoder's attention fused
+  bool fused_blocks = false;                     // the DiT's stacked GEMMs and fused passes (dit_workspace)
 };
 
 // Everything a session holds beside its weights while it renders an image of `image_tokens` with a
@@ -228,7 +232,7 @@ inline int64_t session_workspace_bytes(const TextEncoderConfig& t, const DitConf
                                        int64_t text_tokens, int64_t encoded_tokens, int64_t image_tokens,
                                        const WorkspaceChoices& c = {}) {
   const int64_t l = text_tokens, n = image_tokens;
-  return bytes_of(dit_workspace(d, e, std::max(l, n), l + n, c.fused_attention)) + bytes_of(dit_image_buffers(d, e, l, n)) +
+  return bytes_of(dit_workspace(d, e, std::max(l, n), l + n, c.fused_attention, c.fused_blocks)) + bytes_of(dit_image_buffers(d, e, l, n)) +
          bytes_of(vae_workspace(v, e, vae_session_plan(v, e, n, c.vae_tiles))) +
          bytes_of(encoder_workspace(t, e, encoded_tokens, c.fused_attention)) + kGemmWorkspaceBytes +
          bytes_of(linear_scratch(t, d, e, c.formats, c.dit_int8, c.encoder_int8, std::max(l, n), encoded_tokens));

@@ -61,6 +61,9 @@ TEST(DaemonConfig, EngineFlags) {
   EXPECT_FALSE(d.engine_options().vae_tiles);
   EXPECT_TRUE(parse({"--engine", "cuda", "--vae-tiles", "on"}).engine_options().vae_tiles);
   EXPECT_FALSE(parse({"--vae-tiles", "off"}).engine_options().vae_tiles);
+  EXPECT_FALSE(d.engine_options().fused_blocks);
+  EXPECT_TRUE(parse({"--engine", "cuda", "--fused-blocks", "on"}).engine_options().fused_blocks);
+  EXPECT_NE(usage_error({"--fused-blocks", "yes"}).find("--fused-blocks: \"yes\" is not one of on, off"), std::string::npos);
   EXPECT_NE(usage_error({"--vae-tiles", "yes"}).find("--vae-tiles: \"yes\" is not one of on, off"), std::string::npos);
   // The fused attention kernel (issue 21): the GEMM path unless asked for.
   EXPECT_EQ(d.engine_options().attention, engine::AttentionKernel::kGemm);
@@ -88,6 +91,11 @@ TEST(DaemonConfig, EngineKeysInTheConfigFile) {
   EXPECT_FALSE(parse({"--config", file.string(), "--vae-tiles", "off"}).engine_options().vae_tiles);  // the flag wins
   std::ofstream(file) << R"({"vae_tiles": "on"})";
   EXPECT_NE(usage_error({"--config", file.string()}).find("\"vae_tiles\" must be true or false"), std::string::npos);
+  std::ofstream(file) << R"({"fused_blocks": true})";
+  EXPECT_TRUE(parse({"--config", file.string()}).engine_options().fused_blocks);
+  EXPECT_FALSE(parse({"--config", file.string(), "--fused-blocks", "off"}).engine_options().fused_blocks);  // the flag wins
+  std::ofstream(file) << R"({"fused_blocks": 1})";
+  EXPECT_NE(usage_error({"--config", file.string()}).find("\"fused_blocks\" must be true or false"), std::string::npos);
   std::ofstream(file) << R"({"gpu_memory_gib": "big"})";
   EXPECT_NE(usage_error({"--config", file.string()}).find("\"gpu_memory_gib\" must be a non-negative number"), std::string::npos);
 }

@@ -79,6 +79,7 @@ TEST(RenderCommand, BadInputExitsTwoWithAClearMessage) {
       {{"--model", m, "--prompt", "x", "-o", out, "--gpu-int8", "halve"}, "--gpu-int8: \"halve\" is not one of widen, keep"},
       {{"--model", m, "--prompt", "x", "-o", out, "--vae-tiles", "maybe"}, "--vae-tiles: \"maybe\" is not one of on, off"},
       {{"--model", m, "--prompt", "x", "-o", out, "--attention", "flash"}, "--attention: \"flash\" is not one of gemm, fused"},
+      {{"--model", m, "--prompt", "x", "-o", out, "--fused-blocks", "1"}, "--fused-blocks: \"1\" is not one of on, off"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {kRgbaqd, "render"};

@@ -76,6 +76,14 @@ TEST(ModelDirectory, AHollowRealDimsModelOpensWithEveryTensorAndTakesNoDisk) {
     EXPECT_LE(m.vae, uint64_t{1} << 30);
     EXPECT_LT(m.total() - m.weights, uint64_t{7563905024} - (uint64_t{4} << 30));
   }
+  // With --fused-blocks the DiT's projections buffer goes: 4096 rows x 4096 fp32, 64 MiB (CudaWorkspacePlan).
+  EngineOptions fused;
+  fused.fused_blocks = true;
+  for (const auto& m : estimate_render_memory(model, 1, fused)) {
+    if (m.engine != "cuda" || m.size != 1024) continue;
+    EXPECT_EQ(m.total() - m.weights, uint64_t{7563905024} - 4096 * 4096 * 4);
+    EXPECT_NE(m.precision.find("fused blocks"), std::string::npos) << m.precision;
+  }
 }
 
 TEST(ModelDirectory, PublishedLayoutRendersTheSameBytesAsOurs) {
