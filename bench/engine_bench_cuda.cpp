@@ -1,7 +1,5 @@
-// engine_bench --engine cuda [--precision bf16|fp8] [--attention gemm|fused] [--text-tokens L] [--reps R]
-// [--json FILE]: the CUDA
-// backend at the real
-// model's dims (N 4096 image tokens at 1024 x 1024, L 200 text tokens unless told) with random weights
+// engine_bench --engine cuda [--precision bf16|fp8] [--attention gemm|fused] [--fused-blocks on|off]
+// [--text-tokens L] [--reps R] [--json FILE]: the CUDA backend at the real model's dims (N 4096 image tokens at 1024 x 1024, L 200 text tokens unless told) with random weights
 // made on the device (the VAE's shapes from a hollow checkpoint in the temp folder). Prints the
 // cuBLASLt bf16 GEMM rate measured in the same run, then per graph: the median of R (>= 5) timings
 // after a warm-up, with CUDA events on the session's stream; its FLOPs and their rate as a share of
@@ -126,6 +124,8 @@ int run_cuda_engine_bench(int argc, char** argv) {
     const char* attention_arg = arg(argc, argv, "--attention");
     const AttentionKernel kernel = parse_attention_kernel(attention_arg ? attention_arg : "gemm");
     const bool fused = kernel == AttentionKernel::kFused;
+    const char* blocks_arg = arg(argc, argv, "--fused-blocks");
+    const bool fused_blocks = parse_on_off(blocks_arg ? blocks_arg : "off");
 
     const int device = 0;
     check(cudaSetDevice(device), device, "cudaSetDevice");
@@ -151,7 +151,8 @@ int run_cuda_engine_bench(int argc, char** argv) {
 
     WeightSource random(arena, ElementType::kBf16, stream, formats, true, 7);
     LinearRunner linears(arena, gemm, ElementType::kBf16, stream);
-    std::printf("precision: %s, attention: %s\n", precision.c_str(), attention_kernel_name(kernel));
+    std::printf("precision: %s, attention: %s, fused blocks: %s\n", precision.c_str(), attention_kernel_name(kernel),
+                fused_blocks ? "on" : "off");
     const TextEncoderConfig tc = tools::real_text_encoder_config();
     const DitConfig dc = tools::real_dit_config();
     const VaeConfig vc = tools::real_vae_config();
@@ -167,7 +168,7 @@ int run_cuda_engine_bench(int argc, char** argv) {
     Tensor hidden;
     report.graph("encode", "L " + std::to_string(lfull), time_on(stream, reps, [&] { hidden = encoder.encode(ids); }), enc_flops);
 
-    CudaDit dit(dc, nullptr, random, linears, stream, false, fused);
+    CudaDit dit(dc, nullptr, random, linears, stream, false, fused, fused_blocks);
     const Tensor feats = Tensor::from_f32(
         {l, tc.hidden}, std::vector<float>(hidden.f32() + kTemplateTokens * tc.hidden, hidden.f32() + lfull * tc.hidden));
     const auto rope = host::build_rope(host::RopeTables::from_formula(), static_cast<int>(l), size);
@@ -273,6 +274,7 @@ int run_cuda_engine_bench(int argc, char** argv) {
                 {"dit_step_s", step.median},
                 {"dit_step_launches", step.launches},
                 {"attention", attention_kernel_name(kernel)},
+                {"fused_blocks", fused_blocks},
                 {"attention_share_of_step", attention_share},
                 {"fused_attention_speedup_over_gemm", fused_speedup},
                 {"image_1024_s", {{"encode", image[0]}, {"prefix", image[1]}, {"steps_8", image[2]}, {"decode", image[3]},
