@@ -54,7 +54,7 @@ void cuda_memory(const ModelDirectory& model, int side, const EngineOptions& opt
   const DitConfig& d = model.dit_config();
   const VaeConfig& v = model.vae_config();
   m.text_encoder = static_cast<uint64_t>(bytes_of(encoder_workspace(t, e, host::kMaxFullTokens, fused)));
-  m.dit = static_cast<uint64_t>(bytes_of(dit_workspace(d, e, std::max(l, n), l + n, fused, options.fused_blocks)) +
+  m.dit = static_cast<uint64_t>(bytes_of(dit_workspace(d, e, l, n, fused, options.fused_blocks)) +
                                 bytes_of(dit_image_buffers(d, e, l, n)) + kGemmWorkspaceBytes +
                                 bytes_of(linear_scratch(t, d, e, formats, dit_int8, encoder_int8, std::max(l, n), host::kMaxFullTokens)));
   // The tiles a session plans for the largest render serve every size (CudaVae::plan).

@@ -42,7 +42,7 @@ options (each may also be set in the config file; flags win):
                           to the GEMM type at upload (default), or kept int8 on the device, half the
                           memory (never run on a GPU yet, see README)
   --vae-tiles on|off      cuda: decode the VAE tile by tile, exact (a halo per tile), its workspace
-                          within 1 GiB at 1024x1024 where untiled it takes 5.3 GiB at the real dims;
+                          within 1 GiB at 1024x1024 where untiled it takes 4.7 GiB at the real dims;
                           off by default (never run on a GPU yet, see README). The cpu engine tiles
                           its VAE by itself past 1 GiB of feature maps
   --attention gemm|fused  cuda: the DiT's and the encoder's attention as query chunks through GEMMs

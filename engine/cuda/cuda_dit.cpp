@@ -173,20 +173,20 @@ void CudaDit::modulation(float t, float* out) {
   check_launch(device, "the DiT's modulation kernels");
 }
 
-void CudaDit::ensure_workspace(int64_t rows, int64_t keys) {
-  if (rows <= ws_rows_ && keys <= ws_keys_) return;
-  // ws_rows_/ws_keys_ change only once every buffer is allocated: after a failed allocation (the job
+void CudaDit::ensure_workspace(int64_t text_rows, int64_t image_rows) {
+  if (text_rows <= ws_text_ && image_rows <= ws_image_) return;
+  // ws_text_/ws_image_ change only once every buffer is allocated: after a failed allocation (the job
   // fails) the next image must not skip this with buffers too small or empty.
-  const int64_t r = std::max(rows, ws_rows_), k = std::max(keys, ws_keys_);
+  const int64_t l = std::max(text_rows, ws_text_), n = std::max(image_rows, ws_image_), r = std::max(l, n), k = l + n;
   // The plan's buffers, in its order (workspace_plan.h: what the session's fit check counted).
   DeviceBuffer* buffers[] = {&x_,     &h_,     &qf_,    &q_,      &k_,      &v_,      &attn_, &attn_t_, &delta_,
                              &gate_,  &up_,    &mlp_t_, &scores_, &probs_,  &tokens_, &txt_,  &vel_};
-  const auto plan = dit_workspace(config_, static_cast<int64_t>(esize_), r, k, fused_attention_, fused_blocks_);
+  const auto plan = dit_workspace(config_, static_cast<int64_t>(esize_), l, n, fused_attention_, fused_blocks_);
   if (plan.size() != std::size(buffers)) throw std::logic_error("CudaDit: the workspace plan has another shape");
   for (size_t i = 0; i < plan.size(); ++i) arena_.ensure(*buffers[i], static_cast<size_t>(plan[i].bytes), plan[i].what);
   score_elements_ = fused_attention_ ? 0 : attention_score_elements(config_.heads, r, k, kDitScoreBudget);
-  ws_rows_ = r;
-  ws_keys_ = k;
+  ws_text_ = l;
+  ws_image_ = n;
 }
 
 void CudaDit::norm_rows(int64_t rows, const RowScales& scales) {
@@ -293,7 +293,7 @@ void CudaDit::run_blocks(int64_t rows, int64_t text_rows, const float* cos, cons
 
 void CudaDit::reserve(int64_t text_tokens, int64_t image_tokens) {
   const int64_t l = text_tokens, n = image_tokens;
-  ensure_workspace(std::max(l, n), l + n);
+  ensure_workspace(l, n);
   DeviceBuffer* buffers[] = {&txt_cos_, &txt_sin_, &img_cos_, &img_sin_, &prefix_k_, &prefix_v_};
   const auto plan = dit_image_buffers(config_, static_cast<int64_t>(esize_), l, n);
   if (plan.size() != std::size(buffers)) throw std::logic_error("CudaDit: the image buffer plan has another shape");
@@ -305,7 +305,7 @@ void CudaDit::begin_image(const Tensor& txt_feats, const host::RopeTensors& rope
   const int device = arena_.device();
   text_len_ = l;
   image_tokens_ = n;
-  ensure_workspace(std::max(l, n), l + n);
+  ensure_workspace(l, n);
   auto put = [&](DeviceBuffer& b, const std::vector<float>& host, const char* what) {
     arena_.ensure(b, host.size() * sizeof(float), what);
     RGBAQ_CUDA_CHECK(cudaMemcpyAsync(b.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, stream_), device);

@@ -62,7 +62,7 @@ class CudaDit {
     int64_t text_rows;
   };
   void modulation(float t, float* out);
-  void ensure_workspace(int64_t rows, int64_t keys);
+  void ensure_workspace(int64_t text_rows, int64_t image_rows);
   // h_ = the norm of x_'s first `rows` rows with `scales`.
   void norm_rows(int64_t rows, const RowScales& scales);
   // One block over `rows` rows of x_ (see cpu::Dit::run_block); prefix K/V of block i prepended when
@@ -112,8 +112,8 @@ class CudaDit {
   // The time embedding's buffers and its host staging.
   DeviceBuffer emb_f32_, emb_, hidden_, hidden_t_, temb_, temb_t_;
   PinnedBuffer emb_host_;
-  // The workspace, grown to the largest (rows, keys) seen.
-  int64_t ws_rows_ = 0, ws_keys_ = 0;
+  // The workspace, grown to the largest text and image rows seen.
+  int64_t ws_text_ = 0, ws_image_ = 0;
   DeviceBuffer x_, h_, qf_, q_, k_, v_, attn_, attn_t_, delta_, gate_, up_, mlp_t_, scores_, probs_, tokens_, txt_, vel_;
   int64_t score_elements_ = 0;
 };

@@ -229,8 +229,10 @@ void CudaVae::run_up_blocks(size_t from, size_t to, int64_t& height, int64_t& wi
   for (size_t i = from; i < to; ++i) {
     const UpBlock& b = up_blocks_[i];
     const int64_t in_channels = dims_[i];
-    RGBAQ_CUDA_CHECK(cudaMemcpyAsync(skip_.get(), x_.get(), in_channels * height * width * sizeof(float),
-                                     cudaMemcpyDeviceToDevice, stream_), device);
+    if (b.upsamples) {  // only an upsampling block adds its input back (DupUp3D), after its res blocks
+      RGBAQ_CUDA_CHECK(cudaMemcpyAsync(skip_.get(), x_.get(), in_channels * height * width * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, stream_), device);
+    }
     for (const ResBlock& r : b.resnets) res_block(r, height, width);
     if (b.upsamples) {
       const int64_t c = dims_[i + 1];

@@ -33,14 +33,16 @@ inline int64_t bytes_of(const std::vector<WorkspaceBuffer>& buffers) {
   return n;
 }
 
-// The DiT's workspace for `rows` rows over `keys` keys; `e` bytes an element of the GEMM type. With
+// The DiT's workspace for its widest pass, the text prefix's L = `text_rows` or a step's N =
+// `image_rows`, over L + N keys; the text features and the image tokens and velocity hold their own
+// rows only. `e`: bytes an element of the GEMM type. With
 // `fused_attention` (flash_attention.h) there are no scores and no fp32 attention output: the entries
 // stay, empty, so the buffers keep their places. With `fused_blocks` (--fused-blocks) Q|K|V and gate|up
 // are one GEMM each, both written into the MLP gate buffer (the Q|K|V product is dead before the MLP
 // starts): it holds [rows, 2 mlp] or [rows, 3 dim], and the projections and up buffers are empty.
-inline std::vector<WorkspaceBuffer> dit_workspace(const DitConfig& c, int64_t e, int64_t rows, int64_t keys,
+inline std::vector<WorkspaceBuffer> dit_workspace(const DitConfig& c, int64_t e, int64_t text_rows, int64_t image_rows,
                                                   bool fused_attention = false, bool fused_blocks = false) {
-  const int64_t r = rows, k = keys, dim = c.dim(), mlp = dim * c.mlp_ratio, f = 4;
+  const int64_t l = text_rows, n = image_rows, r = std::max(l, n), k = l + n, dim = c.dim(), mlp = dim * c.mlp_ratio, f = 4;
   const int64_t scores = fused_attention ? 0 : attention_score_elements(c.heads, r, k, kDitScoreBudget);
   const int64_t gate = fused_blocks ? std::max(2 * mlp, 3 * dim) : mlp, up = fused_blocks ? 0 : mlp;
   return {{"DiT residual stream", r * dim * f},
@@ -57,9 +59,9 @@ inline std::vector<WorkspaceBuffer> dit_workspace(const DitConfig& c, int64_t e,
           {"DiT MLP hidden", r * mlp * e},
           {"DiT attention scores", scores * f},
           {"DiT attention probabilities", scores * e},
-          {"DiT image tokens", r * 64 * f},
-          {"DiT text features", r * c.context_dim * f},
-          {"DiT velocity", r * 64 * f}};
+          {"DiT image tokens", n * 64 * f},
+          {"DiT text features", l * c.context_dim * f},
+          {"DiT velocity", n * 64 * f}};
 }
 
 // An image's RoPE tables and each block's text keys and values, L text and N image tokens.
@@ -75,8 +77,9 @@ inline std::vector<WorkspaceBuffer> dit_image_buffers(const DitConfig& c, int64_
 // the largest map it holds, in the whole-map part and in one tile at its crop bound: the two feature
 // maps (which swap) any stage's input, output or upsampled output, and the mid attention's qkv; the
 // conv input the same but for the qkv; the shortcut map the 1x1 shortcuts and the attention's output;
-// the up block input each block's input; plus the whole map entering the first tiled block, which the
-// tiles crop from, and the image their cores are written into.
+// the up block input each upsampling block's input (which it adds back after its upsampler); plus the
+// whole map entering the first tiled block, which the tiles crop from, and the image their cores are
+// written into.
 inline std::vector<WorkspaceBuffer> vae_workspace(const VaeConfig& c, int64_t e, const VaeTilePlan& plan) {
   const std::vector<int64_t> dims = vae_decoder_dims(c);
   const int64_t grid_pixels = plan.grid_height * plan.grid_width, f = 4;
@@ -84,8 +87,14 @@ inline std::vector<WorkspaceBuffer> vae_workspace(const VaeConfig& c, int64_t e,
   const int64_t tokens = std::max(64 * f, 3 * dims[0] * e) * grid_pixels;
   if (!plan.tiled()) {
     const int64_t largest = vae_whole_map_elements(c, plan), columns = std::min(kVaeColumnBudget, largest * 9);
+    int64_t skip = 0;
+    for (int i = 0, pixels = 1; i < plan.up_blocks; ++i) {
+      if (!vae_block_upsamples(c, i)) continue;
+      skip = std::max(skip, dims[i] * grid_pixels * pixels);
+      pixels *= 4;
+    }
     return {{"VAE feature map", largest * f},      {"VAE feature map", largest * f},
-            {"VAE shortcut map", largest * f},     {"VAE up block input", largest * f},
+            {"VAE shortcut map", largest * f},     {"VAE up block input", skip * f},
             {"VAE conv input", largest * e},       {"VAE im2col strip", columns * e},
             {"VAE latents and attention tokens", tokens}, {"VAE attention scores", scores * f},
             {"VAE attention probabilities", scores * e}};
@@ -96,9 +105,8 @@ inline std::vector<WorkspaceBuffer> vae_workspace(const VaeConfig& c, int64_t e,
     for (int i = from; i < to; ++i) {
       const int64_t in = dims[i], out = dims[i + 1];
       map = std::max(map, std::max(in, out) * pixels), conv_input = std::max(conv_input, std::max(in, out) * pixels);
-      block_input = std::max(block_input, in * pixels);
       if (in != out) shortcut = std::max(shortcut, out * pixels);
-      if (vae_block_upsamples(c, i)) pixels *= 4;
+      if (vae_block_upsamples(c, i)) block_input = std::max(block_input, in * pixels), pixels *= 4;
       map = std::max(map, out * pixels), conv_input = std::max(conv_input, out * pixels);
     }
   };
@@ -232,7 +240,7 @@ inline int64_t session_workspace_bytes(const TextEncoderConfig& t, const DitConf
                                        int64_t text_tokens, int64_t encoded_tokens, int64_t image_tokens,
                                        const WorkspaceChoices& c = {}) {
   const int64_t l = text_tokens, n = image_tokens;
-  return bytes_of(dit_workspace(d, e, std::max(l, n), l + n, c.fused_attention, c.fused_blocks)) + bytes_of(dit_image_buffers(d, e, l, n)) +
+  return bytes_of(dit_workspace(d, e, l, n, c.fused_attention, c.fused_blocks)) + bytes_of(dit_image_buffers(d, e, l, n)) +
          bytes_of(vae_workspace(v, e, vae_session_plan(v, e, n, c.vae_tiles))) +
          bytes_of(encoder_workspace(t, e, encoded_tokens, c.fused_attention)) + kGemmWorkspaceBytes +
          bytes_of(linear_scratch(t, d, e, c.formats, c.dit_int8, c.encoder_int8, std::max(l, n), encoded_tokens));

@@ -94,18 +94,18 @@ TEST(CudaWorkspacePlan, TheRealModelsLargestRenderIsCountedBufferByBuffer) {
   const int64_t mib = int64_t{1} << 20, e = 2;  // bf16
   const DitConfig dit = tools::real_dit_config();
   // DiT, rows max(L, N) = 4096 over L + N = 4608 keys, dim 4096, MLP 12288: fp32 rows of 4096 are
-  // 64 MiB (x, projections, attention output, block output, text features), bf16 ones 32 MiB (normed,
-  // queries, attention output); keys and values 4608 x 4096 x 2 = 36 MiB each; the MLP's gate and up
-  // 192 MiB, its hidden 96 MiB; scores at the 64 Mi-element budget 256 MiB, probabilities 128 MiB;
-  // image tokens and velocity 4096 x 64 x 4 = 1 MiB each.
-  const auto ws = dit_workspace(dit, e, 4096, 4608);
+  // 64 MiB (x, projections, attention output, block output), bf16 ones 32 MiB (normed, queries,
+  // attention output); keys and values 4608 x 4096 x 2 = 36 MiB each; the MLP's gate and up 192 MiB,
+  // its hidden 96 MiB; scores at the 64 Mi-element budget 256 MiB, probabilities 128 MiB; image tokens
+  // and velocity 4096 x 64 x 4 = 1 MiB each; the text features only the L rows, 512 x 4096 x 4 = 8 MiB.
+  const auto ws = dit_workspace(dit, e, 512, 4096);
   ASSERT_EQ(ws.size(), 17u);
-  EXPECT_EQ(bytes_of(ws), (64 + 32 + 64 + 32 + 36 + 36 + 64 + 32 + 64 + 192 + 192 + 96 + 256 + 128 + 1 + 64 + 1) * mib);
+  EXPECT_EQ(bytes_of(ws), (64 + 32 + 64 + 32 + 36 + 36 + 64 + 32 + 64 + 192 + 192 + 96 + 256 + 128 + 1 + 8 + 1) * mib);
   EXPECT_STREQ(ws[12].what, "DiT attention scores");
   EXPECT_EQ(ws[12].bytes, 256 * mib);
   // --fused-blocks: Q|K|V (4096 x 3 x 4096 fp32, 192 MiB) and gate|up (4096 x 2 x 12288 fp32, 384 MiB)
   // share the gate buffer, 384 MiB; the projections (64 MiB) and up (192 MiB) buffers go: 64 MiB less.
-  const auto fused = dit_workspace(dit, e, 4096, 4608, false, true);
+  const auto fused = dit_workspace(dit, e, 512, 4096, false, true);
   ASSERT_EQ(fused.size(), 17u);
   EXPECT_EQ(fused[2].bytes, 0);
   EXPECT_EQ(fused[9].bytes, 384 * mib);
@@ -114,26 +114,28 @@ TEST(CudaWorkspacePlan, TheRealModelsLargestRenderIsCountedBufferByBuffer) {
   // An MLP narrower than 1.5 dim (ratio 1 here) leaves Q|K|V the wider of the two: 4096 x 3 x 4096 x 4.
   DitConfig narrow = dit;
   narrow.mlp_ratio = 1;
-  EXPECT_EQ(dit_workspace(narrow, e, 4096, 4608, false, true)[9].bytes, 192 * mib);
+  EXPECT_EQ(dit_workspace(narrow, e, 512, 4096, false, true)[9].bytes, 192 * mib);
   // RoPE: 512 and 4096 rows of 64 floats, twice; the text prefix: 32 blocks x 512 x 4096 x 2 bytes, K and V.
   EXPECT_EQ(bytes_of(dit_image_buffers(dit, e, 512, 4096)), 2 * 512 * 64 * 4 + 2 * 4096 * 64 * 4 + 2 * 128 * mib);
   // The VAE (decoder_base_dim 144, dim_mult 1 2 4 8 8): channels 1152 1152 1152 576 288 144; the widest
-  // stage is 288 channels at the full 1024 x 1024 pixels, 301,989,888 values: four fp32 maps of them
-  // (4.5 GiB) and one bf16 conv input; the im2col strip at its 64 Mi-element budget; the attention's
-  // tokens 3 x 1152 x 2 bytes per latent; its scores 4096 x 4096, fp32 and bf16.
+  // stage is 288 channels at the full 1024 x 1024 pixels, 301,989,888 values: three fp32 maps of them
+  // and one bf16 conv input; the up block input only the last upsampling block's, 576 channels at
+  // 512 x 512 (half as many values: the last block does not upsample, so it keeps no copy of its
+  // input); the im2col strip at its 64 Mi-element budget; the attention's tokens 3 x 1152 x 2 bytes per
+  // latent; its scores 4096 x 4096, fp32 and bf16.
   const VaeConfig vae = tools::real_vae_config();
   EXPECT_EQ(vae_decoder_dims(vae), (std::vector<int64_t>{1152, 1152, 1152, 576, 288, 144}));
   const int64_t widest = int64_t{288} * 1024 * 1024;
   EXPECT_EQ(bytes_of(vae_workspace(vae, e, vae_untiled_plan(vae, 64, 64))),
-            4 * widest * 4 + widest * 2 + 64 * mib * 2 + 3 * 1152 * 2 * 4096 + 4096 * 4096 * (4 + 2));
+            3 * widest * 4 + int64_t{576} * 512 * 512 * 4 + widest * 2 + 64 * mib * 2 + 3 * 1152 * 2 * 4096 + 4096 * 4096 * (4 + 2));
   // The encoder at Lfull 512 (hidden 4096, 32 query and 8 key/value heads of 128, MLP 12288).
   const TextEncoderConfig enc = tools::real_text_encoder_config();
   EXPECT_EQ(bytes_of(encoder_workspace(enc, e, 512)),
             512 * 4 + 2 * 512 * 64 * 4 + 512 * 4096 * (4 + 2) + 512 * 12288 * 4 + 512 * 4096 * 2 + 2 * 512 * 1024 * 2 +
                 512 * 4096 * 4 + 512 * 12288 * 4 + 512 * 12288 * 2 + 32 * 512 * 512 * (4 + 2));
-  // Together, with cuBLASLt's 32 MiB: 7.04 GiB, where the fit check used to reserve a flat 4 GiB.
+  // Together, with cuBLASLt's 32 MiB: 6.43 GiB, where the fit check used to reserve a flat 4 GiB.
   const int64_t total = session_workspace_bytes(enc, dit, vae, e, 512, 512, 4096);
-  EXPECT_EQ(total, int64_t{7563905024});
+  EXPECT_EQ(total, int64_t{6901204992});
   EXPECT_GT(total, int64_t{4} << 30);
 }
 

@@ -93,7 +93,7 @@ TEST(VaeTilePlan, CudaWorkspaceAtRealDimsIsBounded) {
   const VaeConfig c = tools::real_vae_config();
   const int64_t e = 2;
   const double untiled = static_cast<double>(bytes_of(cuda::vae_workspace(c, e, vae_untiled_plan(c, 64, 64))));
-  EXPECT_GT(untiled, 5 * kGiB);
+  EXPECT_GT(untiled, 4.5 * kGiB);  // 4.75 GiB (CudaWorkspacePlan)
   struct Case {
     int64_t grid;
     double bound_gib;
