@@ -56,7 +56,8 @@ void cuda_memory(const ModelDirectory& model, int side, const EngineOptions& opt
   m.text_encoder = static_cast<uint64_t>(bytes_of(encoder_workspace(t, e, host::kMaxFullTokens, fused)));
   m.dit = static_cast<uint64_t>(bytes_of(dit_workspace(d, e, l, n, fused, options.fused_blocks)) +
                                 bytes_of(dit_image_buffers(d, e, l, n)) + kGemmWorkspaceBytes +
-                                bytes_of(linear_scratch(t, d, e, formats, dit_int8, encoder_int8, std::max(l, n), host::kMaxFullTokens)));
+                                bytes_of(linear_scratch(t, d, e, formats, dit_int8, encoder_int8, std::max(l, n), host::kMaxFullTokens,
+                                                options.fused_blocks)));
   // The tiles a session plans for the largest render serve every size (CudaVae::plan).
   const VaeTilePlan session = vae_session_plan(v, e, host::kMaxImageTokens, options.vae_tiles);
   m.vae = static_cast<uint64_t>(bytes_of(vae_workspace(v, e, vae_decode_plan(v, session, side / 16, side / 16))));

@@ -19,6 +19,20 @@ std::vector<const Tensor*> block_linears(const cpu::Dit::Block& b) {
   return {&b.to_q, &b.to_k, &b.to_v, &b.to_out, &b.gate, &b.proj, &b.out};
 }
 
+std::string stack_name(int block, int first) {
+  return "DiT block " + std::to_string(block) + (first == kToQ ? " to_q|to_k|to_v" : " MLP gate|up");
+}
+
+// --fused-blocks: every block's stacks in one format each, checked before anything is uploaded.
+void require_stackable(const cpu::Dit& dit, int layers, const WeightSource& source) {
+  for (int i = 0; i < layers; ++i) {
+    const std::vector<const Tensor*> l = block_linears(dit.blocks()[i]);
+    const auto format = [&](int j) { return source.format_of(l[j], true); };
+    require_one_format({format(kToQ), format(kToK), format(kToV)}, stack_name(i, kToQ));
+    require_one_format({format(kMlpGate), format(kMlpProj)}, stack_name(i, kMlpGate));
+  }
+}
+
 }  // namespace
 
 CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, LinearRunner& linears,
@@ -32,6 +46,7 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
     shape.head_dim = config.head_dim;
     require_fused_attention(shape, type_, "the DiT");
   }
+  if (fused_blocks && dit) require_stackable(*dit, config.layers, source);
   const int64_t d = config.dim(), mlp = d * config.mlp_ratio, ctx = config.context_dim;
   auto* w = dit;  // null: random weights
   img_in_ = source.linear(w ? &w->img_in() : nullptr, d, 64, false, "DiT img_in");
@@ -61,9 +76,6 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
       if (j == kToK || j == kToV || j == kMlpProj) return {};
       return {linears[j]};
     };
-    const auto stack_name = [&](int j) {
-      return name + (!fused_blocks ? " linears" : j == kToQ ? " to_q|to_k|to_v" : j == kMlpGate ? " MLP gate|up" : " linears");
-    };
     if (stream_blocks) staged.emplace_back();  // each linear's parts in its format, in order (BlockStreamer packs them)
     for (int j = 0; j < kDitBlockLinears; ++j) {
       const std::vector<const Tensor*> stack = stack_of(j);
@@ -72,14 +84,12 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
       dev.first_part.push_back(stream_blocks ? static_cast<int>(staged.back().size()) : 0);
       if (stack.empty()) continue;
       if (!stream_blocks) {
-        dev.linears.back() = stack.size() == 1 ? source.linear(stack[0], shapes[j][0], shapes[j][1], true, stack_name(j))
-                                               : source.stacked_linear(stack, shapes[j][0], shapes[j][1], true, stack_name(j));
+        dev.linears.back() = stack.size() == 1 ? source.linear(stack[0], shapes[j][0], shapes[j][1], true, name + " linears")
+                                               : source.stacked_linear(stack, shapes[j][0], shapes[j][1], true, stack_name(i, j));
         continue;
       }
-      std::vector<LinearFormat> formats;
-      for (const Tensor* t : stack) formats.push_back(source.format_of(t, true));
-      require_one_format(formats, stack_name(j));
-      for (auto& part : staged_stack(stack, dev.formats[j], type_, stack_name(j))) staged.back().push_back(std::move(part));
+      const std::string what = stack.size() == 1 ? name + " linears" : stack_name(i, j);
+      for (auto& part : staged_stack(stack, dev.formats[j], type_, what)) staged.back().push_back(std::move(part));
     }
     blocks_.push_back(std::move(dev));
   }
@@ -207,14 +217,21 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
   const size_t row_bytes = static_cast<size_t>(dim) * esize_;
   const Block& b = blocks_[i];
 
-  if (fused_blocks_) {  // h_ holds this block's normed rows already (the pass before it); Q|K|V one GEMM
+  const auto* h = static_cast<const char*>(h_.get());
+  const int64_t half = config_.head_dim / 2;
+  if (fused_blocks_) {  // h_ holds this block's normed rows already (the pass before it); Q|K|V one GEMM a chunk
+    const LinearView qkv_w = linears_.prepared(linear(i, kToQ, streamed), 3 * dim, dim);
     float* qkv = gate_.as<float>();
-    project(dit_linear_index(i, kToQ), h_.get(), rows, linear(i, kToQ, streamed), dim, dim, qkv, 3);
-    head_norm_rope(qkv, 3 * dim, rows, config_.heads, config_.head_dim, b.norm_q.as<float>(), eps, cos, sin, true, q_.get(), dim,
-                   type_, stream_);
-    head_norm_rope(qkv + dim, 3 * dim, rows, config_.heads, config_.head_dim, b.norm_k.as<float>(), eps, cos, sin, true,
-                   k + prefix_rows * row_bytes, dim, type_, stream_);
-    convert_rows(qkv + 2 * dim, 3 * dim, rows, dim, v + prefix_rows * row_bytes, dim, type_, stream_);
+    for (int64_t r0 = 0; r0 < rows; r0 += kDitChunkRows) {
+      const int64_t n = std::min(kDitChunkRows, rows - r0);
+      const size_t at = static_cast<size_t>(r0) * row_bytes, kv_at = static_cast<size_t>(prefix_rows + r0) * row_bytes;
+      project(dit_linear_index(i, kToQ), h + at, n, qkv_w, dim, dim, qkv, 3);
+      head_norm_rope(qkv, 3 * dim, n, config_.heads, config_.head_dim, b.norm_q.as<float>(), eps, cos + r0 * half,
+                     sin + r0 * half, true, static_cast<char*>(q_.get()) + at, dim, type_, stream_);
+      head_norm_rope(qkv + dim, 3 * dim, n, config_.heads, config_.head_dim, b.norm_k.as<float>(), eps, cos + r0 * half,
+                     sin + r0 * half, true, k + kv_at, dim, type_, stream_);
+      convert_rows(qkv + 2 * dim, 3 * dim, n, dim, v + kv_at, dim, type_, stream_);
+    }
   } else {
     norm_rows(rows, {tmod, imod, text_rows});
     project(dit_linear_index(i, kToQ), h_.get(), rows, linear(i, kToQ, streamed), dim, dim, qf_.as<float>());
@@ -255,11 +272,15 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
   }
   project(dit_linear_index(i, kToOut), attn_t_.get(), rows, linear(i, kToOut, streamed), dim, dim, delta_.as<float>());
   const RowScales mlp_norm{tmod + 2 * dim, imod + 2 * dim, text_rows};
-  if (fused_blocks_) {  // the residual and the MLP's norm in one pass; gate|up one GEMM
+  if (fused_blocks_) {  // the residual and the MLP's norm in one pass; gate|up one GEMM a chunk
     gated_residual_norm(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + dim, imod + dim, text_rows, eps, mlp_norm.text,
                         mlp_norm.image, mlp_norm.text_rows, h_.get(), type_, stream_);
-    project(dit_linear_index(i, kMlpGate), h_.get(), rows, linear(i, kMlpGate, streamed), mlp, dim, gate_.as<float>(), 2);
-    swiglu_rows(gate_.as<float>(), rows, mlp, mlp_t_.get(), type_, stream_);
+    const LinearView gate_up = linears_.prepared(linear(i, kMlpGate, streamed), 2 * mlp, dim);
+    for (int64_t r0 = 0; r0 < rows; r0 += kDitChunkRows) {
+      const int64_t n = std::min(kDitChunkRows, rows - r0);
+      project(dit_linear_index(i, kMlpGate), h + r0 * row_bytes, n, gate_up, mlp, dim, gate_.as<float>(), 2);
+      swiglu_rows(gate_.as<float>(), n, mlp, static_cast<char*>(mlp_t_.get()) + r0 * mlp * esize_, type_, stream_);
+    }
   } else {
     gated_residual(x_.as<float>(), delta_.as<float>(), rows, dim, tmod + dim, imod + dim, text_rows, stream_);
     norm_rows(rows, mlp_norm);
@@ -284,11 +305,11 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
 void CudaDit::run_blocks(int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows, bool store,
                          const RowScales* after) {
   const RowScales first{text_mod_.as<float>(), image_mod_.as<float>(), text_rows};
-  if (fused_blocks_) norm_rows(rows, first);
+  if (fused_blocks_ && config_.layers > 0) norm_rows(rows, first);
   for (int i = 0; i < config_.layers; ++i) {
     run_block(i, rows, text_rows, cos, sin, prefix_rows, store, i + 1 < config_.layers ? &first : after);
   }
-  if (!fused_blocks_ && after) norm_rows(rows, *after);
+  if ((!fused_blocks_ || config_.layers == 0) && after) norm_rows(rows, *after);
 }
 
 void CudaDit::reserve(int64_t text_tokens, int64_t image_tokens) {

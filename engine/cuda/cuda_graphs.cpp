@@ -192,7 +192,8 @@ void CudaGraphs::run_reserve(int64_t text_tokens, int64_t image_tokens) {
   dit_->reserve(text_tokens, image_tokens);
   vae_->reserve(image_tokens);
   const auto scratch = linear_scratch(text_config_, dit_config_, static_cast<int64_t>(element_size(type_)), formats_,
-                                      dit_int8_, encoder_int8_, std::max(text_tokens, image_tokens), host::kMaxFullTokens);
+                                      dit_int8_, encoder_int8_, std::max(text_tokens, image_tokens), host::kMaxFullTokens,
+                                      fused_blocks_);
   linears_->reserve(scratch[0].bytes, scratch[1].bytes, scratch[2].bytes, scratch[3].bytes);
   if (encoder_) return encoder_->reserve(host::kMaxFullTokens);
   // Not resident: the encoder comes up for each prompt beside the workspaces held now, its weights, its

@@ -63,17 +63,22 @@ void LinearRunner::reserve(int64_t weight_bytes, int64_t code_bytes, int64_t sca
   arena_.ensure(accumulator_, static_cast<size_t>(accumulator_bytes), "an fp8 Linear's accumulator");
 }
 
+LinearView LinearRunner::prepared(const LinearView& w, int64_t out, int64_t in) {
+  if (w.format != LinearFormat::kInt8Blocks) return w;
+  // Sized by reserve; grows (once, outside the step loop's steady state) for a larger Linear.
+  arena_.ensure(dequantized_, static_cast<size_t>(out * in) * element_size(type_), "an int8 Linear dequantized for its GEMM");
+  dequantize_int8(static_cast<const int8_t*>(w.values), static_cast<const uint16_t*>(w.scales), out, in, dequantized_.get(),
+                  type_, stream_);
+  return {LinearFormat::kDense, dequantized_.get(), nullptr};
+}
+
 void LinearRunner::run(const LinearView& w, const void* x, int64_t rows, int64_t out, int64_t in, float* y, float beta) {
   switch (w.format) {
     case LinearFormat::kDense:
       gemm_.linear(type_, x, rows, w.values, out, in, y, beta);
       return;
     case LinearFormat::kInt8Blocks:
-      // Sized by reserve; grows (once, outside the step loop's steady state) for a larger Linear.
-      arena_.ensure(dequantized_, static_cast<size_t>(out * in) * element_size(type_), "an int8 Linear dequantized for its GEMM");
-      dequantize_int8(static_cast<const int8_t*>(w.values), static_cast<const uint16_t*>(w.scales), out, in,
-                      dequantized_.get(), type_, stream_);
-      gemm_.linear(type_, x, rows, dequantized_.get(), out, in, y, beta);
+      gemm_.linear(type_, x, rows, prepared(w, out, in).values, out, in, y, beta);
       return;
     case LinearFormat::kFp8Rows:
       if (type_ != ElementType::kBf16) throw std::logic_error("LinearRunner: fp8 Linears take bf16 inputs");

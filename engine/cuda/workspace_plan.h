@@ -21,6 +21,9 @@ inline constexpr int64_t kEncoderScoreBudget = int64_t{16} << 20;
 inline constexpr int64_t kVaeScoreBudget = int64_t{64} << 20;
 inline constexpr int64_t kVaeColumnBudget = int64_t{64} << 20;  // im2col elements per row strip
 inline constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
+// --fused-blocks: the rows a stacked GEMM (Q|K|V, gate|up) takes at a time. At real dims a chunk's GEMM
+// is still 8 x 96 tiles of 128 x 256 (several waves on 132 SMs), and its fp32 product 96 MiB, not 384.
+inline constexpr int64_t kDitChunkRows = 1024;
 
 struct WorkspaceBuffer {
   const char* what;
@@ -38,13 +41,15 @@ inline int64_t bytes_of(const std::vector<WorkspaceBuffer>& buffers) {
 // rows only. `e`: bytes an element of the GEMM type. With
 // `fused_attention` (flash_attention.h) there are no scores and no fp32 attention output: the entries
 // stay, empty, so the buffers keep their places. With `fused_blocks` (--fused-blocks) Q|K|V and gate|up
-// are one GEMM each, both written into the MLP gate buffer (the Q|K|V product is dead before the MLP
-// starts): it holds [rows, 2 mlp] or [rows, 3 dim], and the projections and up buffers are empty.
+// are one GEMM each over chunks of kDitChunkRows rows, both written into the MLP gate buffer (the Q|K|V
+// product is dead before the MLP starts): it holds a chunk's [rows, 2 mlp] or [rows, 3 dim], and the
+// projections and up buffers are empty.
 inline std::vector<WorkspaceBuffer> dit_workspace(const DitConfig& c, int64_t e, int64_t text_rows, int64_t image_rows,
                                                   bool fused_attention = false, bool fused_blocks = false) {
   const int64_t l = text_rows, n = image_rows, r = std::max(l, n), k = l + n, dim = c.dim(), mlp = dim * c.mlp_ratio, f = 4;
   const int64_t scores = fused_attention ? 0 : attention_score_elements(c.heads, r, k, kDitScoreBudget);
-  const int64_t gate = fused_blocks ? std::max(2 * mlp, 3 * dim) : mlp, up = fused_blocks ? 0 : mlp;
+  const int64_t gate = fused_blocks ? std::max(2 * mlp, 3 * dim) * std::min(r, kDitChunkRows) : mlp * r,
+                up = fused_blocks ? 0 : mlp * r;
   return {{"DiT residual stream", r * dim * f},
           {"DiT normed rows", r * std::max<int64_t>(dim, c.context_dim) * e},
           {"DiT projections", fused_blocks ? 0 : r * dim * f},
@@ -54,8 +59,8 @@ inline std::vector<WorkspaceBuffer> dit_workspace(const DitConfig& c, int64_t e,
           {"DiT attention output", fused_attention ? 0 : r * dim * f},
           {"DiT attention output", r * dim * e},
           {"DiT block output", r * dim * f},
-          {"DiT MLP gate", r * gate * f},
-          {"DiT MLP up", r * up * f},
+          {"DiT MLP gate", gate * f},
+          {"DiT MLP up", up * f},
           {"DiT MLP hidden", r * mlp * e},
           {"DiT attention scores", scores * f},
           {"DiT attention probabilities", scores * e},
@@ -187,9 +192,11 @@ inline std::vector<WorkspaceBuffer> encoder_workspace(const TextEncoderConfig& c
 // kept int8, dequantized in the GEMM type; the widest input an fp8 Linear takes, as codes and row
 // scales; and the largest output of an fp8 Linear that adds to its y (the encoder's o_proj and
 // down_proj), for the FP8 GEMM's fallback (gemm.h), counted whether or not the device needs it.
-// `dit_rows`: the DiT's widest pass; `encoder_rows`: the longest prompt (Lfull).
+// `dit_rows`: the DiT's widest pass; `encoder_rows`: the longest prompt (Lfull). With `fused_blocks`
+// the DiT's stacks are its widest Linears: Q|K|V [3 dim, dim] and gate|up [2 mlp, dim], a chunk's rows.
 inline std::vector<WorkspaceBuffer> linear_scratch(const TextEncoderConfig& t, const DitConfig& d, int64_t e, LinearFormats f,
-                                                   bool dit_int8, bool encoder_int8, int64_t dit_rows, int64_t encoder_rows) {
+                                                   bool dit_int8, bool encoder_int8, int64_t dit_rows, int64_t encoder_rows,
+                                                   bool fused_blocks = false) {
   const int64_t dim = d.dim(), mlp = dim * d.mlp_ratio, h = t.hidden, q = int64_t{t.heads} * t.head_dim,
                 kv = int64_t{t.kv_heads} * t.head_dim, inter = t.intermediate;
   struct Linear {
@@ -202,6 +209,8 @@ inline std::vector<WorkspaceBuffer> linear_scratch(const TextEncoderConfig& t, c
       {dim, 64, false, dit_int8, 0},         {dim, d.context_dim, false, dit_int8, 0}, {dim, dim, false, dit_int8, 0},
       {dim, 256, false, dit_int8, 0},        {4 * dim, dim, false, dit_int8, 0},       {64, dim, false, dit_int8, 0},
       {dim, dim, true, dit_int8, dit_rows},  {mlp, dim, true, dit_int8, dit_rows},     {dim, mlp, true, dit_int8, dit_rows},
+      {fused_blocks ? 3 * dim : 0, dim, true, dit_int8, std::min(dit_rows, kDitChunkRows)},
+      {fused_blocks ? 2 * mlp : 0, dim, true, dit_int8, std::min(dit_rows, kDitChunkRows)},
       {q, h, true, encoder_int8, encoder_rows},     {kv, h, true, encoder_int8, encoder_rows},
       {h, q, true, encoder_int8, encoder_rows, true}, {inter, h, true, encoder_int8, encoder_rows},
       {h, inter, true, encoder_int8, encoder_rows, true}};
@@ -243,7 +252,8 @@ inline int64_t session_workspace_bytes(const TextEncoderConfig& t, const DitConf
   return bytes_of(dit_workspace(d, e, l, n, c.fused_attention, c.fused_blocks)) + bytes_of(dit_image_buffers(d, e, l, n)) +
          bytes_of(vae_workspace(v, e, vae_session_plan(v, e, n, c.vae_tiles))) +
          bytes_of(encoder_workspace(t, e, encoded_tokens, c.fused_attention)) + kGemmWorkspaceBytes +
-         bytes_of(linear_scratch(t, d, e, c.formats, c.dit_int8, c.encoder_int8, std::max(l, n), encoded_tokens));
+         bytes_of(linear_scratch(t, d, e, c.formats, c.dit_int8, c.encoder_int8, std::max(l, n), encoded_tokens,
+                                c.fused_blocks));
 }
 
 }  // namespace rgbaq::engine::cuda

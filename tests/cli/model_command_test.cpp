@@ -85,13 +85,14 @@ TEST(ModelCommand, ChecksThePublishedLayoutAndQuantizesIt) {
             int64_t{2} * 4096 * 4608 * 6 + 4096 * 256 * 4);
   EXPECT_EQ(report["memory"][5]["text_encoder_work_bytes"].get<int64_t>() - fused["text_encoder_work_bytes"].get<int64_t>(),
             int64_t{2} * 512 * 512 * 6 + 512 * 64 * 4);
-  // --fused-blocks on: Q|K|V and gate|up write the gate buffer (wide enough for both already: 2 x 768
-  // of the tiny MLP >= 3 x 256), so only the projections buffer goes, 4096 x 256 floats.
+  // --fused-blocks on: the projections buffer (4096 x 256 floats) and the MLP's up (4096 x 768) go, and
+  // the gate buffer holds a 1024-row chunk of gate|up (1024 x 2 x 768) where it held 4096 x 768.
   r = run_process({kRgbaq, "model", "check", int8, "--json", "--fused-blocks", "on"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json blocks = json::parse(r.out)["memory"][5];
   EXPECT_EQ(blocks["precision"], "bf16, fused blocks");
-  EXPECT_EQ(report["memory"][5]["dit_work_bytes"].get<int64_t>() - blocks["dit_work_bytes"].get<int64_t>(), int64_t{4096} * 256 * 4);
+  EXPECT_EQ(report["memory"][5]["dit_work_bytes"].get<int64_t>() - blocks["dit_work_bytes"].get<int64_t>(),
+            int64_t{4096} * 256 * 4 + 4096 * 768 * 4 + (4096 * 768 - 1024 * 1536) * 4);
   r = run_process({kRgbaq, "model", "check", int8, "--fused-blocks", "yes"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--fused-blocks: \"yes\" is not one of on, off"), std::string::npos) << r.err;

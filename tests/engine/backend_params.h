@@ -21,10 +21,13 @@ inline std::vector<std::string> backend_names() {
 }
 
 // The backend's graphs, or nullptr after printing why it cannot run here (the caller GTEST_SKIPs).
-// `options` as given but for the backend's name.
 inline std::unique_ptr<engine::Graphs> open_backend(const std::string& name, const std::filesystem::path& model_dir,
-                                                    std::string* why_not, engine::EngineOptions options) {
+                                                    std::string* why_not,
+                                                    engine::Precision precision = engine::Precision::kFp32) {
+  engine::EngineOptions options;
   options.backend = name;
+  options.threads = 2;
+  options.precision = precision;
   for (const auto& b : engine::backends()) {
     if (b.name != name) continue;
     std::string why;
@@ -36,15 +39,6 @@ inline std::unique_ptr<engine::Graphs> open_backend(const std::string& name, con
   }
   *why_not = name + " backend not in this build";
   return nullptr;
-}
-
-inline std::unique_ptr<engine::Graphs> open_backend(const std::string& name, const std::filesystem::path& model_dir,
-                                                    std::string* why_not,
-                                                    engine::Precision precision = engine::Precision::kFp32) {
-  engine::EngineOptions options;
-  options.threads = 2;
-  options.precision = precision;
-  return open_backend(name, model_dir, why_not, options);
 }
 
 }  // namespace rgbaq::testing

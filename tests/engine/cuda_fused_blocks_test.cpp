@@ -114,8 +114,19 @@ struct VelocityCase {
   host::RopeTensors rope;
 };
 
+// The velocity and the launches it took (kernels.h's count: every kernel and cuBLASLt call).
+std::pair<std::vector<float>, uint64_t> counted_velocity(const VelocityCase& v, Session& s) {
+  const uint64_t before = launch_count();
+  auto vel = v.velocity(s);
+  return {std::move(vel), launch_count() - before};
+}
+
 // The stacked GEMMs add the same products in cuBLASLt's order for a wider matrix: fp32 parity holds
-// the fused DiT to 1e-5 of the cpu's and of the unfused one's; bf16 to the bf16 bounds.
+// the fused DiT to 1e-5 of the cpu's and of the unfused one's; bf16 to the bf16 bounds. The launches
+// say the fused path ran: per block (the tiny model's rows are one chunk) 7 GEMMs and 8 kernels become
+// 4 and 6, attention aside, and each pass gains one norm before its first block while the step loses
+// the final one: 5 per block a pass, less 1 for the text prefix, 10 L - 1 in a velocity call (L 2
+// blocks); int8 kept also dequantizes 3 stacks' worth less a block a pass, 16 L - 1.
 TEST(CudaFusedBlocks, VelocityMatchesTheUnfusedDiTAndTheCpuInEveryFormat) {
   SKIP_WITHOUT_DEVICE(0);
   TempDir a, b;
@@ -133,11 +144,21 @@ TEST(CudaFusedBlocks, VelocityMatchesTheUnfusedDiTAndTheCpuInEveryFormat) {
   std::string why;
   if (device_sm(&why) >= 89) cases.push_back({"fp8", bf16, Precision::kFp8, GpuInt8::kWiden, 2e-2});
   const VelocityCase v(13, 64, {192, 128});
+  const int64_t layers = tools::tiny_dit_config().layers;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     auto fused = open_cuda(c.model, c.precision, c.gpu_int8, true);
     EXPECT_NE(fused->device_description().find("fused blocks"), std::string::npos) << fused->device_description();
-    const auto got = v.velocity(*fused), unfused = v.velocity(*open_cuda(c.model, c.precision, c.gpu_int8, false));
+    auto apart = open_cuda(c.model, c.precision, c.gpu_int8, false);
+    v.velocity(*fused), v.velocity(*apart);  // warm: workspaces and GEMM plans made
+    const auto [got, fused_launches] = counted_velocity(v, *fused);
+    const auto [unfused, unfused_launches] = counted_velocity(v, *apart);
+    std::cout << c.name << " launches per velocity call: " << fused_launches << " fused, " << unfused_launches << " unfused\n";
+    if (c.precision == Precision::kFp8) {  // fp8's scaling pass runs per GEMM only where cuBLASLt falls back
+      EXPECT_LT(fused_launches, unfused_launches);
+    } else {
+      EXPECT_EQ(unfused_launches - fused_launches, static_cast<uint64_t>((c.gpu_int8 == GpuInt8::kKeep ? 16 : 10) * layers - 1));
+    }
     const auto cpu = v.velocity(*Session::open(c.model, "cpu", 2));
     const double vs_unfused = testing::relative_error(got, testing::widen(unfused)), vs_cpu = testing::relative_error(got, testing::widen(cpu));
     std::cout << c.name << " fused blocks velocity: relative " << vs_unfused << " to unfused, " << vs_cpu << " to cpu, cosine "

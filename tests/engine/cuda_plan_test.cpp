@@ -103,18 +103,21 @@ TEST(CudaWorkspacePlan, TheRealModelsLargestRenderIsCountedBufferByBuffer) {
   EXPECT_EQ(bytes_of(ws), (64 + 32 + 64 + 32 + 36 + 36 + 64 + 32 + 64 + 192 + 192 + 96 + 256 + 128 + 1 + 8 + 1) * mib);
   EXPECT_STREQ(ws[12].what, "DiT attention scores");
   EXPECT_EQ(ws[12].bytes, 256 * mib);
-  // --fused-blocks: Q|K|V (4096 x 3 x 4096 fp32, 192 MiB) and gate|up (4096 x 2 x 12288 fp32, 384 MiB)
-  // share the gate buffer, 384 MiB; the projections (64 MiB) and up (192 MiB) buffers go: 64 MiB less.
+  // --fused-blocks: Q|K|V and gate|up run 1024 rows at a time and share the gate buffer, a chunk of
+  // gate|up, 1024 x 2 x 12288 fp32 = 96 MiB (Q|K|V's 1024 x 3 x 4096 is less); the projections (64 MiB)
+  // and up (192 MiB) buffers go: 64 + 192 + (192 - 96) = 352 MiB less.
   const auto fused = dit_workspace(dit, e, 512, 4096, false, true);
   ASSERT_EQ(fused.size(), 17u);
   EXPECT_EQ(fused[2].bytes, 0);
-  EXPECT_EQ(fused[9].bytes, 384 * mib);
+  EXPECT_EQ(fused[9].bytes, 96 * mib);
   EXPECT_EQ(fused[10].bytes, 0);
-  EXPECT_EQ(bytes_of(fused), bytes_of(ws) - 64 * mib);
-  // An MLP narrower than 1.5 dim (ratio 1 here) leaves Q|K|V the wider of the two: 4096 x 3 x 4096 x 4.
+  EXPECT_EQ(bytes_of(fused), bytes_of(ws) - 352 * mib);
+  // An MLP narrower than 1.5 dim (ratio 1 here) leaves Q|K|V the wider of the two: 1024 x 3 x 4096 x 4.
   DitConfig narrow = dit;
   narrow.mlp_ratio = 1;
-  EXPECT_EQ(dit_workspace(narrow, e, 512, 4096, false, true)[9].bytes, 192 * mib);
+  EXPECT_EQ(dit_workspace(narrow, e, 512, 4096, false, true)[9].bytes, 48 * mib);
+  // Fewer rows than a chunk: the chunk is the rows (a 256 x 256 image's 256 latents, L 512).
+  EXPECT_EQ(dit_workspace(dit, e, 512, 256, false, true)[9].bytes, 512 * 2 * 12288 * 4);
   // RoPE: 512 and 4096 rows of 64 floats, twice; the text prefix: 32 blocks x 512 x 4096 x 2 bytes, K and V.
   EXPECT_EQ(bytes_of(dit_image_buffers(dit, e, 512, 4096)), 2 * 512 * 64 * 4 + 2 * 4096 * 64 * 4 + 2 * 128 * mib);
   // The VAE (decoder_base_dim 144, dim_mult 1 2 4 8 8): channels 1152 1152 1152 576 288 144; the widest

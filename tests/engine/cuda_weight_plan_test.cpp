@@ -195,6 +195,33 @@ TEST(CudaWeightPlan, TheRealDimsAndWhatFitsWhereAt1024) {
   }
 }
 
+// --fused-blocks: an int8 DiT kept dequantizes its stacks, gate|up [24576, 4096] the widest (192 MiB in
+// bf16, where modulation's 16384 x 4096 was: 128 MiB); fp8's widest input stays the down projection's
+// 4096 rows of 12288 (the stacks take 1024-row chunks of 4096).
+TEST(CudaWeightPlan, FusedBlocksScratchHoldsTheStacks) {
+  const TextEncoderConfig t = tools::real_text_encoder_config();
+  const DitConfig d = tools::real_dit_config();
+  EXPECT_EQ(linear_scratch(t, d, 2, {false, true}, true, true, 4096, 512, true)[0].bytes, int64_t{24576} * 4096 * 2);
+  EXPECT_EQ(linear_scratch(t, d, 2, {false, true}, true, true, 4096, 512, false)[0].bytes, int64_t{16384} * 4096 * 2);
+  EXPECT_EQ(linear_scratch(t, d, 2, {true, false}, false, false, 4096, 512, true)[1].bytes, int64_t{4096} * 12288);
+}
+
+// Issue 21's memory goal, in the plan: with the VAE tiled, the attention fused and the blocks fused, a
+// bf16 session's 1024x1024 workspace at real dims is within 2 GiB: the lean 2.17 GiB less the fused
+// blocks' 352 MiB (CudaWorkspacePlan), 1.83 GiB. Int8 kept adds its stacks' 192 MiB of scratch.
+TEST(CudaWeightPlan, EveryOptInTogetherKeepsTheWorkspaceWithin2GiB) {
+  const TextEncoderConfig t = tools::real_text_encoder_config();
+  const DitConfig d = tools::real_dit_config();
+  const VaeConfig v = tools::real_vae_config();
+  const int64_t lean = session_workspace_bytes(t, d, v, 2, 512, 512, 4096, {{}, false, false, true, true, false});
+  const int64_t all = session_workspace_bytes(t, d, v, 2, 512, 512, 4096, {{}, false, false, true, true, true});
+  EXPECT_EQ(all, lean - (int64_t{352} << 20));
+  EXPECT_EQ(all, int64_t{1961822208});
+  EXPECT_LE(all, int64_t{2} << 30);
+  const int64_t int8 = session_workspace_bytes(t, d, v, 2, 512, 512, 4096, {{false, true}, true, true, true, true, true});
+  EXPECT_EQ(int8, all + int64_t{24576} * 4096 * 2);
+}
+
 // `rgbaq model check`'s cuda rows are the plan's: weights as the session makes them at the precision asked.
 TEST(CudaWeightPlan, TheModelCheckEstimateIsThePlan) {
   TempDir a;

@@ -166,11 +166,12 @@ TEST_F(DevicePack, DeviceCheckRunsFromTheArchiveAndWritesItsJson) {
   EXPECT_EQ(steps.at("bench"), "2") << steps.dump();  // "no CUDA device visible"
   EXPECT_EQ(steps.at("bench_fp8"), "2") << steps.dump();
   EXPECT_EQ(steps.at("bench_fused"), "2") << steps.dump();
+  EXPECT_EQ(steps.at("bench_blocks"), "2") << steps.dump();
   EXPECT_EQ(steps.at("torch"), "skipped");
   EXPECT_EQ(steps.at("render_1024"), "2") << j.value("render_log", "");  // the hollow model made; no device to render on
   EXPECT_NE(j.at("render_log").get<std::string>().find("cannot run here"), std::string::npos) << j.at("render_log");
-  // The fp8, int8 and lean renders parse their flags and get as far (the hollow int8 model made too).
-  for (const char* step : {"render_fp8", "render_int8", "render_lean"}) {
+  // The fp8, int8, lean and fast renders parse their flags and get as far (the hollow int8 model made too).
+  for (const char* step : {"render_fp8", "render_int8", "render_lean", "render_fast"}) {
     EXPECT_EQ(steps.at(step), "2") << step;
     EXPECT_NE(j.at(std::string(step) + "_log").get<std::string>().find("cannot run here"), std::string::npos) << j.at(std::string(step) + "_log");
   }
