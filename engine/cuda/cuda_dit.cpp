@@ -9,6 +9,7 @@
 #include "engine/cuda/flash_attention.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/workspace_plan.h"
+#include "host/contract_limits.h"
 
 namespace rgbaq::engine::cuda {
 namespace {
@@ -343,7 +344,9 @@ void CudaDit::begin_image(const Tensor& txt_feats, const host::RopeTensors& rope
   RGBAQ_CUDA_CHECK(cudaMemcpyAsync(txt_.get(), txt_feats.f32(), txt_feats.nbytes(), cudaMemcpyHostToDevice, stream_), device);
   rms_norm(txt_.as<float>(), l, config_.context_dim, text_norm_.as<float>(), 1.0f, static_cast<float>(config_.eps), h_.get(),
            type_, stream_);
-  float* txt_hidden = fused_blocks_ ? gate_.as<float>() : qf_.as<float>();  // fused: no projections buffer
+  // Fused: no projections buffer; the gate buffer's chunk of 3 dim wide rows holds L rows of dim.
+  static_assert(host::kMaxTextTokens <= 3 * kDitChunkRows);
+  float* txt_hidden = fused_blocks_ ? gate_.as<float>() : qf_.as<float>();
   project(kTxtIn, h_.get(), l, txt_in_.view(), dim, config_.context_dim, txt_hidden);
   gelu_tanh(txt_hidden, l * dim, attn_t_.get(), type_, stream_);
   project(kTxtOut, attn_t_.get(), l, txt_out_.view(), dim, dim, x_.as<float>());

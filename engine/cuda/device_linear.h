@@ -52,7 +52,8 @@ class LinearRunner {
   // y[rows, out] = beta y + x[rows, in] W^T; x in the GEMM type, contiguous.
   void run(const LinearView& w, const void* x, int64_t rows, int64_t out, int64_t in, float* y, float beta = 0.0f);
   // w ready for several runs in a row (row chunks of one input): an int8 Linear dequantized into the
-  // scratch now, as a dense view of it (valid until the next run or prepared); any other as it is.
+  // scratch now, as a dense view of it (valid until the next prepared, or run of an int8 Linear); any
+  // other as it is.
   LinearView prepared(const LinearView& w, int64_t out, int64_t in);
   // The scratch: a dequantized weight of `weight_bytes`, fp8 inputs of `code_bytes` with `scale_bytes`
   // of row scales, and the fp8 fallback's `accumulator_bytes` (any of them 0 when its format is not

@@ -1,6 +1,8 @@
 // The CUDA backend's kernels (see kernels.h). Simple, memory-bound kernels: the GEMMs carry the FLOPs.
-// Row kernels use one block per row and a shared-memory reduction; elementwise kernels a grid-stride
-// loop. Never run on a GPU yet.
+// Norms use one block per row and a shared-memory reduction; elementwise kernels a grid-stride loop,
+// or, where an element's indices would take divisions (the VAE's maps, the fused passes), a grid of
+// rows (ROW_LOOP). The kernels of 2026-11-30 passed the gpu tests on an H200 then; the row grids, the
+// fused passes and the weight formats' kernels have never run on a GPU.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -28,10 +30,16 @@ int blocks_for(int64_t n) {
   return static_cast<int>(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
 }
 
-// Row kernels' grid: columns in blocks of kThreads, a row per y (rows past 65535 loop).
-dim3 row_grid(int64_t rows, int64_t cols) {
-  const int64_t x = std::min<int64_t>((cols + kThreads - 1) / kThreads, 65535), y = std::min<int64_t>(rows, 65535);
-  return dim3(static_cast<unsigned>(std::max<int64_t>(x, 1)), static_cast<unsigned>(std::max<int64_t>(y, 1)));
+// A launch over a [rows, cols] index space (ROW_LOOP, COL_LOOP): blocks of kThreads, x a row's columns
+// (a multiple of 32, no wider than the row needs), y as many rows as that leaves room for, so a narrow
+// row (a tile's crop, a small map) leaves no thread idle; grids past 65535 blocks loop.
+struct RowLaunch {
+  dim3 grid, block;
+};
+RowLaunch row_launch(int64_t rows, int64_t cols) {
+  const int64_t x = std::clamp<int64_t>((cols + 31) / 32 * 32, 32, kThreads), y = kThreads / x;
+  const auto blocks = [](int64_t n, int64_t per) { return static_cast<unsigned>(std::clamp<int64_t>((n + per - 1) / per, 1, 65535)); };
+  return {dim3(blocks(cols, x), blocks(rows, y)), dim3(static_cast<unsigned>(x), static_cast<unsigned>(y))};
 }
 
 // Sum of v over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
@@ -60,6 +68,11 @@ __device__ float block_max(float v) {
 }
 
 #define GRID_STRIDE(i, n) for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{gridDim.x} * blockDim.x)
+// A [rows, cols] index space on row_launch: the y threads stride the rows, the x threads a row's
+// columns, so an element's indices need no division (a row's are worked out once per thread).
+#define ROW_LOOP(r, rows) \
+  for (int64_t r = blockIdx.y * int64_t{blockDim.y} + threadIdx.y; r < (rows); r += int64_t{gridDim.y} * blockDim.y)
+#define COL_LOOP(c, cols) for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < (cols); c += int64_t{gridDim.x} * blockDim.x)
 
 template <typename T>
 __global__ void convert_kernel(const float* in, int64_t n, T* out) {
@@ -156,20 +169,14 @@ __global__ void swiglu_kernel(const float* gate, const float* up, int64_t n, T* 
 // Rows of [gate | up] (each `half` wide) as one GEMM wrote them; a row per blockIdx.y (no division).
 template <typename T>
 __global__ void swiglu_rows_kernel(const float* gate_up, int64_t rows, int64_t half, T* out) {
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+  ROW_LOOP(r, rows) {
     const float* g = gate_up + r * 2 * half;
-    for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < half; c += int64_t{gridDim.x} * blockDim.x) {
-      store(out + r * half + c, math::swiglu(g[c], g[half + c]));
-    }
+    COL_LOOP(c, half) store(out + r * half + c, math::swiglu(g[c], g[half + c]));
   }
 }
 template <typename T>
 __global__ void convert_rows_kernel(const float* in, int64_t ld_in, int64_t rows, int64_t cols, int64_t ld_out, T* out) {
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < cols; c += int64_t{gridDim.x} * blockDim.x) {
-      store(out + r * ld_out + c, in[r * ld_in + c]);
-    }
-  }
+  ROW_LOOP(r, rows) COL_LOOP(c, cols) store(out + r * ld_out + c, in[r * ld_in + c]);
 }
 template <typename T>
 __global__ void gelu_kernel(const float* in, int64_t n, T* out) {
@@ -232,35 +239,42 @@ __global__ void channel_rms_kernel(const float* x, int64_t channels, int64_t pix
 template <typename T>
 __global__ void im2col_kernel(const T* x, int64_t channels, int64_t height, int64_t width, int64_t y0, int64_t y1, int64_t x0,
                               int64_t x1, T* col) {
-  const int64_t window = x1 - x0, cols = (y1 - y0) * window;
-  GRID_STRIDE(i, channels * 9 * cols) {
-    const int64_t row = i / cols, pixel = i % cols;  // row = c * 9 + tap
-    const int64_t c = row / 9, tap = row % 9, ky = tap / 3, kx = tap % 3;
-    const int64_t yy = y0 + pixel / window + ky - 1, xx = x0 + pixel % window + kx - 1;
-    const bool inside = yy >= 0 && yy < height && xx >= 0 && xx < width;
-    col[i] = inside ? x[(c * height + yy) * width + xx] : T(0.0f);
+  const int64_t window = x1 - x0, strip = y1 - y0;
+  ROW_LOOP(r, channels * 9 * strip) {  // r = (c * 9 + tap) * strip + the strip's row py
+    // 32-bit division: r < the strip's elements, within kVaeColumnBudget (im2col3x3 checks).
+    const uint32_t r32 = static_cast<uint32_t>(r), row = r32 / static_cast<uint32_t>(strip);
+    const int64_t py = r32 - row * static_cast<uint32_t>(strip), c = row / 9, tap = row - c * 9, ky = tap / 3, kx = tap - ky * 3;
+    const int64_t yy = y0 + py + ky - 1;
+    const bool row_inside = yy >= 0 && yy < height;
+    const T* in = x + (row_inside ? (c * height + yy) * width : 0);
+    T* out = col + r * window;  // (c * 9 + tap) * strip * window + py * window
+    COL_LOOP(px, window) {
+      const int64_t xx = x0 + px + kx - 1;
+      out[px] = row_inside && xx >= 0 && xx < width ? in[xx] : T(0.0f);
+    }
   }
 }
 
 __global__ void fill_bias_kernel(float* out, const float* bias, int64_t channels, int64_t pixels) {
-  GRID_STRIDE(i, channels * pixels) out[i] = bias[i / pixels];
+  ROW_LOOP(c, channels) COL_LOOP(p, pixels) out[c * pixels + p] = bias[c];
 }
 
 template <typename T>
 __global__ void upsample_kernel(const float* x, int64_t channels, int64_t height, int64_t width, T* out) {
   const int64_t h2 = 2 * height, w2 = 2 * width;
-  GRID_STRIDE(i, channels * h2 * w2) {
-    const int64_t c = i / (h2 * w2), yy = (i / w2) % h2, xx = i % w2;
-    store(out + i, x[(c * height + yy / 2) * width + xx / 2]);
+  ROW_LOOP(r, channels * h2) {  // r = c * h2 + yy
+    const int64_t c = r / h2, yy = r - c * h2;
+    const float* in = x + (c * height + yy / 2) * width;
+    COL_LOOP(xx, w2) store(out + r * w2 + xx, in[xx >> 1]);
   }
 }
 
 __global__ void dup_up_kernel(float* y, int64_t channels, int64_t h2, int64_t w2, const float* x, int64_t in_channels, int ft) {
   const int64_t repeats = channels * ft * 4 / in_channels, h = h2 / 2, w = w2 / 2;
-  GRID_STRIDE(i, channels * h2 * w2) {
-    const int64_t o = i / (h2 * w2), yy = (i / w2) % h2, xx = i % w2;
-    const int64_t c = ((o * ft + ft - 1) * 2 + yy % 2) * 2 + xx % 2;
-    y[i] += x[((c / repeats) * h + yy / 2) * w + xx / 2];
+  ROW_LOOP(r, channels * h2) {  // r = o * h2 + yy; the source channel of an even and an odd column
+    const int64_t o = r / h2, yy = r - o * h2, c = ((o * ft + ft - 1) * 2 + yy % 2) * 2;
+    const float* in[2] = {x + ((c / repeats) * h + yy / 2) * w, x + (((c + 1) / repeats) * h + yy / 2) * w};
+    COL_LOOP(xx, w2) y[r * w2 + xx] += in[xx & 1][xx >> 1];
   }
 }
 
@@ -390,13 +404,15 @@ void gated_residual_norm(float* x, const float* delta, int64_t rows, int64_t dim
 
 void swiglu_rows(const float* gate_up, int64_t rows, int64_t half, void* out, ElementType t, cudaStream_t s) {
   if (rows == 0 || half == 0) return;
-  DISPATCH(t, swiglu_rows_kernel, row_grid(rows, half), kThreads, s, out, gate_up, rows, half);
+  const RowLaunch l = row_launch(rows, half);
+  DISPATCH(t, swiglu_rows_kernel, l.grid, l.block, s, out, gate_up, rows, half);
 }
 
 void convert_rows(const float* in, int64_t ld_in, int64_t rows, int64_t cols, void* out, int64_t ld_out, ElementType t,
                   cudaStream_t s) {
   if (rows == 0 || cols == 0) return;
-  DISPATCH(t, convert_rows_kernel, row_grid(rows, cols), kThreads, s, out, in, ld_in, rows, cols, ld_out);
+  const RowLaunch l = row_launch(rows, cols);
+  DISPATCH(t, convert_rows_kernel, l.grid, l.block, s, out, in, ld_in, rows, cols, ld_out);
 }
 
 void swiglu(const float* gate, const float* up, int64_t n, void* out, ElementType t, cudaStream_t s) {
@@ -435,25 +451,29 @@ void channel_rms_norm(const float* x, int64_t channels, int64_t pixels, const fl
 
 void im2col3x3(const void* x, ElementType t, int64_t channels, int64_t height, int64_t width, int64_t y0, int64_t y1,
                int64_t x0, int64_t x1, void* col, cudaStream_t s) {
-  const int blocks = blocks_for(channels * 9 * (y1 - y0) * (x1 - x0));
+  if (channels * 9 * (y1 - y0) * (x1 - x0) > int64_t{UINT32_MAX}) throw std::invalid_argument("im2col3x3: a strip past 2^32 elements");
+  const RowLaunch l = row_launch(channels * 9 * (y1 - y0), x1 - x0);
   if (t == ElementType::kBf16)
-    count_launch(), im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const bf16*>(x), channels, height, width, y0, y1, x0, x1,
+    count_launch(), im2col_kernel<<<l.grid, l.block, 0, s>>>(static_cast<const bf16*>(x), channels, height, width, y0, y1, x0, x1,
                                                                static_cast<bf16*>(col));
   else
-    count_launch(), im2col_kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(x), channels, height, width, y0, y1, x0, x1,
+    count_launch(), im2col_kernel<<<l.grid, l.block, 0, s>>>(static_cast<const float*>(x), channels, height, width, y0, y1, x0, x1,
                                                                static_cast<float*>(col));
 }
 
 void fill_bias(float* out, const float* bias, int64_t channels, int64_t pixels, cudaStream_t s) {
-  count_launch(), fill_bias_kernel<<<blocks_for(channels * pixels), kThreads, 0, s>>>(out, bias, channels, pixels);
+  const RowLaunch l = row_launch(channels, pixels);
+  count_launch(), fill_bias_kernel<<<l.grid, l.block, 0, s>>>(out, bias, channels, pixels);
 }
 
 void upsample2x(const float* x, int64_t channels, int64_t height, int64_t width, void* out, ElementType t, cudaStream_t s) {
-  DISPATCH(t, upsample_kernel, blocks_for(channels * height * width * 4), kThreads, s, out, x, channels, height, width);
+  const RowLaunch l = row_launch(channels * 2 * height, 2 * width);
+  DISPATCH(t, upsample_kernel, l.grid, l.block, s, out, x, channels, height, width);
 }
 
 void add_dup_up(float* y, int64_t channels, int64_t h2, int64_t w2, const float* x, int64_t in_channels, int ft, cudaStream_t s) {
-  count_launch(), dup_up_kernel<<<blocks_for(channels * h2 * w2), kThreads, 0, s>>>(y, channels, h2, w2, x, in_channels, ft);
+  const RowLaunch l = row_launch(channels * h2, w2);
+  count_launch(), dup_up_kernel<<<l.grid, l.block, 0, s>>>(y, channels, h2, w2, x, in_channels, ft);
 }
 
 void add(float* y, const float* x, int64_t n, cudaStream_t s) { count_launch(), add_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, x, n); }

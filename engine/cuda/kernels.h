@@ -1,8 +1,8 @@
 #pragma once
 // The CUDA backend's own kernels, launched on the session's stream. Each reads fp32 and writes its
 // output in the GEMM input type (`out_type`: bf16, or fp32 in the parity mode) unless it says fp32.
-// Their math is engine/elementwise_math.h, the same functions the CPU kernels call. Never run on a GPU
-// yet (no device where this was written); compiled in CI for sm_80 and sm_90.
+// Their math is engine/elementwise_math.h, the same functions the CPU kernels call. Compiled in CI
+// for sm_80 and sm_90; which of them have run on a GPU, kernels.cu says.
 #include <cuda_runtime.h>
 
 #include <cstdint>
