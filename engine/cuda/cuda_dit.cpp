@@ -302,7 +302,7 @@ void CudaDit::run_block(int i, int64_t rows, int64_t text_rows, const float* cos
 
 // The blocks over x_'s rows (see run_block): fused, each block's last pass norms the rows for the next
 // (the first block's norm before the loop, and the last block's with `after`, when given, for what
-// follows the blocks); unfused, each block norms its own input and `after` is left to the caller.
+// follows the blocks); unfused, each block norms its own input and `after` is applied after the last.
 void CudaDit::run_blocks(int64_t rows, int64_t text_rows, const float* cos, const float* sin, int64_t prefix_rows, bool store,
                          const RowScales* after) {
   const RowScales first{text_mod_.as<float>(), image_mod_.as<float>(), text_rows};

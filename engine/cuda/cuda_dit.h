@@ -29,8 +29,9 @@ class CudaDit {
   // after), or random ones (their formats from dit's views, or dense when dit is null; blocks resident).
   // `fused_attention`: flash_attention.h's kernel instead of attention.h's GEMMs (bf16 only).
   // `fused_blocks` (--fused-blocks): each block's to_q|to_k|to_v and gate|up stacked into one Linear
-  // each at open (one GEMM, any format, resident or streamed; refused when a stack mixes formats), and
-  // each gated residual and the norm after it one pass (kernels.h's gated_residual_norm).
+  // each at open (any format, resident or streamed; refused when a stack mixes formats) and run as one
+  // GEMM over chunks of kDitChunkRows rows, and each gated residual and the norm after it one pass
+  // (kernels.h's gated_residual_norm).
   CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& source, LinearRunner& linears, cudaStream_t stream,
           bool stream_blocks, bool fused_attention = false, bool fused_blocks = false);
 

@@ -166,7 +166,7 @@ template <typename T>
 __global__ void swiglu_kernel(const float* gate, const float* up, int64_t n, T* out) {
   GRID_STRIDE(i, n) store(out + i, math::swiglu(gate[i], up[i]));
 }
-// Rows of [gate | up] (each `half` wide) as one GEMM wrote them; a row per blockIdx.y (no division).
+// Rows of [gate | up] (each `half` wide) as one GEMM wrote them, on row_launch.
 template <typename T>
 __global__ void swiglu_rows_kernel(const float* gate_up, int64_t rows, int64_t half, T* out) {
   ROW_LOOP(r, rows) {

@@ -38,12 +38,12 @@ inline int64_t bytes_of(const std::vector<WorkspaceBuffer>& buffers) {
 
 // The DiT's workspace for its widest pass, the text prefix's L = `text_rows` or a step's N =
 // `image_rows`, over L + N keys; the text features and the image tokens and velocity hold their own
-// rows only. `e`: bytes an element of the GEMM type. With
-// `fused_attention` (flash_attention.h) there are no scores and no fp32 attention output: the entries
-// stay, empty, so the buffers keep their places. With `fused_blocks` (--fused-blocks) Q|K|V and gate|up
-// are one GEMM each over chunks of kDitChunkRows rows, both written into the MLP gate buffer (the Q|K|V
-// product is dead before the MLP starts): it holds a chunk's [rows, 2 mlp] or [rows, 3 dim], and the
-// projections and up buffers are empty.
+// rows only. `e`: bytes an element of the GEMM type. With `fused_attention` (flash_attention.h) there
+// are no scores and no fp32 attention output: the entries stay, empty, so the buffers keep their
+// places. With `fused_blocks` (--fused-blocks) Q|K|V and gate|up are one GEMM each over chunks of
+// kDitChunkRows rows, both written into the MLP gate buffer (the Q|K|V product is dead before the MLP
+// starts): it holds a chunk's [rows, 2 mlp] or [rows, 3 dim], and the projections and up buffers are
+// empty.
 inline std::vector<WorkspaceBuffer> dit_workspace(const DitConfig& c, int64_t e, int64_t text_rows, int64_t image_rows,
                                                   bool fused_attention = false, bool fused_blocks = false) {
   const int64_t l = text_rows, n = image_rows, r = std::max(l, n), k = l + n, dim = c.dim(), mlp = dim * c.mlp_ratio, f = 4;
