@@ -1,7 +1,8 @@
 // The VAE kernels that index by a grid of rows (kernels.cu's ROW_LOOP: im2col, the bias fill, nearest
 // upsampling, DupUp3D) against naive host loops written from their definitions, bit for bit, at shapes
-// the tiny model never makes: more rows than gridDim.y's 65535 (the real dims' im2col strips have
-// ~500k) and rows narrower than a warp. CTest label gpu; skips where no CUDA device is visible, which is
+// the tiny model never makes: more rows than 65535 blocks of rows hold, so the grid loops (a block
+// takes 256 / its width rows: 4 to 8 here; the real dims' im2col strips have 518,400 rows of 128 px,
+// two a block, and loop too), and rows narrower than a warp. CTest label gpu; skips where no CUDA device is visible, which is
 // every machine this was written on: it has not run yet.
 #include <gtest/gtest.h>
 
@@ -35,9 +36,10 @@ std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
   return out;
 }
 
-// 64 x 9 x 130 = 74,880 rows of 37 columns, a window past the map's right edge, and a strip inside.
+// 450 x 9 x 130 = 526,500 rows of 37 columns (4 a block: 131,625 blocks of rows), a window past the
+// map's right edge, and a strip inside.
 TEST_F(CudaRowKernels, Im2colOfAWindowIsTheNaiveOneBitForBit) {
-  const int64_t c = 64, h = 130, w = 37;
+  const int64_t c = 450, h = 130, w = 37;
   const auto x = testing::random_floats(c * h * w, 31, 1.0f);
   const std::vector<uint16_t> xb = to_bf16(x);
   DeviceBuffer dx = upload_values(*arena_, xb);
@@ -63,9 +65,9 @@ TEST_F(CudaRowKernels, Im2colOfAWindowIsTheNaiveOneBitForBit) {
   }
 }
 
-// 300 x 240 = 72,000 output rows of 18 columns.
+// 2200 x 240 = 528,000 output rows of 18 columns (8 a block: 66,000 blocks of rows).
 TEST_F(CudaRowKernels, UpsamplingIsTheNaiveOneBitForBit) {
-  const int64_t c = 300, h = 120, w = 9;
+  const int64_t c = 2200, h = 120, w = 9;
   const auto x = testing::random_floats(c * h * w, 32, 1.0f);
   DeviceBuffer dx = upload_values(*arena_, x);
   std::vector<float> want(static_cast<size_t>(c * 4 * h * w));
@@ -81,9 +83,10 @@ TEST_F(CudaRowKernels, UpsamplingIsTheNaiveOneBitForBit) {
 }
 
 // DupUp3D for the first frame, out(o, Y, X) += in[c' / r, Y/2, X/2], c' = ((o ft + ft - 1) 2 + Y % 2) 2
-// + X % 2, r = out ft 4 / in: 300 output channels from 600 at ft 2 (r 4) and ft 1 (r 2), 72,000 rows.
+// + X % 2, r = out ft 4 / in: 2200 output channels from 4400 at ft 2 (r 4) and ft 1 (r 2), 528,000
+// rows of 14.
 TEST_F(CudaRowKernels, DupUpAddsTheNaiveSumBitForBit) {
-  const int64_t out_c = 300, in_c = 600, h = 120, w = 7;
+  const int64_t out_c = 2200, in_c = 4400, h = 120, w = 7;
   const auto x = testing::random_floats(in_c * h * w, 33, 1.0f), y0 = testing::random_floats(out_c * 4 * h * w, 34, 1.0f);
   DeviceBuffer dx = upload_values(*arena_, x);
   for (int ft : {2, 1}) {
@@ -102,9 +105,9 @@ TEST_F(CudaRowKernels, DupUpAddsTheNaiveSumBitForBit) {
   }
 }
 
-// 70,000 channels of 5 pixels: one row each.
+// 530,000 channels of 5 pixels, a row each (8 a block: 66,250 blocks of rows).
 TEST_F(CudaRowKernels, TheBiasFillWritesEachChannelsBias) {
-  const int64_t c = 70000, pixels = 5;
+  const int64_t c = 530000, pixels = 5;
   const auto bias = testing::random_floats(c, 35, 1.0f);
   DeviceBuffer db = upload_values(*arena_, bias), out = arena_->allocate(c * pixels * 4, "bias");
   fill_bias(out.as<float>(), db.as<float>(), c, pixels, stream_);
