@@ -1,12 +1,13 @@
 // engine_bench --engine cuda [--precision bf16|fp8] [--attention gemm|fused] [--fused-blocks on|off]
-// [--text-tokens L] [--reps R] [--json FILE]: the CUDA backend at the real model's dims (N 4096 image tokens at 1024 x 1024, L 200 text tokens unless told) with random weights
-// made on the device (the VAE's shapes from a hollow checkpoint in the temp folder). Prints the
-// cuBLASLt bf16 GEMM rate measured in the same run, then per graph: the median of R (>= 5) timings
-// after a warm-up, with CUDA events on the session's stream; its FLOPs and their rate as a share of
-// that GEMM rate; the launches it makes (kernels plus cuBLASLt calls); for the DiT step the attention's
-// share (with --attention fused, one block's attention by both kernels in the same run); the peak device memory; then a whole 1024 x 1024 image split into encode, text prefix, 8 steps
-// and decode. --json writes the same figures for scripts/device-check. Has never run: no GPU was at
-// hand (README "What has run where").
+// [--text-tokens L] [--reps R] [--json FILE]: the CUDA backend at the real model's dims (N 4096 image
+// tokens at 1024 x 1024, L 200 text tokens unless told) with random weights made on the device (the
+// VAE's shapes from a hollow checkpoint in the temp folder). Prints the cuBLASLt bf16 GEMM rate
+// measured in the same run, then per graph: the median of R (>= 5) timings after a warm-up, with CUDA
+// events on the session's stream; its FLOPs and their rate as a share of that GEMM rate; the launches
+// it makes (kernels plus cuBLASLt calls); for the DiT step the attention's share (with --attention
+// fused, one block's attention by both kernels in the same run); the peak device memory; then a whole
+// 1024 x 1024 image split into encode, text prefix, 8 steps and decode. --json writes the same figures
+// for scripts/device-check. Has never run: no GPU was at hand (README "What has run where").
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -20,6 +20,7 @@
 #include "engine/lora.h"
 #include "engine/session.h"
 #include "tests/engine/cuda_device_test.h"
+#include "tests/engine/cuda_session_test.h"
 #include "tests/engine/reference_math.h"
 #include "tests/test_temp_dir.h"
 #include "tools/tiny_model.h"
@@ -85,35 +86,6 @@ TEST(CudaFusedBlocks, FusedPassesEqualTheKernelsTheyReplaceBitForBit) {
   cudaStreamDestroy(stream);
 }
 
-std::filesystem::path write_model(const TempDir& dir, bool int8) {
-  tools::TinyModelOptions options;
-  options.int8_linears = int8;
-  options.tokenizer_json = std::filesystem::path(RGBAQ_SOURCE_DIR_PATH) / "tokenizer/data/qwen3/tokenizer.json";
-  tools::write_tiny_model(dir.path() / "model", options);
-  return dir.path() / "model";
-}
-
-std::unique_ptr<Session> open_cuda(const std::filesystem::path& model, Precision p, GpuInt8 g, bool fused,
-                                   bool stream_blocks = false) {
-  EngineOptions o;
-  o.backend = "cuda";
-  o.precision = p;
-  o.gpu_int8 = g;
-  o.fused_blocks = fused;
-  o.force_block_streaming = stream_blocks;
-  return Session::open(model, o);
-}
-
-struct VelocityCase {
-  VelocityCase(int64_t l, int64_t dim, const host::ImageSize& size)
-      : txt(Tensor::from_f32({l, dim}, testing::random_floats(l * dim, 6, 3.0f))),
-        img(Tensor::from_f32({size.tokens(), 64}, testing::random_floats(size.tokens() * 64, 5, 1.7f))),
-        rope(host::build_rope(host::RopeTables::from_formula(), static_cast<int>(l), size)) {}
-  std::vector<float> velocity(Session& s) const { return s.graphs().velocity({&img, &txt, 0.7f, &rope}).to_f32_vector(); }
-  Tensor txt, img;
-  host::RopeTensors rope;
-};
-
 // The velocity and the launches it took (kernels.h's count: every kernel and cuBLASLt call).
 std::pair<std::vector<float>, uint64_t> counted_velocity(const VelocityCase& v, Session& s) {
   const uint64_t before = launch_count();
@@ -147,9 +119,9 @@ TEST(CudaFusedBlocks, VelocityMatchesTheUnfusedDiTAndTheCpuInEveryFormat) {
   const int64_t layers = tools::tiny_dit_config().layers;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    auto fused = open_cuda(c.model, c.precision, c.gpu_int8, true);
+    auto fused = open_cuda(c.model, c.precision, c.gpu_int8, false, std::nullopt, true);
     EXPECT_NE(fused->device_description().find("fused blocks"), std::string::npos) << fused->device_description();
-    auto apart = open_cuda(c.model, c.precision, c.gpu_int8, false);
+    auto apart = open_cuda(c.model, c.precision, c.gpu_int8);
     v.velocity(*fused), v.velocity(*apart);  // warm: workspaces and GEMM plans made
     const auto [got, fused_launches] = counted_velocity(v, *fused);
     const auto [unfused, unfused_launches] = counted_velocity(v, *apart);
@@ -181,11 +153,11 @@ TEST(CudaFusedBlocks, StreamedStacksRenderTheBytesOfResidentOnes) {
                                                               {write_model(b, true), GpuInt8::kKeep}};
   for (const auto& [model, g] : models) {
     const RenderRequest request{"a red fox, game asset", 3, {128, 192}};
-    const auto resident = open_cuda(model, Precision::kBf16, g, true)->render(request);
-    auto streamed = open_cuda(model, Precision::kBf16, g, true, true);
+    const auto resident = open_cuda(model, Precision::kBf16, g, false, std::nullopt, true)->render(request);
+    auto streamed = open_cuda(model, Precision::kBf16, g, true, std::nullopt, true);
     EXPECT_NE(streamed->device_description().find("streamed"), std::string::npos) << streamed->device_description();
     EXPECT_EQ(streamed->render(request).rgba, resident.rgba);
-    const double db = testing::psnr(resident.rgba, open_cuda(model, Precision::kBf16, g, false)->render(request).rgba);
+    const double db = testing::psnr(resident.rgba, open_cuda(model, Precision::kBf16, g)->render(request).rgba);
     std::cout << "fused blocks render vs unfused: " << db << " dB PSNR\n";
     EXPECT_GE(db, 30.0);
   }
@@ -203,8 +175,8 @@ TEST(CudaFusedBlocks, LorasOnStackedLinearsMatchTheUnfusedDiT) {
   const auto style = load_lora(loras.path() / "style-kohya.safetensors", "style", config);
   ASSERT_EQ(style->modules.size(), dit_linear_modules(config).size());
   const VelocityCase v(11, 64, {192, 128});
-  auto fused = open_cuda(model, Precision::kFp32, GpuInt8::kWiden, true);
-  auto unfused = open_cuda(model, Precision::kFp32, GpuInt8::kWiden, false);
+  auto fused = open_cuda(model, Precision::kFp32, GpuInt8::kWiden, false, std::nullopt, true);
+  auto unfused = open_cuda(model, Precision::kFp32, GpuInt8::kWiden);
   const auto plain = v.velocity(*fused);
   fused->graphs().set_loras({{style, 0.8f}});
   unfused->graphs().set_loras({{style, 0.8f}});
