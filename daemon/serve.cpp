@@ -267,7 +267,8 @@ int run_serve_command(const std::vector<std::string>& args) {
       http_media = std::make_unique<RequestHandler>(config, *sessions.front(), identity, state);
       thumbnails = std::make_unique<http::ThumbnailCache>(config.thumbnail_dir(), uint64_t{config.thumbnail_cache_mb} << 20);
       http_server = std::make_unique<http::HttpServer>(
-          http_io, *http_endpoint, [&](const std::shared_ptr<http::HttpExchange>& e) { http_api->handle(e); },
+          http_io, *http_endpoint, [&](const http::Request& header) { return http_api->screen(header); },
+          [&](const std::shared_ptr<http::HttpExchange>& e) { http_api->handle(e); },
           http::HttpLimits{.max_body_bytes = config.max_frame_mb << 20,
                            .timeout = std::chrono::seconds(config.frame_timeout_s),
                            .max_connections = std::min(config.max_connections, std::max(1, server.connection_limit())),
@@ -292,7 +293,7 @@ int run_serve_command(const std::vector<std::string>& args) {
                      "rgbaqd speaks plain HTTP: put TLS in front of it (a reverse proxy). Host names answered: {}",
                      address.to_string() + ":" + port, names);
       }
-      http_guard = std::make_unique<http::HttpGuard>(token, hosts, config.http_cors, bound.port());
+      http_guard = std::make_unique<http::HttpGuard>(token, hosts, config.http_cors);
       http_context = std::make_unique<http::HttpContext>(http::HttpContext{
           .config = config,
           .lanes = {{*http_quick, http_quick_lane.get_executor()}, {*http_bulk, http_bulk_lane.get_executor()},

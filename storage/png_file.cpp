@@ -245,20 +245,31 @@ void PendingPng::commit() {
   fsync(dfd_);  // the rename is durable only once the directory entry is
 }
 
-static PngImage read_png_file(const std::filesystem::path& path, const PixelRule& rule) {
-  FILE* f = open_regular_for_reading(path);
+// Decodes the PNG that `f` reads (closing it), `name` naming it in errors.
+static PngImage read_png_stream(FILE* f, const std::filesystem::path& name, const PixelRule& rule) {
   unsigned char signature[8] = {0};
   const size_t got = std::fread(signature, 1, 8, f);
   if (got != 8 || png_sig_cmp(signature, 0, 8) != 0) {
     std::fclose(f);
-    fail(path, "not a PNG file");
+    fail(name, "not a PNG file");
   }
   std::rewind(f);
   PngImage image;
   const std::string error = decode(f, image, rule);
   std::fclose(f);
-  if (!error.empty()) fail(path, "corrupt PNG: " + error);
+  if (!error.empty()) fail(name, "corrupt PNG: " + error);
   return image;
+}
+
+static PngImage read_png_file(const std::filesystem::path& path, const PixelRule& rule) {
+  return read_png_stream(open_regular_for_reading(path), path, rule);
+}
+
+PngImage read_png_bytes(std::string_view bytes, const std::filesystem::path& name, bool pixels) {
+  if (bytes.empty()) fail(name, "not a PNG file");
+  FILE* f = fmemopen(const_cast<char*>(bytes.data()), bytes.size(), "rb");
+  if (!f) fail(name, std::strerror(errno));
+  return read_png_stream(f, name, {.any = pixels});
 }
 
 PngImage read_png(const std::filesystem::path& path) { return read_png_file(path, {}); }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -84,5 +85,9 @@ PngImage read_png_info(const std::filesystem::path& path);
 // read_png_info gives it (rgba empty), its size read from the header before a pixel is decoded, so a
 // planted 16384x16384 PNG costs no more than its header.
 PngImage read_png_if_size(const std::filesystem::path& path, int width, int height);
+
+// As read_png (or read_png_info, when `pixels` is false) for a PNG already in memory; `name` names it
+// in the errors.
+PngImage read_png_bytes(std::string_view bytes, const std::filesystem::path& name, bool pixels = true);
 
 }  // namespace rgbaq::storage

@@ -1,28 +1,107 @@
-// The HTTP API, as the page uses it: JSON requests on this origin (the session cookie carries the
-// token), and the event stream, which EventSource resumes by itself with Last-Event-ID.
+// The HTTP API, as the page uses it. No cookie carries the token (a browser would send a host's
+// cookies to every port of it): the page keeps it in its own origin's storage, which another port
+// cannot read, and sends it as a header; `rgbaq gallery` opens `/?token=...`, which the server moves
+// into the address's fragment, where the page takes it from. Images, which an <img> fetches without
+// headers, carry a media key instead (an expiring HMAC that opens images and thumbnails only).
+const kTokenKey = 'rgbaq_token';
+let mediaKey = null;  // {key, expires_at}
+
+function takeTokenFromAddress() {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const token = fragment.get('token');
+  if (!token) return;
+  localStorage.setItem(kTokenKey, token);
+  fragment.delete('token');
+  const rest = fragment.toString();
+  history.replaceState(history.state, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
+}
+takeTokenFromAddress();
+
+export const token = () => localStorage.getItem(kTokenKey);
+
+function authorized(headers = {}) {
+  const t = token();
+  return t ? { ...headers, Authorization: `Bearer ${t}` } : headers;
+}
+
+export class Unauthorized extends Error {}
+
 export async function api(path, options = {}) {
-  const response = await fetch(path, { credentials: 'same-origin', ...options,
-                                       headers: { 'Content-Type': 'application/json', ...(options.headers || {}) } });
+  const response = await fetch(path, { ...options, credentials: 'omit',
+                                       headers: authorized({ 'Content-Type': 'application/json', ...(options.headers || {}) }) });
   const type = response.headers.get('content-type') || '';
   const body = type.includes('json') ? await response.json() : await response.text();
+  if (response.status === 401) {
+    localStorage.removeItem(kTokenKey);
+    throw new Unauthorized('this page needs the daemon\'s token: open it with `rgbaq gallery`');
+  }
   if (!response.ok) throw new Error((body && body.error && body.error.message) || `${response.status} ${response.statusText}`);
   return body;
 }
 
 export const post = (path, body) => api(path, { method: 'POST', body: JSON.stringify(body || {}) });
 
+// Fetches the media key, and a fresh one an hour before it expires.
+export async function refreshMediaKey() {
+  mediaKey = await api('/api/v1/media-key');
+  const left = mediaKey.expires_at * 1000 - Date.now();
+  setTimeout(() => refreshMediaKey().catch(() => {}), Math.max(60000, left - 3600000));
+}
+
+// An image or thumbnail route's address, with the media key an <img> needs.
+export function mediaUrl(path) {
+  return `${path}${path.includes('?') ? '&' : '?'}key=${encodeURIComponent(mediaKey ? mediaKey.key : '')}`;
+}
+
 const kEvents = ['job_started', 'progress', 'decoding', 'job_done', 'job_failed', 'job_canceled', 'run_done', 'resync'];
 
 // Calls onEvent(name, data) for each event (of `run`, or of every run), onLive(true|false) as the
-// stream connects and drops. Returns a function that closes it.
+// stream connects and drops. The stream is read with fetch (EventSource cannot send the token) and,
+// as EventSource does, resumed after a drop with Last-Event-ID. Returns a function that closes it.
 export function watch(run, onEvent, onLive) {
-  const source = new EventSource('/api/v1/events' + (run ? `?run=${run}` : ''));
-  source.onopen = () => onLive(true);
-  source.onerror = () => onLive(false);
-  for (const name of kEvents) {
-    source.addEventListener(name, (e) => onEvent(name, e.data ? JSON.parse(e.data) : {}));
-  }
-  return () => source.close();
+  let closed = false, lastId = '', retry = 2000, controller = null;
+  const dispatch = (block) => {
+    let name = 'message', data = '', id = null;
+    for (const line of block.split('\n')) {
+      const colon = line.indexOf(':');
+      if (colon === 0) continue;  // a comment (keep-alive)
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+      if (field === 'event') name = value;
+      else if (field === 'data') data += (data ? '\n' : '') + value;
+      else if (field === 'id') id = value;
+      else if (field === 'retry' && /^\d+$/.test(value)) retry = Number(value);
+    }
+    if (id !== null) lastId = id;
+    if (kEvents.includes(name)) onEvent(name, data ? JSON.parse(data) : {});
+  };
+  const connect = async () => {
+    controller = new AbortController();
+    try {
+      const headers = authorized(lastId ? { 'Last-Event-ID': lastId } : {});
+      const response = await fetch('/api/v1/events' + (run ? `?run=${run}` : ''), { headers, credentials: 'omit', signal: controller.signal });
+      if (!response.ok) throw new Error(`${response.status}`);
+      onLive(true);
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value.replace(/\r\n?/g, '\n');
+        for (let end; (end = buffer.indexOf('\n\n')) >= 0;) {
+          dispatch(buffer.slice(0, end));
+          buffer = buffer.slice(end + 2);
+        }
+      }
+    } catch (e) {
+      // dropped, refused or closed: retried below unless closed
+    }
+    if (closed) return;
+    onLive(false);
+    setTimeout(() => { if (!closed) connect(); }, retry);
+  };
+  connect();
+  return () => { closed = true; if (controller) controller.abort(); };
 }
 
 export function toast(text) {

@@ -1,5 +1,5 @@
 // The gallery: the runs, one run's grid and its viewer; which one is in the address.
-import { el } from './api.js';
+import { el, refreshMediaKey, token, Unauthorized } from './api.js';
 import * as viewState from './view_state.js';
 import { showRuns } from './runs_view.js';
 import { RunView } from './run_view.js';
@@ -9,9 +9,15 @@ const live = document.getElementById('live');
 const setLive = (on) => live.classList.toggle('on', on);
 let current = null;   // {close(), key?(event)}
 
+// Without the token (a page opened by hand, or a token that changed) the page can show nothing.
+function askForToken(message) {
+  main.replaceChildren(el('p', { style: 'padding:12px' }, message || 'This page needs the daemon\'s token: open it with `rgbaq gallery` (or `rgbaq http-url`).'));
+}
+
 async function route() {
   if (current) current.close();
   current = null;
+  if (!token()) return askForToken();
   const v = viewState.read();
   viewState.applyBackground(v);
   if (v.run) {
@@ -20,6 +26,7 @@ async function route() {
     try {
       await view.open();
     } catch (e) {
+      if (e instanceof Unauthorized) return askForToken(e.message);
       main.replaceChildren(el('p', { style: 'padding:12px' }, `run ${v.run}: ${e.message} `, el('a', { href: '/' }, 'all runs')));
     }
   } else {
@@ -40,4 +47,8 @@ document.getElementById('home').addEventListener('click', (e) => {
   route();
 });
 window.addEventListener('popstate', route);
-route();
+if (token()) {
+  refreshMediaKey().then(route, (e) => askForToken(e instanceof Unauthorized ? e.message : `the daemon did not answer: ${e.message}`));
+} else {
+  askForToken();
+}

@@ -1,7 +1,7 @@
 // One run: a grid of prompts down and seeds across (as the contact sheet) or a plain grid, virtualised
 // (only the rows in sight are in the page), with a cursor, a selection, marks by key, filters in the
 // address, and live updates from the event stream.
-import { api, post, el, toast, watch } from './api.js';
+import { api, post, el, toast, watch, mediaUrl } from './api.js';
 import * as viewState from './view_state.js';
 import { Viewer } from './viewer.js';
 
@@ -190,7 +190,7 @@ export class RunView {
   drawCell(job, row, col) {
     const backdrop = el('div', { class: 'backdrop' });
     if (job.state === 'done') {
-      backdrop.append(el('img', { src: `/api/v1/jobs/${job.id}/thumbnail?size=256&v=${job.finished_at}`, loading: 'lazy', alt: `seed ${job.seed}` }));
+      backdrop.append(el('img', { src: mediaUrl(`/api/v1/jobs/${job.id}/thumbnail?size=256&v=${job.finished_at}`), loading: 'lazy', alt: `seed ${job.seed}` }));
     } else if (job.state === 'failed') {
       backdrop.append(el('div', { class: 'state' }, 'failed: ', job.error || '',
         el('div', {}, el('button', { type: 'button', onclick: (e) => { e.stopPropagation(); this.retry([job.id]); } }, 'retry'))));

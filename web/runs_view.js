@@ -49,11 +49,11 @@ export function showRuns(main, setLive, openRun) {
       el('tbody', {}, rows)));
     if (!runs.length) box.append(el('p', {}, 'No runs yet: rgbaq submit prompts.csv'));
   };
-  render();
+  render().catch((e) => box.replaceChildren(el('p', {}, e.message)));
   // Live: at most one refresh a second, whatever the rate of events.
   const close = watch(0, (name) => {
     if (name === 'progress' || pending) return;
-    pending = setTimeout(() => { pending = null; render(); }, 1000);
+    pending = setTimeout(() => { pending = null; render().catch(() => {}); }, 1000);
   }, setLive);
   return () => { close(); clearTimeout(pending); };
 }

@@ -1,6 +1,6 @@
 // The viewer: the image at the grid's cursor at full size with its metadata; the grid's keys step
 // through it. Compare: pin one image and step the others beside it, or a slider between the two.
-import { api, el, toast } from './api.js';
+import { api, el, toast, mediaUrl } from './api.js';
 
 function timings(t) {
   const s = (v) => (typeof v === 'number' ? `${v.toFixed(2)} s` : '?');
@@ -57,7 +57,7 @@ export class Viewer {
 
   frame(job, tag) {
     const image = job.state === 'done'
-      ? el('img', { src: `/api/v1/jobs/${job.id}/image?v=${job.finished_at}`, alt: `seed ${job.seed}` })
+      ? el('img', { src: mediaUrl(`/api/v1/jobs/${job.id}/image?v=${job.finished_at}`), alt: `seed ${job.seed}` })
       : el('div', { class: 'state' }, job.state === 'failed' ? `failed: ${job.error}` : job.state);
     return el('div', { class: 'frame', 'data-job': job.id }, tag ? el('span', { class: 'tag' }, tag) : '', el('div', { class: 'backdrop' }, image));
   }
@@ -67,8 +67,8 @@ export class Viewer {
     const job = this.grid.current();
     if (!job) return this.close();
     if (this.pinned && this.pinned.id !== job.id && this.mode === 'slider') {
-      const under = el('img', { src: `/api/v1/jobs/${this.pinned.id}/image`, alt: 'pinned' });
-      const overImage = el('img', { src: `/api/v1/jobs/${job.id}/image`, alt: 'current' });
+      const under = el('img', { src: mediaUrl(`/api/v1/jobs/${this.pinned.id}/image`), alt: 'pinned' });
+      const overImage = el('img', { src: mediaUrl(`/api/v1/jobs/${job.id}/image`), alt: 'current' });
       const over = el('div', { class: 'over', style: 'clip-path: inset(0 0 0 50%)' }, overImage);
       const range = el('input', { type: 'range', min: 0, max: 100, value: 50, 'aria-label': 'compare slider',
                                   oninput: (e) => { over.style.clipPath = `inset(0 0 0 ${e.target.value}%)`; } });

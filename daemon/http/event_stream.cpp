@@ -1,9 +1,12 @@
 // GET /api/v1/events[?run=N]: the socket's watch events as Server-Sent Events. Each event's id is
 // "EPOCH-SEQ"; a client that reconnects with Last-Event-ID is first given the kept events it missed
-// (EventHub's history), or, when they are no longer kept or the daemon restarted, a `resync` event: it
-// must read the state afresh (GET /api/v1/runs/N). A client that stops reading is dropped at the
-// watcher bound (--client-queue-kb), as on the socket.
+// (EventHub's history) when they fit in half the watcher bound (--client-queue-kb), or else (more
+// than that, no longer kept, or the daemon restarted) a `resync` event: it must read the state afresh
+// (GET /api/v1/runs/N). A replay is never what drops a reader: a client that stops reading is dropped
+// at the watcher bound, as on the socket.
 #include <limits>
+#include <mutex>
+#include <vector>
 #include <string>
 
 #include "daemon/http/http_api.h"
@@ -53,28 +56,48 @@ void route_events(const std::shared_ptr<RouteCall>& call) {
     if (const int id = subscription->exchange(-1); id > 0) events.unsubscribe(id);
   });
   const uint64_t epoch = events.epoch();
-  const auto sink = [exchange, run, epoch](const std::shared_ptr<const Event>& e) {
+  // Until the missed events are weighed, they (and any that come meanwhile) are held here, in order.
+  struct Replay {
+    std::mutex mutex;
+    bool holding = true;
+    std::vector<std::shared_ptr<const Event>> held;
+  };
+  auto replay = std::make_shared<Replay>();
+  const auto sink = [exchange, run, epoch, replay](const std::shared_ptr<const Event>& e) {
     if (run != 0 && e->run != run) return;
+    std::lock_guard lock(replay->mutex);
+    if (replay->holding) return replay->held.push_back(e);
     exchange->write_event(sse_text(epoch, *e));
   };
   // Tells the client how long to wait before it reconnects, and where it stands.
   exchange->write_event("retry: 2000\n\n");
+  const auto resync = [&](const std::string& reason) {
+    exchange->write_event("event: resync\ndata: " + json({{"reason", reason}}).dump() + "\n\n");
+  };
   int id = 0;
   if (!last_id.empty()) {
     const auto after = resume_point(last_id, epoch);
-    const auto resync = [&] {
-      exchange->write_event("event: resync\ndata: " +
-                            json({{"reason", after ? "events after " + last_id + " are no longer kept"
-                                                   : "the daemon restarted since event " + last_id}}).dump() + "\n\n");
-    };
     if (after) {
-      id = events.subscribe_after(*after, sink, resync);
+      id = events.subscribe_after(*after, sink, [&] { resync("events after " + last_id + " are no longer kept"); });
     } else {
-      resync();
+      resync("the daemon restarted since event " + last_id);
       id = events.subscribe(sink);
     }
   } else {
     id = events.subscribe(sink);
+  }
+  {
+    std::lock_guard lock(replay->mutex);
+    size_t bytes = 0;
+    std::vector<std::string> texts;
+    for (const auto& e : replay->held) bytes += texts.emplace_back(sse_text(epoch, *e)).size();
+    if (bytes <= call->context.config.client_queue_kb * 1024 / 2) {
+      for (auto& text : texts) exchange->write_event(std::move(text));
+    } else {
+      resync(std::to_string(texts.size()) + " events since " + last_id + " are more than the stream holds at once");
+    }
+    replay->holding = false;
+    replay->held.clear();
   }
   // The stream may already have ended (the client left at once): then drop the subscription here.
   int expected = 0;

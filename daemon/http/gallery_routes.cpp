@@ -1,5 +1,15 @@
 // What the gallery (web/) needs beyond the queue routes: its own files, marks on many jobs at once,
 // a retry of chosen jobs, and an image's A1111 parameters text for "copy parameters".
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "common/trusted_folder.h"
 #include "daemon/base/private_files.h"
 #include "daemon/http/http_api.h"
 #include "daemon/protocol.h"
@@ -47,7 +57,10 @@ void route_retry_jobs(const std::shared_ptr<RouteCall>& call) {
 }
 
 // Copies the chosen jobs' PNGs into `folder` (made if need be), which must lie under one of the
-// configured roots once every link in it is resolved; a file already there is left as it is.
+// configured roots once every link in it is resolved. The folder is then opened from "/" one component
+// at a time without following a link, each component checked as submit checks --out (none that another
+// user could change), and every copy is created relative to that descriptor, never through a link: a
+// folder swapped for a link after the check takes no copy. A file already there is left as it is.
 void route_copy_jobs(const std::shared_ptr<RouteCall>& call) {
   const json body = call->json_body();
   if (!body.contains("folder") || !body["folder"].is_string() || body["folder"].get<std::string>().empty()) {
@@ -56,51 +69,81 @@ void route_copy_jobs(const std::shared_ptr<RouteCall>& call) {
   const std::filesystem::path folder = body["folder"].get<std::string>();
   if (!folder.is_absolute()) throw RequestError(protocol::error_code::kBadRequest, "\"folder\" must be an absolute path");
   if (!body.contains("jobs") || !body["jobs"].is_array()) throw RequestError(protocol::error_code::kBadRequest, "\"jobs\" must be a list of job ids");
+  for (const auto& id : body["jobs"]) {
+    if (!id.is_number_integer()) throw RequestError(protocol::error_code::kBadRequest, "\"jobs\" must be a list of job ids");
+  }
   const auto& roots = call->context.config.copy_roots;
   call->on_lane(call->context.lanes.media, [body, folder, roots](RequestHandler& h) {
-    std::error_code ec;
-    const auto resolved = std::filesystem::weakly_canonical(folder, ec);
-    const auto under = [&](const std::filesystem::path& p) {
-      for (const auto& root : roots) {
-        const auto r = std::filesystem::weakly_canonical(root, ec);
-        const auto rel = p.lexically_relative(r);
-        if (!rel.empty() && *rel.begin() != "..") return true;
+    const auto bad = [&](const std::string& why) { return RequestError(protocol::error_code::kBadRequest, "cannot copy into " + folder.string() + ": " + why); };
+    std::filesystem::path resolved;
+    try {
+      resolved = common::resolve_folder(folder);
+    } catch (const common::FolderError& e) {
+      throw bad(e.what());
+    }
+    const bool under_a_root = std::any_of(roots.begin(), roots.end(), [&](const std::filesystem::path& root) {
+      try {
+        const auto rel = resolved.lexically_relative(common::resolve_folder(root));
+        return !rel.empty() && *rel.begin() != "..";
+      } catch (const common::FolderError&) {
+        return false;
       }
-      return false;
-    };
-    if (ec || !under(resolved)) {
+    });
+    if (!under_a_root) {
       std::string allowed;
       for (const auto& r : roots) allowed += (allowed.empty() ? "" : ", ") + r.string();
       throw RequestError(protocol::error_code::kBadRequest, "folder " + folder.string() + " is not under a folder the gallery may copy into (" +
                                                                 (allowed.empty() ? std::string("none") : allowed) + "; rgbaqd --copy-root DIR)");
     }
+    int dir = -1;
     try {
-      create_output_dirs(resolved);  // the user's folders: the user's umask, not the daemon's private one
-    } catch (const std::exception& e) {
-      throw RequestError(protocol::error_code::kBadRequest, std::string("cannot make the folder: ") + e.what());
+      dir = common::open_trusted_folder(resolved, output_dir_mode());  // the user's folders: the user's modes
+    } catch (const common::FolderError& e) {
+      throw bad(e.what());
     }
-    // Made now: resolve again, so a link planted meanwhile cannot point the copies elsewhere.
-    if (!under(std::filesystem::canonical(resolved, ec)) || ec) throw RequestError(protocol::error_code::kBadRequest, "folder " + folder.string() + " moved");
+    const struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{dir};
     int64_t copied = 0, already = 0;
     json skipped = json::array();
     for (const auto& id : body["jobs"]) {
-      if (!id.is_number_integer()) throw RequestError(protocol::error_code::kBadRequest, "\"jobs\" must be a list of job ids");
-      const json job = h.handle("show_job", {{"job", id}});
-      if (job.value("state", "") != "done") {
-        skipped.push_back({{"job", id}, {"reason", "not done"}});
+      std::unique_ptr<ServedOutput> png;
+      try {
+        png = served_job_output(h, id.get<int64_t>());
+      } catch (const RequestError& e) {
+        skipped.push_back({{"job", id}, {"reason", e.what()}});
         continue;
       }
-      const std::filesystem::path source = job.value("output", "");
-      const auto target = resolved / source.filename();
-      if (std::filesystem::exists(target, ec)) {
-        ++already;
+      const std::string name = png->path().filename().string();
+      const int fd = ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, output_file_mode());
+      if (fd < 0) {
+        if (errno == EEXIST) {
+          ++already;
+        } else {
+          skipped.push_back({{"job", id}, {"reason", name + ": " + std::strerror(errno)}});
+        }
         continue;
       }
-      if (!std::filesystem::copy_file(source, target, std::filesystem::copy_options::skip_existing, ec) || ec) {
-        skipped.push_back({{"job", id}, {"reason", ec ? ec.message() : "not copied"}});
+      std::string error;
+      try {
+        const std::string bytes = png->read();
+        for (size_t done = 0; done < bytes.size() && error.empty();) {
+          const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) error = std::strerror(errno);
+          else done += static_cast<size_t>(n);
+        }
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      if (error.empty() && fchmod(fd, output_file_mode()) != 0) error = std::strerror(errno);  // the daemon's umask is private
+      ::close(fd);
+      if (!error.empty()) {
+        ::unlinkat(dir, name.c_str(), 0);
+        skipped.push_back({{"job", id}, {"reason", name + ": " + error}});
         continue;
       }
-      std::filesystem::permissions(target, static_cast<std::filesystem::perms>(output_file_mode()), ec);
       ++copied;
     }
     return json({{"copied", copied}, {"already_there", already}, {"skipped", skipped}, {"folder", resolved.string()}});
@@ -110,12 +153,19 @@ void route_copy_jobs(const std::shared_ptr<RouteCall>& call) {
 void route_job_parameters(const std::shared_ptr<RouteCall>& call) {
   const auto job = call->id(0, "job");
   call->on_lane(call->context.lanes.media, [job](RequestHandler& h) {
-    const json j = h.handle("show_job", {{"job", job}});
-    if (j.value("state", "") != "done") throw RequestError("conflict", "job " + std::to_string(job) + " is not done");
-    const auto png = storage::read_png_info(j.value("output", ""));
-    const auto it = png.texts.find("parameters");
-    return json({{"parameters", it == png.texts.end() ? "" : it->second}});
+    const auto png = served_job_output(h, job);
+    const auto info = storage::read_png_bytes(png->read(), png->path(), false);
+    const auto it = info.texts.find("parameters");
+    return json({{"parameters", it == info.texts.end() ? "" : it->second}});
   });
+}
+
+// A key for the page's <img> elements, which cannot send the token (http_guard.h): it opens the images
+// and thumbnails, nothing else, for 12 hours.
+void route_media_key(const std::shared_ptr<RouteCall>& call) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t expires_at = now + 12 * 3600;
+  call->respond_json({{"key", call->context.guard.media_key(expires_at)}, {"expires_at", expires_at}});
 }
 
 }  // namespace rgbaq::daemon::http

@@ -1,5 +1,6 @@
 #include "daemon/http/http_api.h"
 
+#include <chrono>
 #include <limits>
 
 #include <spdlog/spdlog.h>
@@ -221,6 +222,7 @@ const std::vector<Route>& http_routes() {
       {verb::get, "/api/v1/jobs/{job}/parameters", route_job_parameters},
       {verb::get, "/api/v1/jobs/{job}/image", route_job_image},
       {verb::get, "/api/v1/jobs/{job}/thumbnail", route_job_thumbnail},
+      {verb::get, "/api/v1/media-key", route_media_key},
       {verb::post, "/api/v1/pause", route_pause},
       {verb::post, "/api/v1/resume", route_resume},
       {verb::get, "/api/v1/events", route_events},
@@ -234,39 +236,61 @@ const std::vector<Route>& http_routes() {
   return routes;
 }
 
+namespace {
+
+bool is_get(verb v) { return v == verb::get || v == verb::head; }
+
+std::string_view path_of(const Request& request) {
+  const std::string_view target = text_of(request.target());
+  return target.substr(0, target.find('?'));
+}
+
+}  // namespace
+
+std::optional<Response> HttpApi::screen(const Request& request) const {
+  if (context_.guard.is_cors_preflight(request)) return std::nullopt;
+  if (const auto refusal = context_.guard.check_host_and_origin(request)) {
+    return error_response(context_, request, refusal->status, refusal->code, refusal->message);
+  }
+  const auto got = segments(path_of(request));
+  std::vector<std::string> captures;
+  // The gallery's own files hold nothing of the queue: the page asks for the token itself.
+  if (is_get(request.method()) && (got.empty() || matches("/web/{file}", got, captures))) return std::nullopt;
+  if (context_.guard.authenticated(request)) return std::nullopt;
+  if (is_get(request.method()) && (matches("/api/v1/jobs/{job}/image", got, captures) || matches("/api/v1/jobs/{job}/thumbnail", got, captures))) {
+    const std::string_view target = text_of(request.target());
+    const auto q = target.find('?');
+    const auto key = q == std::string_view::npos ? std::nullopt : query_value(target.substr(q + 1), "key");
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (key && context_.guard.media_key_valid(*key, now)) return std::nullopt;
+  }
+  auto r = error_response(context_, request, beast_http::status::unauthorized, "unauthorized",
+                          "this API needs the token in the daemon's data directory (http-token): Authorization: Bearer TOKEN");
+  r.set(beast_http::field::www_authenticate, "Bearer realm=\"rgbaqd\", Basic realm=\"rgbaqd\"");
+  return r;
+}
+
 void HttpApi::handle(const std::shared_ptr<HttpExchange>& exchange) {
   const Request& request = exchange->request();
-  const std::string_view target = text_of(request.target());
-  const std::string_view path = target.substr(0, target.find('?'));
+  const std::string_view path = path_of(request);
   auto call = std::make_shared<RouteCall>(exchange, context_, std::vector<std::string>{});
   spdlog::debug("http: {} {} from {}", std::string(to_string(request.method())), std::string(path), exchange->peer());
   try {
+    if (auto refusal = screen(request)) return call->respond(std::move(*refusal));  // the server screened it already
     if (context_.guard.is_cors_preflight(request)) {
       return call->respond(call->make_response(beast_http::status::no_content, "text/plain", ""));
     }
-    if (const auto refusal = context_.guard.check_host_and_origin(request)) {
-      return call->respond_error(refusal->status, refusal->code, refusal->message);
-    }
-    // A browser's first visit: `/?token=TOKEN` sets the session cookie, then a redirect takes the token
-    // out of the address bar (and of the history).
+    // A browser's first visit: `/?token=TOKEN` (what `rgbaq gallery` opens) is checked, then moved into
+    // the address's fragment, which the page keeps in its origin's storage and which no request carries.
     if (request.method() == verb::get && path == "/") {
       if (const auto token = call->query("token")) {
         if (!context_.guard.token_matches(*token)) {
           return call->respond_error(beast_http::status::unauthorized, "unauthorized", "that token is not this daemon's");
         }
         auto r = call->make_response(beast_http::status::see_other, "text/plain", "");
-        r.set(beast_http::field::set_cookie, context_.guard.session_cookie());
-        r.set(beast_http::field::location, "/");
+        r.set(beast_http::field::location, "/#token=" + *token);
         return call->respond(std::move(r));
       }
-    }
-    if (!context_.guard.authenticated(request)) {
-      auto r = call->make_response(beast_http::status::unauthorized, "application/json",
-                                   json({{"error", {{"code", "unauthorized"}, {"type", "unauthorized"},
-                                                    {"message", "this API needs the token in the daemon's data directory "
-                                                                "(http-token): Authorization: Bearer TOKEN"}}}}).dump() + "\n");
-      r.set(beast_http::field::www_authenticate, "Bearer realm=\"rgbaqd\", Basic realm=\"rgbaqd\"");
-      return call->respond(std::move(r));
     }
     const auto got = segments(path);
     bool path_known = false;

@@ -4,8 +4,10 @@
 // errors; images and thumbnails by job id; an event stream (SSE); the OpenAI Images API and
 // AUTOMATIC1111's txt2img, both through the durable queue; /openapi.json describes every route.
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "daemon/base/served_output.h"
 #include "daemon/http/route_call.h"
 
 namespace rgbaq::daemon::http {
@@ -20,12 +22,19 @@ std::string_view openapi_document();
 class HttpApi {
  public:
   explicit HttpApi(HttpContext& context) : context_(context) {}
+  // The server's screen, from a request's header alone (its body unread): Host and Origin, then the
+  // credentials where the route needs them. A response refuses the request.
+  std::optional<Response> screen(const Request& header) const;
   // The server's handler: runs on the HTTP thread, hands work to the lanes.
   void handle(const std::shared_ptr<HttpExchange>& exchange);
 
  private:
   HttpContext& context_;
 };
+
+// The done job's image, open and checked (media_routes.cpp): RequestError 404 for no job or an image
+// gone, 409 for a job not done or something other than its image at its path.
+std::unique_ptr<ServedOutput> served_job_output(RequestHandler& h, int64_t job);
 
 // The queue routes (http_api.cpp), the media routes (media_routes.cpp), the event stream
 // (event_stream.cpp), the image APIs (image_apis.cpp) and the gallery's (gallery_routes.cpp).
@@ -59,5 +68,6 @@ void route_mark_jobs(const std::shared_ptr<RouteCall>& call);
 void route_retry_jobs(const std::shared_ptr<RouteCall>& call);
 void route_job_parameters(const std::shared_ptr<RouteCall>& call);
 void route_copy_jobs(const std::shared_ptr<RouteCall>& call);
+void route_media_key(const std::shared_ptr<RouteCall>& call);
 
 }  // namespace rgbaq::daemon::http

@@ -38,6 +38,9 @@ class HttpExchange {
   virtual const Request& request() const = 0;
   // The peer's address, for the log.
   virtual std::string peer() const = 0;
+  // Whether the connection has ended (the client hung up, or the server closed it): an answer would go
+  // nowhere, so work done only for it may stop.
+  virtual bool hung_up() const = 0;
   // The response, once; keep-alive as the request asked unless the response says close.
   virtual void respond(Response response) = 0;
   // Sends `header` (a 200 with its headers, no body) and keeps the connection for `write_event`. The

@@ -13,6 +13,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/sha256.h"
+
 namespace rgbaq::daemon::http {
 namespace {
 
@@ -57,6 +59,14 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+// Equal texts, in a time that does not depend on where they differ.
+bool same_text(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 bool state_changing(beast_http::verb v) {
   return v != beast_http::verb::get && v != beast_http::verb::head && v != beast_http::verb::options;
 }
@@ -95,17 +105,27 @@ std::string load_or_create_http_token(const std::filesystem::path& file) {
   return token;
 }
 
-HttpGuard::HttpGuard(std::string token, std::vector<std::string> hosts, std::string cors_origin, unsigned short port)
-    : token_(std::move(token)), hosts_(std::move(hosts)), cors_origin_(std::move(cors_origin)),
-      cookie_name_("rgbaq_token_" + std::to_string(port)) {  // cookies are per host, not per port
+HttpGuard::HttpGuard(std::string token, std::vector<std::string> hosts, std::string cors_origin)
+    : token_(std::move(token)), hosts_(std::move(hosts)), cors_origin_(std::move(cors_origin)) {
   for (auto& h : hosts_) h = lower(h);
 }
 
-bool HttpGuard::token_matches(std::string_view candidate) const {
-  if (candidate.size() != token_.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < token_.size(); ++i) diff |= static_cast<unsigned char>(candidate[i] ^ token_[i]);
-  return diff == 0;
+bool HttpGuard::token_matches(std::string_view candidate) const { return same_text(candidate, token_); }
+
+std::string HttpGuard::media_key(int64_t expires_at) const {
+  const std::string expiry = std::to_string(expires_at);
+  return expiry + "." + common::hmac_sha256_hex(token_, "rgbaq media key " + expiry);
+}
+
+bool HttpGuard::media_key_valid(std::string_view key, int64_t now) const {
+  const auto dot = key.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot > 12) return false;
+  int64_t expires_at = 0;
+  for (const char c : key.substr(0, dot)) {
+    if (c < '0' || c > '9') return false;
+    expires_at = expires_at * 10 + (c - '0');
+  }
+  return expires_at >= now && same_text(key, media_key(expires_at));
 }
 
 bool HttpGuard::origin_allowed(std::string_view origin) const {
@@ -148,30 +168,7 @@ bool HttpGuard::authenticated(const Request& r) const {
     const auto colon = decoded->find(':');
     return colon != std::string::npos && token_matches(std::string_view(*decoded).substr(colon + 1));
   }
-  std::string_view cookies = text_of(r[beast_http::field::cookie]);
-  while (!cookies.empty()) {
-    const auto end = cookies.find(';');
-    std::string_view item = cookies.substr(0, end);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    const auto eq = item.find('=');
-    if (eq != std::string_view::npos && item.substr(0, eq) == cookie_name_ && token_matches(item.substr(eq + 1))) return true;
-    if (end == std::string_view::npos) break;
-    cookies.remove_prefix(end + 1);
-  }
   return false;
-}
-
-std::optional<Refusal> HttpGuard::check(const Request& r) const {
-  if (auto refusal = check_host_and_origin(r)) return refusal;
-  if (!authenticated(r)) {
-    return Refusal{beast_http::status::unauthorized, "unauthorized",
-                   "this API needs the token in the daemon's data directory (http-token): Authorization: Bearer TOKEN"};
-  }
-  return std::nullopt;
-}
-
-std::string HttpGuard::session_cookie() const {
-  return cookie_name_ + "=" + token_ + "; Path=/; HttpOnly; SameSite=Strict";
 }
 
 bool HttpGuard::is_cors_preflight(const Request& r) const {

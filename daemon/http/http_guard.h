@@ -1,11 +1,15 @@
 #pragma once
-// Who may use the HTTP API, checked before any route runs: a token (DATA_DIR/http-token, made at the
-// first start, mode 0600) as `Authorization: Bearer TOKEN` (so an OpenAI client's API key is the
-// token), as the password of HTTP Basic (A1111 clients), or as the cookie that `GET /?token=TOKEN`
-// sets (a browser; HttpOnly, SameSite=Strict). Against browser-borne attacks: the Host header must name
-// an address we serve (DNS rebinding), a request from a page of another origin is refused, and CORS
-// headers are sent only for the one origin `--http-cors` names. A refusal says only what is needed:
-// nothing of the queue reaches a client without the token.
+// Who may use the HTTP API, checked from a request's header before its body is read: a token
+// (DATA_DIR/http-token, made at the first start, mode 0600) as `Authorization: Bearer TOKEN` (so an
+// OpenAI client's API key is the token) or as the password of HTTP Basic (A1111 clients). No cookie
+// grants anything: a browser sends a host's cookies to every port of it (another user's server on
+// 127.0.0.1 would receive them), so the gallery keeps the token in its origin's storage (origins do
+// include the port) and sends the header; its <img> elements, which cannot, carry a media key, an
+// expiring HMAC of the token that opens the images and thumbnails and nothing else. Against
+// browser-borne attacks: the Host header must name an address we serve (DNS rebinding), a request
+// from a page of another origin is refused, and CORS headers are sent only for the one origin
+// `--http-cors` names. A refusal says only what is needed: nothing of the queue reaches a client
+// without the token.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -28,15 +32,17 @@ struct Refusal {
 class HttpGuard {
  public:
   // `hosts`: every Host header value we answer to ("127.0.0.1:7878", "localhost:7878", ...).
-  HttpGuard(std::string token, std::vector<std::string> hosts, std::string cors_origin, unsigned short port);
+  HttpGuard(std::string token, std::vector<std::string> hosts, std::string cors_origin);
 
-  // Host and Origin, then the credentials. nullopt: the request may go on.
-  std::optional<Refusal> check(const Request& request) const;
+  // Host and Origin. nullopt: the request may go on.
   std::optional<Refusal> check_host_and_origin(const Request& request) const;
+  // The token in an Authorization header (Bearer, or Basic's password).
   bool authenticated(const Request& request) const;
   bool token_matches(std::string_view candidate) const;  // in constant time
-  // The cookie a browser gets for a good `?token=`.
-  std::string session_cookie() const;
+  // "EXPIRY.HEX": HEX = HMAC-SHA256(token, "rgbaq media key " + EXPIRY), EXPIRY in Unix seconds.
+  std::string media_key(int64_t expires_at) const;
+  // A media key of this token that has not expired at `now` (Unix seconds); compared in constant time.
+  bool media_key_valid(std::string_view key, int64_t now) const;
   // Access-Control-Allow-* for the configured origin, when the request comes from it.
   void add_cors_headers(const Request& request, Response& response) const;
   bool is_cors_preflight(const Request& request) const;
@@ -48,7 +54,6 @@ class HttpGuard {
   std::string token_;
   std::vector<std::string> hosts_;
   std::string cors_origin_;
-  std::string cookie_name_;
 };
 
 // The value of `key` in a query string ("a=1&token=x"), percent-decoded.

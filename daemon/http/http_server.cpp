@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <array>
+#include <atomic>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -21,17 +23,21 @@ namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
 constexpr auto kStreamKeepAlive = std::chrono::seconds(15);  // an idle event stream says it is alive
+// A refused request's body is read and dropped for at most this long, and this much, before the close.
+constexpr std::chrono::milliseconds kDrainTime{2000};
+constexpr size_t kDrainBytes = 1u << 20;
 
 class Connection;
 
 }  // namespace
 
 struct HttpServer::Shared {
-  Shared(Handler h, HttpLimits l) : handler(std::move(h)), limits(l) {}
+  Shared(Screen s, Handler h, HttpLimits l) : screen(std::move(s)), handler(std::move(h)), limits(l) {}
+  Screen screen;
   Handler handler;
   HttpLimits limits;
   std::mutex mutex;  // guards open (a connection may end on any thread)
-  std::map<const void*, std::weak_ptr<Connection>> open;
+  std::map<const void*, std::weak_ptr<Connection>> open;  // connections not yet closed: the cap counts these
   std::chrono::steady_clock::time_point last_refusal_log;
 };
 
@@ -77,15 +83,18 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
     peer_ = ec ? "?" : remote.address().to_string() + ":" + std::to_string(remote.port());
   }
 
-  ~Connection() override {
-    std::lock_guard lock(shared_->mutex);
-    shared_->open.erase(this);
-  }
+  ~Connection() override { forget(); }
 
   void start() { read_request(); }
 
   const Request& request() const override { return request_; }
   std::string peer() const override { return peer_; }
+  bool hung_up() const override { return closed_; }
+
+  // Whether it may be closed to make room for a newcomer: it has no request in hand (it waits for one,
+  // or its refused request's body is being drained), and since when.
+  bool idle() const { return waiting_ || draining_; }
+  std::chrono::steady_clock::time_point idle_since() const { return idle_since_; }
 
   void respond(Response response) override {
     asio::post(stream_.get_executor(), [self = shared_from_this(), response = std::move(response)]() mutable {
@@ -100,17 +109,18 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
         return;
       }
       self->streaming_ = true;
+      self->event_stream_ = true;
       self->on_end_ = std::move(on_end);
       header.keep_alive(false);
+      if (self->head_) return self->write_then(header_text(header), [self] { self->close(); });
       self->queue(header_text(header));
-      self->watch_hang_up();
       self->keep_stream_alive();
     });
   }
 
   void write_event(std::string text) override {
     asio::post(stream_.get_executor(), [self = shared_from_this(), text = std::move(text)]() mutable {
-      if (self->closed_) return;
+      if (self->closed_ || self->head_) return;
       if (self->outbox_bytes_ + text.size() > self->limits().max_stream_bytes) {
         spdlog::warn("http: dropped an event stream to {} that stopped reading ({} bytes unsent)", self->peer_, self->outbox_bytes_);
         return self->close();
@@ -127,6 +137,7 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
       self->keep_after_body_ = header.keep_alive() && self->request_.keep_alive();
       header.keep_alive(self->keep_after_body_);
       header.chunked(true);
+      if (self->head_) return self->write_then(header_text(header), [self] { self->end_body(); });  // the header alone
       self->write_then(header_text(header), [self] { self->pull_chunk(); });
     });
   }
@@ -134,19 +145,36 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
   void close() {
     if (closed_) return;
     closed_ = true;
+    waiting_ = draining_ = false;
     body_source_ = nullptr;  // a source may hold the route's call, which holds this connection
     keep_alive_timer_.cancel();
     boost::system::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.socket().close(ignored);
+    forget();  // its slot is free now, though a route may still hold this object
     if (auto end = std::move(on_end_)) end();
   }
 
  private:
   const HttpLimits& limits() const { return shared_->limits; }
 
+  void forget() {
+    std::lock_guard lock(shared_->mutex);
+    shared_->open.erase(this);
+  }
+
   void read_request() {
     if (closed_) return;
+    if (watching_) {
+      // The hang-up watch reads now; once it ends (cancelled here), it starts this read with what it got.
+      next_request_wanted_ = true;
+      boost::system::error_code ignored;
+      stream_.socket().cancel(ignored);
+      return;
+    }
+    waiting_ = true;
+    idle_since_ = std::chrono::steady_clock::now();
+    head_ = false;
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(limits().max_header_bytes));
     parser_->body_limit(limits().max_body_bytes);
@@ -160,6 +188,16 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
     if (closed_) return;
     if (ec) return refuse_read(ec);
     const auto& header = parser_->get();
+    head_ = header.method() == beast_http::verb::head;
+    if (const auto coding = unsupported_transfer_coding(header)) {
+      // RFC 9112 6.1: a body whose length cannot be known; read as bodiless, its bytes would be taken
+      // for the next request.
+      return refuse(error_response(beast_http::status::bad_request, "bad_request",
+                                   "Transfer-Encoding \"" + *coding + "\" is not supported: send the body with Content-Length, or chunked"));
+    }
+    if (shared_->screen) {
+      if (auto refusal = shared_->screen(header)) return refuse(std::move(*refusal));
+    }
     if (beast::iequals(header[beast_http::field::expect], "100-continue")) {
       // The client waits for this before it sends the body (curl does, for big bodies).
       auto line = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
@@ -176,11 +214,44 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
     beast_http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->closed_) return;
       if (ec) return self->refuse_read(ec);
+      self->waiting_ = false;
       self->request_ = self->parser_->release();
       self->parser_.reset();
       self->stream_.expires_never();
+      self->watch_for_hang_up();
       self->shared_->handler(self);
     });
+  }
+
+  // The first Transfer-Encoding coding that is not a lone "chunked" (the only one whose length is known).
+  static std::optional<std::string> unsupported_transfer_coding(const Request& header) {
+    std::vector<std::string> codings;
+    for (const auto& field : header) {
+      if (field.name() != beast_http::field::transfer_encoding) continue;
+      std::string_view value = text_of(field.value());
+      for (;;) {
+        const auto comma = value.find(',');
+        std::string coding(value.substr(0, comma));
+        const auto b = coding.find_first_not_of(" \t"), e = coding.find_last_not_of(" \t");
+        coding = b == std::string::npos ? "" : coding.substr(b, e - b + 1);
+        for (auto& c : coding) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        codings.push_back(coding);
+        if (comma == std::string_view::npos) break;
+        value.remove_prefix(comma + 1);
+      }
+    }
+    if (codings.empty() || (codings.size() == 1 && codings[0] == "chunked")) return std::nullopt;
+    for (const auto& c : codings) {
+      if (c != "chunked") return c;
+    }
+    return std::string("chunked, chunked");
+  }
+
+  static Response error_response(beast_http::status status, std::string_view code, const std::string& message) {
+    Response r{status, 11};
+    r.set(beast_http::field::content_type, "application/json");
+    r.body() = nlohmann::json({{"error", {{"code", code}, {"message", message}}}}).dump() + "\n";
+    return r;
   }
 
   // A request that could not be read: a bounded answer where the client can still take one.
@@ -203,14 +274,66 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
       message = "the request header is larger than " + std::to_string(limits().max_header_bytes) + " bytes";
     }
     spdlog::warn("http: refused a request from {}: {}", peer_, message);
-    Response r{status, 11};
-    r.set(beast_http::field::content_type, "application/json");
     const char* code = status == beast_http::status::payload_too_large ? "payload_too_large"
                        : status == beast_http::status::request_header_fields_too_large ? "header_too_large"
                                                                                          : "bad_request";
-    r.body() = nlohmann::json({{"error", {{"code", code}, {"message", message}}}}).dump() + "\n";
-    r.keep_alive(false);
-    send(std::move(r));
+    refuse(error_response(status, code, message));
+  }
+
+  // Answers a request whose body is not read, then closes: the client may still be sending it, so the
+  // connection stops sending and drains what arrives for a moment (closing at once with unread bytes
+  // would reset the connection, and the client could lose the answer before reading it).
+  void refuse(Response response) {
+    waiting_ = false;
+    response.keep_alive(false);
+    response.prepare_payload();
+    const auto text = std::make_shared<std::string>(header_text(response) + (head_ ? std::string() : response.body()));
+    stream_.expires_after(limits().timeout);
+    asio::async_write(stream_, asio::buffer(*text), [self = shared_from_this(), text](beast::error_code ec, size_t) {
+      if (self->closed_) return;
+      if (ec) return self->close();
+      self->drain();
+    });
+  }
+
+  void drain() {
+    boost::system::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    draining_ = true;
+    idle_since_ = std::chrono::steady_clock::now();
+    stream_.expires_after(std::min<std::chrono::milliseconds>(limits().timeout, kDrainTime));
+    drain_more();
+  }
+
+  void drain_more() {
+    auto scratch = std::make_shared<std::array<char, 4096>>();
+    stream_.async_read_some(asio::buffer(*scratch), [self = shared_from_this(), scratch](beast::error_code ec, size_t n) {
+      if (self->closed_) return;
+      self->drained_ += n;
+      if (ec || self->drained_ > kDrainBytes) return self->close();
+      self->drain_more();
+    });
+  }
+
+  // While a request is handled or a stream is open the client sends nothing but perhaps its next
+  // request: a read that ends means it hung up, and the connection is closed at once (the route sees
+  // hung_up()). Bytes that arrive are kept for the next request (pipelining), up to a header's bound.
+  void watch_for_hang_up() {
+    if (closed_ || watching_) return;
+    if (event_stream_) buffer_.consume(buffer_.size());  // a stream takes no further request
+    if (buffer_.size() >= limits().max_header_bytes) return;
+    watching_ = true;
+    stream_.socket().async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->watching_ = false;
+      if (self->closed_) return;
+      if (ec && ec != asio::error::operation_aborted) return self->close();
+      self->buffer_.commit(n);
+      if (self->next_request_wanted_) {
+        self->next_request_wanted_ = false;
+        return self->read_request();
+      }
+      self->watch_for_hang_up();
+    });
   }
 
   void send(Response response) {
@@ -218,13 +341,19 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
     const bool keep = response.keep_alive() && request_.keep_alive() && !parser_;
     response.keep_alive(keep);
     response.prepare_payload();
+    if (head_) return write_then(header_text(response), [self = shared_from_this(), keep] { self->after_response(keep); });
     auto held = std::make_shared<Response>(std::move(response));
     stream_.expires_after(limits().timeout);  // a client that does not take its response is closed
     beast_http::async_write(stream_, *held, [self = shared_from_this(), held, keep](beast::error_code ec, size_t) {
-      if (ec || !keep) return self->close();
-      self->request_ = {};
-      self->read_request();
+      if (ec) return self->close();
+      self->after_response(keep);
     });
+  }
+
+  void after_response(bool keep) {
+    if (!keep) return close();
+    request_ = {};
+    read_request();
   }
 
   // Writes `text` whole, then runs `then`; a write error or a client that takes longer than the
@@ -264,13 +393,13 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
       return write_then(std::move(framed), [self = shared_from_this()] { self->pull_chunk(); });
     }
     framed += "0\r\n\r\n";
-    write_then(std::move(framed), [self = shared_from_this()] {
-      self->body_source_ = nullptr;
-      self->streaming_ = false;
-      if (!self->keep_after_body_) return self->close();
-      self->request_ = {};
-      self->read_request();
-    });
+    write_then(std::move(framed), [self = shared_from_this()] { self->end_body(); });
+  }
+
+  void end_body() {
+    body_source_ = nullptr;
+    streaming_ = false;
+    after_response(keep_after_body_);
   }
 
   void queue(std::string text) {
@@ -293,16 +422,6 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
     });
   }
 
-  // A stream's client sends nothing more: a read that ends means it hung up.
-  void watch_hang_up() {
-    auto scratch = std::make_shared<std::array<char, 512>>();
-    stream_.socket().async_read_some(asio::buffer(*scratch), [self = shared_from_this(), scratch](beast::error_code ec, size_t) {
-      if (self->closed_) return;
-      if (ec) return self->close();
-      self->watch_hang_up();
-    });
-  }
-
   void keep_stream_alive() {
     keep_alive_timer_.expires_after(kStreamKeepAlive);
     keep_alive_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
@@ -321,17 +440,20 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
   std::shared_ptr<HttpServer::Shared> shared_;
   std::string peer_;
   std::deque<std::string> outbox_;
-  size_t outbox_bytes_ = 0;
+  size_t outbox_bytes_ = 0, drained_ = 0;
   std::function<void()> on_end_;
   BodySource body_source_;
+  std::chrono::steady_clock::time_point idle_since_ = std::chrono::steady_clock::now();
   bool keep_after_body_ = false;
-  bool closed_ = false, streaming_ = false, writing_ = false;
+  std::atomic<bool> closed_ = false;  // read by routes on other threads (hung_up)
+  bool streaming_ = false, event_stream_ = false, writing_ = false, head_ = false;
+  bool waiting_ = false, draining_ = false, watching_ = false, next_request_wanted_ = false;
 };
 
 }  // namespace
 
-HttpServer::HttpServer(asio::io_context& io, const tcp::endpoint& endpoint, Handler handler, HttpLimits limits)
-    : acceptor_(io), backoff_(io), shared_(std::make_shared<Shared>(std::move(handler), limits)) {
+HttpServer::HttpServer(asio::io_context& io, const tcp::endpoint& endpoint, Screen screen, Handler handler, HttpLimits limits)
+    : acceptor_(io), backoff_(io), shared_(std::make_shared<Shared>(std::move(screen), std::move(handler), limits)) {
   boost::system::error_code ec;
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
@@ -376,10 +498,23 @@ void HttpServer::accept() {
       });
       return;
     }
+    // At the cap, the connection that has waited longest without a request in hand makes room (idle
+    // keep-alives, clients that connect and send nothing): a live request is never cut for a newcomer.
     bool admitted = false;
+    std::shared_ptr<Connection> make_room;
     {
       std::lock_guard lock(shared_->mutex);
       admitted = static_cast<int>(shared_->open.size()) < shared_->limits.max_connections;
+      if (!admitted) {
+        for (const auto& [key, weak] : shared_->open) {
+          const auto c = weak.lock();
+          if (c && c->idle() && (!make_room || c->idle_since() < make_room->idle_since())) make_room = c;
+        }
+      }
+    }
+    if (make_room) {
+      make_room->close();  // on this thread, as every connection's work
+      admitted = true;
     }
     if (admitted) {
       auto connection = std::make_shared<Connection>(std::move(socket), shared_);

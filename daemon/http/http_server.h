@@ -1,14 +1,19 @@
 #pragma once
 // The HTTP/1.1 server (Boost.Beast, on an io_context of its own thread): it reads requests within
-// bounds and hands each one, whole, to the routes. What one client may take is bounded as on the
-// socket: the header (max_header_bytes, else 431), the body (max_body_bytes, else 413, refused from
-// its Content-Length before it is read), the time a request may take to arrive and a response to be
-// taken (timeout: a slow or stalled client is closed), the connections open at once (more get a 503
-// and are closed), and an event stream's unsent bytes (then it is dropped). A client can cost only its
-// own connection.
+// bounds and hands each one, whole, to the routes. Each request's header is screened first (the
+// credentials): a refused one is answered from its header and its body is never buffered. What one
+// client may take is bounded as on the socket: the header (max_header_bytes, else 431), the body
+// (max_body_bytes, else 413, refused from its Content-Length before it is read; a Transfer-Encoding
+// other than chunked, whose length is unknown, gets 400), the time a request may take to arrive and a
+// response to be taken (timeout: a slow or stalled client is closed), the connections open at once (at
+// the cap, the one that has waited longest for a request is closed to make room; when every one is
+// in a request, the newcomer gets a 503), and an event stream's unsent bytes (then it is dropped). A
+// client that hangs up while its request is handled frees its connection at once. A client can cost
+// only its own connection.
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without including <utility>
@@ -34,8 +39,12 @@ boost::asio::ip::tcp::endpoint parse_http_address(const std::string& text);
 class HttpServer {
  public:
   using Handler = std::function<void(const std::shared_ptr<HttpExchange>&)>;
+  // Sees each request's header (the body still unread, request.body() empty) on the server's thread:
+  // a response refuses it (sent, then the connection is closed without reading the body).
+  using Screen = std::function<std::optional<Response>(const Request& header)>;
   // Binds now (throws std::runtime_error naming the address and the OS's reason, e.g. in use).
-  HttpServer(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& endpoint, Handler handler, HttpLimits limits);
+  HttpServer(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& endpoint, Screen screen, Handler handler,
+             HttpLimits limits);
   ~HttpServer();
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   void start();

@@ -47,14 +47,6 @@ std::string base64(const std::string& bytes) {
   return out;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
 uint64_t random_seed() {
   std::random_device device;
   return device();  // 32 bits, as A1111's seeds
@@ -127,7 +119,7 @@ void generate(const std::shared_ptr<RouteCall>& call, const Generation& g, Finis
 void wait_for_run(const std::shared_ptr<RouteCall>& call, int64_t run, int count, Finish finish) {
   auto timer = std::make_shared<boost::asio::steady_timer>(call->context.lanes.quick.executor, kPollInterval);
   timer->async_wait([call, run, count, finish = std::move(finish), timer](const boost::system::error_code& error) mutable {
-    if (error) return;
+    if (error || call->exchange()->hung_up()) return;  // nobody is left to answer
     try {
       if (call->context.state.stopping()) {
         throw RequestError("unavailable", "rgbaqd is stopping; run " + std::to_string(run) + " stays queued and finishes after its restart");
@@ -149,9 +141,11 @@ void wait_for_run(const std::shared_ptr<RouteCall>& call, int64_t run, int count
           Generated g;
           g.run = run;
           for (const auto& j : listed["jobs"]) {
-            g.jobs.push_back(call->context.lanes.media.handler.handle("show_job", {{"job", j["id"]}}));
-            g.pngs.push_back(read_file(j.value("output", "")));
-            g.parameters.push_back(storage::read_png_info(j.value("output", "")).texts["parameters"]);
+            auto& h = call->context.lanes.media.handler;
+            g.jobs.push_back(h.handle("show_job", {{"job", j["id"]}}));
+            const auto png = served_job_output(h, j["id"].get<int64_t>());
+            g.pngs.push_back(png->read());
+            g.parameters.push_back(storage::read_png_bytes(g.pngs.back(), png->path(), false).texts["parameters"]);
           }
           call->respond(finish(g));
         } catch (const std::exception& e) {

@@ -74,15 +74,28 @@ json RouteCall::json_body() const {
   return j;
 }
 
-Response RouteCall::make_response(beast_http::status status, std::string content_type, std::string body) const {
+Response make_response(const HttpContext& context, const Request& request, beast_http::status status, std::string content_type,
+                       std::string body) {
   Response r{status, 11};
   r.set(beast_http::field::server, "rgbaqd");
   r.set(beast_http::field::content_type, content_type);
   r.set(beast_http::field::cache_control, "no-store");
   r.set("X-Content-Type-Options", "nosniff");
   r.body() = std::move(body);
-  context.guard.add_cors_headers(request(), r);
+  context.guard.add_cors_headers(request, r);
   return r;
+}
+
+Response error_response(const HttpContext& context, const Request& request, beast_http::status status, std::string_view code,
+                        const std::string& message, const json& details) {
+  json error = {{"code", code}, {"message", message}, {"type", code}};  // "type": as OpenAI's clients read it
+  if (!details.empty()) error["details"] = details;
+  return make_response(context, request, status, "application/json",
+                       json({{"error", error}}).dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+Response RouteCall::make_response(beast_http::status status, std::string content_type, std::string body) const {
+  return http::make_response(context, request(), status, std::move(content_type), std::move(body));
 }
 
 void RouteCall::respond(Response response) { exchange_->respond(std::move(response)); }
@@ -92,9 +105,7 @@ void RouteCall::respond_json(const json& body, beast_http::status status) {
 }
 
 void RouteCall::respond_error(beast_http::status status, std::string_view code, const std::string& message, const json& details) {
-  json error = {{"code", code}, {"message", message}, {"type", code}};  // "type": as OpenAI's clients read it
-  if (!details.empty()) error["details"] = details;
-  respond_json({{"error", error}}, status);
+  respond(error_response(context, request(), status, code, message, details));
 }
 
 void RouteCall::respond_exception(const std::exception& e) {

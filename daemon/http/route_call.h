@@ -41,6 +41,14 @@ struct HttpContext {
 // The HTTP status for one of the protocol's error codes.
 beast_http::status status_for(std::string_view code);
 
+// A response to `request` with the headers every answer carries (no caching, no sniffing, CORS for
+// the configured origin).
+Response make_response(const HttpContext& context, const Request& request, beast_http::status status, std::string content_type,
+                       std::string body);
+// The JSON error every route answers with: {"error": {"code", "message", "type"(, "details")}}.
+Response error_response(const HttpContext& context, const Request& request, beast_http::status status, std::string_view code,
+                        const std::string& message, const nlohmann::json& details = nlohmann::json::array());
+
 class RouteCall : public std::enable_shared_from_this<RouteCall> {
  public:
   RouteCall(std::shared_ptr<HttpExchange> exchange, HttpContext& context, std::vector<std::string> captures);

@@ -60,11 +60,9 @@ std::string encode_webp(const std::vector<uint8_t>& rgba, int width, int height)
 
 ThumbnailCache::ThumbnailCache(std::filesystem::path dir, uint64_t budget) : dir_(std::move(dir)), budget_(budget) {}
 
-std::string ThumbnailCache::get(int64_t job, const std::filesystem::path& png, int size) {
-  struct stat st {};
-  if (stat(png.c_str(), &st) != 0) throw std::runtime_error(png.string() + ": cannot read the image");
+std::string ThumbnailCache::get(int64_t job, const ServedOutput& png, int size) {
   std::ostringstream name;
-  name << job << "-" << size << "-" << st.st_size << "-" << st.st_mtim.tv_sec << "." << st.st_mtim.tv_nsec << ".webp";
+  name << job << "-" << size << "-" << png.size() << "-" << png.modified_ns() / 1000000000 << "." << png.modified_ns() % 1000000000 << ".webp";
   const auto path = dir_ / name.str();
   std::lock_guard lock(mutex_);
   if (std::ifstream in(path, std::ios::binary); in) {
@@ -72,7 +70,7 @@ std::string ThumbnailCache::get(int64_t job, const std::filesystem::path& png, i
     bytes << in.rdbuf();
     return bytes.str();
   }
-  const auto image = storage::read_png(png);
+  const auto image = storage::read_png_bytes(png.read(), png.path());
   int w = 0, h = 0;
   const auto scaled = scale_rgba(image.rgba, image.width, image.height, size, w, h);
   std::string webp = encode_webp(scaled, w, h);

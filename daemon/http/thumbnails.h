@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/base/served_output.h"
+
 namespace rgbaq::daemon::http {
 
 inline constexpr int kMinThumbnail = 16, kMaxThumbnail = 1024;
@@ -22,9 +24,9 @@ std::string encode_webp(const std::vector<uint8_t>& rgba, int width, int height)
 class ThumbnailCache {
  public:
   ThumbnailCache(std::filesystem::path dir, uint64_t budget_bytes);
-  // The WebP bytes for the PNG at `png` (the job's output); throws std::runtime_error for a file that
+  // The WebP bytes for `png` (the job's output, checked); throws std::runtime_error for a file that
   // cannot be read as a PNG.
-  std::string get(int64_t job, const std::filesystem::path& png, int size);
+  std::string get(int64_t job, const ServedOutput& png, int size);
 
  private:
   void evict_over_budget();

@@ -1,5 +1,6 @@
 // The review gallery in a real browser (tests/oracle/gallery_check.mjs: Debian's chromium driven by
-// playwright-core) on runs rendered by the tiny model: every image shown, the checkerboard behind them
+// playwright-core) on runs rendered by the tiny model: the token kept by the page and never in a cookie
+// (what another port of 127.0.0.1 receives grants nothing), every image shown, the checkerboard behind them
 // (a pixel of the screenshot), marks by key that `rgbaq ls jobs --marked star` then sees, compare, a
 // filter in the address that survives a reload, images that appear without a reload as jobs finish, a
 // phone's screen, and a 10,000-job run whose first screen comes within a second with a bounded page;
@@ -44,6 +45,11 @@ TEST(Gallery, APersonReviewsARunInTheBrowser) {
   EXPECT_EQ(seen["foreign_requests"], json::array());
   EXPECT_EQ(seen["console_errors"], json::array());
   EXPECT_EQ(seen["runs_listed"], 3);
+  // The token reaches no other port of 127.0.0.1: no cookie at all, and what was sent grants nothing.
+  EXPECT_EQ(seen["other_port_cookie"], "");
+  EXPECT_EQ(seen["browser_cookies"], 0);
+  EXPECT_EQ(seen["replayed_status"], 401);
+  EXPECT_NE(seen["without_token"].get<std::string>().find("rgbaq gallery"), std::string::npos) << seen["without_token"];
   EXPECT_EQ(seen["small_cells"], 6);
   EXPECT_EQ(seen["small_images"], 6);
   EXPECT_EQ(seen["starred"], seen["expected_starred"]);

@@ -1,6 +1,7 @@
 // The review gallery in a real browser (Debian's chromium, driven by playwright-core), as a person uses
 // it: prints one JSON object of what it saw; throws (exit 1) when the page breaks a promise.
 // Usage: node gallery_check.mjs BASE_URL TOKEN SCREENSHOT_DIR SMALL_RUN LIVE_RUN BIG_RUN
+import { createServer } from 'node:http';
 import { chromium } from 'playwright-core';
 
 const [base, token, shots, smallRun, liveRun, bigRun] = process.argv.slice(2);
@@ -22,12 +23,31 @@ try {
   page.on('pageerror', (e) => seen.console_errors.push(String(e)));
   const api = (path, options = {}) => fetch(base + path, { ...options, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' } });
 
-  // The first visit: the token in the address, then a cookie and an address without it.
+  // The first visit: the token in the address, then kept by the page, and an address without it.
   await page.goto(`${base}/?token=${token}`);
   await page.waitForSelector('#runs tbody tr');
   check(!page.url().includes('token'), 'the token stayed in the address bar');
   seen.runs_listed = await page.locator('#runs tbody tr').count();
   await page.screenshot({ path: `${shots}/runs.png` });
+
+  // Another server on the same address, another port (a dev server, another user's): what the browser
+  // sends it, replayed against the API, grants nothing.
+  let otherPortCookie = null;
+  const other = createServer((req, res) => { otherPortCookie = req.headers.cookie || ''; res.end('<p>another server</p>'); });
+  await new Promise((resolve) => other.listen(0, '127.0.0.1', resolve));
+  const probe = await context.newPage();  // the same browser profile; the gallery's own page makes no foreign request
+  await probe.goto(`http://127.0.0.1:${other.address().port}/`);
+  await probe.close();
+  other.close();
+  seen.other_port_cookie = otherPortCookie;
+  seen.browser_cookies = (await context.cookies()).length;
+  seen.replayed_status = (await fetch(`${base}/api/v1/status`, { headers: otherPortCookie ? { Cookie: otherPortCookie } : {} })).status;
+  // A page opened without the token says how to get it.
+  const stranger = await (await browser.newContext()).newPage();
+  await stranger.goto(`${base}/`);
+  await stranger.waitForSelector('#main p');
+  seen.without_token = await stranger.locator('#main p').textContent();
+  await stranger.close();
 
   // A run: every image shown.
   await page.goto(`${base}/?run=${smallRun}`);
