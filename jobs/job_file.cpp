@@ -15,6 +15,7 @@
 #include "jobs/lora_list.h"
 #include "jobs/output_name.h"
 #include "common/json_nesting.h"
+#include "common/printable_text.h"
 #include "host/rope.h"
 
 namespace rgbaq::jobs {
@@ -77,6 +78,13 @@ size_t invalid_utf8_at(std::string_view s) {
     i += n;
   }
   return std::string_view::npos;
+}
+
+// A field's text as a message quotes it: printable (common/printable_text.h), and at most 60 bytes of it.
+std::string excerpt(const std::string& text) {
+  size_t n = std::min<size_t>(text.size(), 60);
+  while (n < text.size() && n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;  // whole characters
+  return common::printable(std::string_view(text).substr(0, n)) + (n < text.size() ? "..." : "");
 }
 
 std::optional<int64_t> parse_int(const std::string& text) {
@@ -435,10 +443,9 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
       }
     }
     if (const auto* n = value("name")) {
-      v.name = trim(*n);
-      if (v.name.empty() || v.name.size() > 100 || v.name.find_first_of("/\\") != std::string::npos ||
-          invalid_utf8_at(v.name) != std::string::npos || v.name.find('\0') != std::string::npos || v.name[0] == '.') {
-        error("name", "\"" + *n + "\" is not a usable file name (1..100 characters, no slashes, not starting with a dot)");
+      v.name = trim(*n);  // spaces around a cell are the spreadsheet's, not the name's
+      if (const std::string why = name_problem(v.name); !why.empty()) {
+        error("name", "\"" + excerpt(*n) + "\" is not a usable file name: " + why);
       }
     }
     if (const auto* p = value("priority")) {
@@ -472,11 +479,10 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     total += images;
     valid.push_back(std::move(v));
   }
-  if (!out.errors.empty()) return out;
-
   // Expansion: row order, then seed order. Seeds are handled as ranges, so memory follows the rows,
   // not the jobs: an identical row's seeds are subtracted, and rows whose outputs share a base name
-  // must not share a seed.
+  // must not share a seed. The valid rows are expanded even when others have errors, so that a clash
+  // among them is reported in the same pass, not after the user fixed the rest.
   std::random_device device;
   auto draw = [&]() -> uint64_t {
     if (options.random_seed) return options.random_seed();
@@ -511,8 +517,11 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     }
     if (row.seeds.empty()) continue;  // every job of it was listed before
     // Rows of other content whose files share this base must not share a seed: each base keeps its
-    // seeds as disjoint ranges, each with the row that took it.
-    auto& owners = by_base[output_base_name(v.prompt, v.name, v.size, v.lora)];
+    // seeds as disjoint ranges, each with the row that took it. Bases are compared without case: on a
+    // case-insensitive file system (macOS's and Windows' defaults) `Chest_5.png` and `chest_5.png` are
+    // one file, and a folder of outputs is often copied to one.
+    const std::string base = output_base_name(v.prompt, v.name, v.size, v.lora);
+    auto& owners = by_base[lower(base)];
     std::optional<std::pair<uint64_t, size_t>> clash;  // (seed, row index)
     for (const SeedRange& r : row.seeds) {
       auto it = owners.upper_bound(r.first);
@@ -527,10 +536,17 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     }
     if (clash) {
       const RawValue* at = v.raw->find("name");
+      const JobRow& other = out.rows[clash->second];
+      const std::string other_base = output_base_name(other.prompt, other.name, other.size, other.lora);
+      const std::string seed = std::to_string(clash->first), line = std::to_string(other.line);
       out.errors.push_back({v.raw->line, at ? at->column : 0, v.name.empty() ? "prompt" : "name",
-                            "\"" + (v.name.empty() ? v.prompt : v.name) + "\" with seed " + std::to_string(clash->first) +
-                                " names the image of line " + std::to_string(out.rows[clash->second].line) +
-                                " too (another prompt or size); give each its own name"});
+                            other_base != base
+                                ? "\"" + base + "\" with seed " + seed + " and line " + line + "'s \"" + other_base +
+                                      "\" differ only in case: on a case-insensitive file system (macOS, Windows) " +
+                                      base + "_" + seed + ".png is one file with " + other_base + "_" + seed +
+                                      ".png; give each its own name"
+                                : "\"" + excerpt(v.name.empty() ? v.prompt : v.name) + "\" with seed " + seed +
+                                      " names the image of line " + line + " too (another prompt or size); give each its own name"});
       continue;
     }
     for (const SeedRange& r : row.seeds) owners.emplace(r.first, std::pair{r.last, out.rows.size()});
@@ -541,6 +557,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
   if (!out.errors.empty()) {
     out.rows.clear();
     out.job_count = 0;
+    out.duplicates_skipped = 0;
     return out;
   }
   if (options.expand) {

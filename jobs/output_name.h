@@ -1,9 +1,13 @@
 #pragma once
 // Output file names: a function of the job, never a raw prompt. "<name>_<seed>.png" when the row
-// named it, else "<prompt-slug>-<hash>_<seed>.png", the hash (of prompt and size) keeping prompts that
-// slug alike, or differ only in size, apart.
+// named it, the name kept as the user wrote it (game and UI assets are named `Treasure_Chest`, and the
+// file must be found by that name), else "<prompt-slug>-<hash>_<seed>.png", the hash (of prompt and size)
+// keeping prompts that slug alike, or differ only in size, apart. A seed has no '_', so the last '_' of a
+// file name splits it back into name and seed: `a_1` seed 2 (`a_1_2.png`) is no other name's file.
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "host/image_size.h"
 
@@ -12,8 +16,21 @@ namespace rgbaq::jobs {
 // Lower-case ASCII letters and digits, other runs as one '-', at most 48 characters; "image" if empty.
 std::string slug(const std::string& text);
 
-// The file name without "_<seed>.png": jobs whose bases are equal differ only by seed. A LoRA set
-// (jobs/lora_list.h; "" for none, which leaves the name as it was before LoRAs) goes into the hash.
+// The longest name a row may give: the file adds "_<seed>.png" (at most 25 bytes), far under the 255
+// bytes a file name may have on every file system we write to.
+inline constexpr size_t kMaxNameLength = 100;
+
+// Why `name` cannot be used, as written, to name a row's files, or "" when it can: a usable name is 1 to
+// kMaxNameLength ASCII letters, digits, '_', '-' and '.', not starting with '.' (a hidden file, "..").
+// Nothing else, so that no name needs quoting in a shell, a URL or an asset path, none is a path, and
+// none changes under a file system's Unicode normalisation (macOS). The reason names the first bad
+// character and its position, and offers a usable spelling when one is plain ("Hero Shot": "Hero_Shot").
+std::string name_problem(std::string_view name);
+
+// The file name without "_<seed>.png": jobs whose bases are equal differ only by seed. A given name is
+// the base as it is (only a prompt is slugged); one name_problem refuses throws std::invalid_argument,
+// so no unchecked name becomes a path. A LoRA set (jobs/lora_list.h; "" for none, which leaves the name
+// as it was before LoRAs) goes into the prompt's hash.
 std::string output_base_name(const std::string& prompt, const std::string& name, const host::ImageSize& size,
                              const std::string& lora = "");
 

@@ -173,7 +173,7 @@ TEST(JobFile, PromptCheckAndDuplicates) {
 }
 
 TEST(JobFile, OneNameOneImagePerSeed) {
-  const auto f = parse_csv("prompt,seed,name\nfox,1-2,hero\ncat,2,Hero\n");  // "Hero" slugs to "hero" too
+  const auto f = parse_csv("prompt,seed,name\nfox,1-2,hero\ncat,2,hero\n");
   ASSERT_EQ(f.errors.size(), 1u);
   EXPECT_EQ(f.errors[0].line, 3);
   EXPECT_EQ(f.errors[0].field, "name");
@@ -217,7 +217,7 @@ TEST(OutputName, FunctionOfTheJobNeverTheRawPrompt) {
   EXPECT_EQ(a, output_file_name("A red fox / ../etc", "", 7, s));
   EXPECT_NE(output_file_name("一只猫", "", 7, s), output_file_name("一只狗", "", 7, s));  // both slug to "image"
   EXPECT_NE(output_file_name("fox", "", 7, s), output_file_name("fox", "", 7, {512, 512}));
-  EXPECT_EQ(output_file_name("fox", "Hero Shot", 3, s), "hero-shot_3.png");
+  EXPECT_EQ(output_file_name("fox", "Hero_Shot", 3, s), "Hero_Shot_3.png");  // a name is kept as written
   EXPECT_EQ(content_key("fox", 1, s, "", "/o"), content_key("fox", 1, s, "", "/o"));
   EXPECT_NE(content_key("fox", 1, s, "", "/o"), content_key("fox", 2, s, "", "/o"));
   EXPECT_NE(prompt_key("fox"), prompt_key("fox "));
