@@ -2,7 +2,10 @@
 
 #include <curl/curl.h>
 
+#include <cstdint>
 #include <exception>
+#include <limits>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -54,6 +57,28 @@ std::string escaped(CURL* curl, const std::string& text, bool keep_slashes) {
   }
   flush();
   return out;
+}
+
+bool lower_hex(const std::string& s, size_t digits) {
+  return s.size() == digits && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// Why a listed file's path could lead out of the folder the pull writes it into, or is no file name
+// git would hold ("" when it is fine): relative, no segment empty, "." or "..", no control character.
+std::string listed_path_fault(const std::string& path) {
+  if (path.empty()) return "an empty path";
+  if (path.front() == '/') return "an absolute path";
+  for (const char c : path)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "a control character";
+  for (size_t start = 0;;) {
+    const size_t end = path.find('/', start);
+    const std::string segment = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (segment.empty()) return "an empty segment";
+    if (segment == "." || segment == "..") return "a \"" + segment + "\" segment";
+    if (segment.size() > 255) return "a segment over 255 bytes";
+    if (end == std::string::npos) return "";
+    start = end + 1;
+  }
 }
 
 }  // namespace
@@ -198,19 +223,38 @@ HubRevision HubClient::revision(const std::string& repo, const std::string& revi
   }
   if (r.status != 200) fail(r, what);
   HubRevision out;
+  // The listing names the files the pull writes (the blob an ETag names, the snapshot entry a path
+  // names): a value that could lead outside the cache or DIR refuses the whole listing, before a write.
+  const auto refuse = [&](const std::string& text) {
+    throw HubError(HubErrorKind::kServer, what + ": the Hub lists " + text + "; refusing the listing");
+  };
   try {
     const json doc = json::parse(r.body);
     out.commit = doc.at("sha").get<std::string>();
+    std::set<std::string> seen;
     for (const auto& s : doc.at("siblings")) {
       HubFile f;
       f.path = s.at("rfilename").get<std::string>();
-      if (s.contains("lfs") && s["lfs"].is_object()) {
-        f.lfs = true;
-        f.etag = s["lfs"].at("sha256").get<std::string>();
-        f.size = s["lfs"].at("size").get<uint64_t>();
-      } else {
-        f.etag = s.value("blobId", std::string());
-        f.size = s.value("size", uint64_t{0});
+      const std::string shown = common::printable(f.path);
+      if (const std::string fault = listed_path_fault(f.path); !fault.empty()) {
+        refuse("a file \"" + shown + "\" (rfilename): " + fault + "; a listed file must stay inside the model's folder");
+      }
+      if (!seen.insert(f.path).second) refuse("the file \"" + shown + "\" twice (rfilename)");
+      f.lfs = s.contains("lfs") && s["lfs"].is_object();
+      const json& fields = f.lfs ? s["lfs"] : s;
+      const std::string prefix = f.lfs ? "lfs." : "";
+      const char* etag_field = f.lfs ? "sha256" : "blobId";
+      const json etag = fields.contains(etag_field) ? fields[etag_field] : json();
+      f.etag = etag.is_string() ? etag.get<std::string>() : std::string();
+      if (f.lfs ? !lower_hex(f.etag, 64) : !lower_hex(f.etag, 40) && !lower_hex(f.etag, 64)) {
+        refuse(shown + " with " + prefix + etag_field + " " + common::printable(etag.dump()) +
+               (f.lfs ? ", not 64 lower-case hex digits (a SHA-256)" : ", not 40 or 64 lower-case hex digits (a git blob id)"));
+      }
+      const json size = fields.contains("size") ? fields["size"] : json();
+      if (!size.is_number_unsigned()) refuse(shown + " with " + prefix + "size " + common::printable(size.dump()) + ", not a byte count");
+      f.size = size.get<uint64_t>();
+      if (f.size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        refuse(shown + " with " + prefix + "size " + std::to_string(f.size) + ", more than a file can hold (2^63-1 bytes)");
       }
       out.files.push_back(f);
     }

@@ -27,10 +27,14 @@ class HubError : public std::runtime_error {
   HubErrorKind kind_;
 };
 
+// One file of a listing, as HubClient::revision checked it: nothing in it leads out of the folder
+// the pull writes into.
 struct HubFile {
-  std::string path;  // "transformer/diffusion_pytorch_model-00001-of-00002.safetensors"
-  uint64_t size = 0;
-  std::string etag;  // the name huggingface_hub gives its blob: the LFS SHA-256, else the git blob id
+  std::string path;  // "transformer/diffusion_pytorch_model-00001-of-00002.safetensors": relative, its
+                     // segments neither empty nor "." nor "..", no control character
+  uint64_t size = 0;  // at most 2^63-1 (an off_t)
+  std::string etag;  // the name huggingface_hub gives its blob: the LFS SHA-256 (64 lower-case hex
+                     // digits), else the git blob id (40, or 64 in a SHA-256 repo)
   bool lfs = false;  // then `etag` is the SHA-256 the bytes must hash to
 };
 
@@ -49,7 +53,9 @@ class HubClient {
 
   const std::string& endpoint() const { return endpoint_; }
 
-  // The commit `revision` names and every file it holds. Throws HubError.
+  // The commit `revision` names and every file it holds. Throws HubError; kServer for a listing with
+  // a file that breaks HubFile's rules (a path that climbs out, an ETag that is not a hash, a size
+  // over 2^63-1 or not a count, a path twice), naming the file, the field and the value.
   HubRevision revision(const std::string& repo, const std::string& revision);
 
   // Appends the bytes of `file` from `offset` on to `sink` (resuming with a Range request); `sink`

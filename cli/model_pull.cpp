@@ -2,24 +2,30 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <random>
 #include <set>
+#include <sstream>
 #include <thread>
+#include <utility>
 
 #include "cli/download_progress.h"
 #include "cli/hub_client.h"
 #include "common/arguments.h"
 #include "common/printable_text.h"
 #include "common/sha256.h"
+#include "common/trusted_folder.h"
 #include "daemon/socket_paths.h"
 #include "engine/hf_cache.h"
 #include "engine/model_config.h"
@@ -47,7 +53,9 @@ is checked against the Hub's.
                     $HF_HOME/token as `hf auth login` writes it); sent only to the endpoint's host
   --quantize int8   then write an int8 copy (rgbaq model quantize) beside it: DIR-int8, or for the
                     cache DATA_DIR/models/ORG--NAME-COMMIT-int8; prints the memory each form needs
-Exit: 0 done, 1 network, disk or a hash that does not match, 2 usage, not found, token refused.
+Exit: 0 done, 1 network, disk, a hash that does not match, a listing refused (a file path or ETag that
+would lead outside the folder, sizes past 2^63) or a cache folder another user controls, 2 usage, not
+found, token refused.
 )";
 
 using common::UsageError;
@@ -95,40 +103,123 @@ std::string read_token(const std::optional<std::string>& file) {
 
 [[noreturn]] void throw_io(const std::string& what, const fs::path& path) {
   const int e = errno;
+  if (e == ELOOP) {
+    throw std::runtime_error(what + " " + path.string() +
+                             ": it is a symbolic link; not writing through it (another user may have planted it)");
+  }
   throw std::runtime_error(what + " " + path.string() + ": " + std::strerror(e) +
                            (e == ENOSPC || e == EDQUOT ? " (the disk is full)" : ""));
 }
 
-// Where each file goes: the cache's blobs and snapshot links, or a plain folder.
+// The open of `name` in the folder `dir` (at `path`) failed: why, plainly. Linux answers O_NOFOLLOW
+// on a link with ELOOP, but EACCES for another user's link in a sticky folder open to all.
+[[noreturn]] void throw_open(const std::string& what, int dir, const std::string& name, const fs::path& path) {
+  const int e = errno;
+  struct stat st {};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISLNK(st.st_mode)) {
+      errno = ELOOP;
+      throw_io(what, path);
+    }
+    if (st.st_uid != ::geteuid()) {
+      throw std::runtime_error(what + " " + path.string() + ": it belongs to uid " + std::to_string(st.st_uid) +
+                               "; not writing to another user's file (" + std::strerror(e) + ")");
+    }
+  }
+  errno = e;
+  throw_io(what, path);
+}
+
+// A descriptor, closed with its scope.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    std::swap(fd_, other.fd_);
+    return *this;
+  }
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// A file the pull writes: the folder, and the name in it.
+struct Place {
+  fs::path dir;
+  std::string name;
+  fs::path path() const { return dir / name; }
+};
+
+// Where each file goes: the cache's blobs and snapshot links, or a plain folder. Every folder is
+// opened as common/trusted_folder.h says (one component at a time, no link followed, each one this
+// user's or root's and writable by nobody else unless sticky): a cache in a folder other users can
+// write, where one of them made the repo's folders, is refused. Every file is then opened relative to
+// its folder with O_NOFOLLOW (and O_EXCL for a temporary), so a link planted in a sticky folder is
+// never written through either.
 class Destination {
  public:
   Destination(std::optional<fs::path> to, const std::string& repo, std::string commit)
       : to_(std::move(to)), commit_(std::move(commit)) {
     if (to_) {
-      root_ = fs::absolute(*to_).lexically_normal();
+      shown_ = fs::absolute(*to_).lexically_normal();
+      root_ = resolved(shown_);
       work_ = root_ / ".cache" / "huggingface" / "download";
     } else {
       const auto hub = engine::hub_cache_dir();
-      repo_dir_ = engine::hub_repo_dir(hub, repo);
+      shown_ = engine::hub_repo_dir(hub, repo) / "snapshots" / commit_;
+      repo_dir_ = engine::hub_repo_dir(resolved(fs::absolute(hub)), repo);
       root_ = repo_dir_ / "snapshots" / commit_;
-      work_ = hub / ".locks" / repo_dir_.filename();  // where huggingface_hub keeps its locks
+      work_ = repo_dir_.parent_path() / ".locks" / repo_dir_.filename();  // where huggingface_hub keeps its locks
     }
   }
-  const fs::path& root() const { return root_; }
+  // The folder to give --model (as the user named it).
+  const fs::path& root() const { return shown_; }
   fs::path space_probe() const { return to_ ? root_ : repo_dir_; }
-  // The finished bytes' file.
-  fs::path final_path(const HubFile& f) const { return to_ ? root_ / f.path : repo_dir_ / "blobs" / f.etag; }
-  fs::path partial_path(const HubFile& f) const {
-    return to_ ? work_ / (f.path + ".incomplete") : repo_dir_ / "blobs" / (f.etag + ".incomplete");
+
+  // The finished bytes' file; the partial one, named by the ETag so that a later commit's version of
+  // the file never resumes this one's bytes (as huggingface_hub names both); the lock.
+  Place final_place(const HubFile& f) const { return to_ ? in(root_, f.path, "") : Place{repo_dir_ / "blobs", f.etag}; }
+  Place partial_place(const HubFile& f) const {
+    return to_ ? in(work_, f.path, "." + f.etag + ".incomplete") : Place{repo_dir_ / "blobs", f.etag + ".incomplete"};
   }
-  fs::path lock_path(const HubFile& f) const { return to_ ? work_ / (f.path + ".lock") : work_ / (f.etag + ".lock"); }
+  Place lock_place(const HubFile& f) const { return to_ ? in(work_, f.path, ".lock") : Place{work_, f.etag + ".lock"}; }
+
+  // The folder `dir`, opened (and made, when `create`) as the class comment says; an invalid Fd for
+  // a folder that is not there when not `create`. Throws naming the folder at fault.
+  Fd folder(const fs::path& dir, bool create) const {
+    try {
+      return Fd(common::open_trusted_folder(dir, create ? std::optional<mode_t>(0755) : std::nullopt));
+    } catch (const common::FolderError& e) {
+      if (!create && e.code() == std::errc::no_such_file_or_directory) return Fd();
+      const bool hostile = e.code() == std::errc::operation_not_permitted || e.code() == std::errc::too_many_symbolic_link_levels;
+      throw std::runtime_error("cannot write into " + dir.string() + ": " + e.what() +
+                               (!hostile ? ""
+                                : to_   ? " (pull --to a folder of your own)"
+                                        : " (the cache is in a folder another user controls: set HF_HUB_CACHE to a folder "
+                                          "of your own, or pull --to DIR)"));
+    }
+  }
+
+  // The bytes a partial download holds (an estimate for the summary: links and others' files count 0).
+  uint64_t partial_size(const HubFile& f) const {
+    struct stat st {};
+    return ::lstat(partial_place(f).path().c_str(), &st) == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+  }
 
   bool present(const HubFile& f) const {
-    std::error_code ec;
-    const auto p = final_path(f);
-    if (!fs::is_regular_file(p, ec) || fs::file_size(p, ec) != f.size) return false;
+    const Place at = final_place(f);
+    const Fd dir = folder(at.dir, false);
+    struct stat st {};
+    if (dir.get() < 0 || ::fstatat(dir.get(), at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != ::geteuid() || static_cast<uint64_t>(st.st_size) != f.size)
+      return false;
     if (!to_) return true;  // a blob's name is its content's
-    std::ifstream meta(work_ / (f.path + ".metadata"));
+    std::istringstream meta(read_small(in(work_, f.path, ".metadata")));  // the commit, the ETag (and a time)
     std::string commit, etag;
     return std::getline(meta, commit) && std::getline(meta, etag) && etag == f.etag;
   }
@@ -137,45 +228,75 @@ class Destination {
   // makes it), or the metadata that lets a later pull into DIR skip it.
   void publish(const HubFile& f) const {
     if (to_) {
-      write_small(work_ / (f.path + ".metadata"), commit_ + "\n" + f.etag + "\n");
+      write_small(in(work_, f.path, ".metadata"), commit_ + "\n" + f.etag + "\n");
       return;
     }
-    const fs::path link = root_ / f.path;
-    fs::create_directories(link.parent_path());
-    const fs::path target = (repo_dir_ / "blobs" / f.etag).lexically_relative(link.parent_path());
-    std::error_code ec;
-    if (fs::is_symlink(link, ec) && fs::read_symlink(link, ec) == target) return;
-    fs::remove(link, ec);
-    fs::create_symlink(target, link);
+    const Place link = in(root_, f.path, "");
+    const std::string target = (repo_dir_ / "blobs" / f.etag).lexically_relative(link.dir).string();
+    const Fd dir = folder(link.dir, true);
+    char was[PATH_MAX];
+    const ssize_t n = ::readlinkat(dir.get(), link.name.c_str(), was, sizeof was);
+    if (n >= 0 && std::string(was, static_cast<size_t>(n)) == target) return;
+    if (::unlinkat(dir.get(), link.name.c_str(), 0) != 0 && errno != ENOENT) throw_io("cannot replace", link.path());
+    if (::symlinkat(target.c_str(), dir.get(), link.name.c_str()) != 0) throw_io("cannot make the link", link.path());
   }
 
   void write_ref(const std::string& revision) const {
     if (to_ || revision == commit_) return;
-    write_small(repo_dir_ / "refs" / revision, commit_);
+    write_small(in(repo_dir_ / "refs", revision, ""), commit_);
   }
 
  private:
-  static void write_small(const fs::path& path, const std::string& text) {
-    fs::create_directories(path.parent_path());
-    const fs::path tmp = path.string() + ".tmp";
-    {
-      std::ofstream o(tmp, std::ios::trunc);
-      o << text;
-      if (!o.flush()) throw_io("cannot write", tmp);
+  static fs::path resolved(const fs::path& dir) {
+    try {
+      return common::resolve_folder(dir);
+    } catch (const common::FolderError& e) {
+      throw std::runtime_error(std::string("cannot write into ") + dir.string() + ": " + e.what());
     }
-    fs::rename(tmp, path);
+  }
+
+  // The file `rel` (checked by HubClient: relative, no "." or ".." or empty segment) of the folder
+  // `base`, its name with `suffix`.
+  static Place in(const fs::path& base, const std::string& rel, const std::string& suffix) {
+    const fs::path p(rel);
+    return {p.has_parent_path() ? base / p.parent_path() : base, p.filename().string() + suffix};
+  }
+
+  std::string read_small(const Place& at) const {
+    const Fd dir = folder(at.dir, false);
+    if (dir.get() < 0) return "";
+    const Fd fd(::openat(dir.get(), at.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    struct stat st {};
+    if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+    char buf[4096];
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  }
+
+  // `text` as the file `at`, replaced whole: written under a name no other pull uses (O_EXCL, so
+  // never through a link), then renamed over it; pulls at once each rename their own.
+  void write_small(const Place& at, const std::string& text) const {
+    const Fd dir = folder(at.dir, true);
+    const std::string tmp = at.name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device()());
+    const int fd = ::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) throw_open("cannot write", dir.get(), tmp, at.dir / tmp);
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    const bool written = n == static_cast<ssize_t>(text.size());
+    int error = n < 0 ? errno : ENOSPC;  // a short write: the disk is full
+    ::close(fd);
+    if (written) {
+      if (::renameat(dir.get(), tmp.c_str(), dir.get(), at.name.c_str()) == 0) return;
+      error = errno;
+    }
+    ::unlinkat(dir.get(), tmp.c_str(), 0);
+    errno = error;
+    throw_io("cannot write", at.path());
   }
 
   std::optional<fs::path> to_;
   std::string commit_;
-  fs::path root_, work_, repo_dir_;
+  fs::path shown_, root_, work_, repo_dir_;
 };
-
-uint64_t file_size_or_zero(const fs::path& p) {
-  std::error_code ec;
-  const auto n = fs::file_size(p, ec);
-  return ec ? 0 : n;
-}
 
 // Free bytes where the pull writes; RGBAQ_TEST_DISK_AVAILABLE_MB stands for them in tests.
 uint64_t free_bytes(fs::path where) {
@@ -196,16 +317,17 @@ class Puller {
 
   // Downloads `f` unless it is there, resuming a partial download; verifies and publishes it.
   void fetch(const HubFile& f) {
-    fs::create_directories(dest_.lock_path(f).parent_path());
-    const int lock = ::open(dest_.lock_path(f).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lock < 0) throw_io("cannot open the lock", dest_.lock_path(f));
-    struct Unlock {
-      int fd;
-      ~Unlock() { ::close(fd); }
-    } unlock{lock};
-    if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    const Place at = dest_.lock_place(f);
+    const Fd dir = dest_.folder(at.dir, true);
+    const Fd lock(::openat(dir.get(), at.name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
+    if (lock.get() < 0) throw_open("cannot open the lock", dir.get(), at.name, at.path());
+    struct stat st {};
+    if (::fstat(lock.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      throw std::runtime_error("the lock " + at.path().string() + " is not a plain file; delete it and pull again");
+    }
+    if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
       err_ << "rgbaq model pull: waiting for another pull of " << printable(f.path) << "\n";
-      ::flock(lock, LOCK_EX);
+      ::flock(lock.get(), LOCK_EX);
     }
     if (!dest_.present(f)) download(f);
     dest_.publish(f);
@@ -213,16 +335,22 @@ class Puller {
 
  private:
   void download(const HubFile& f) {
-    const fs::path partial = dest_.partial_path(f), final_path = dest_.final_path(f);
-    fs::create_directories(partial.parent_path());
-    fs::create_directories(final_path.parent_path());
-    const int fd = ::open(partial.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) throw_io("cannot open", partial);
-    struct Close {
-      int fd;
-      ~Close() { ::close(fd); }
-    } close_fd{fd};
-    uint64_t offset = file_size_or_zero(partial);
+    const Place part = dest_.partial_place(f), done = dest_.final_place(f);
+    const fs::path partial = part.path();
+    const Fd part_dir = dest_.folder(part.dir, true);
+    const Fd done_dir = dest_.folder(done.dir, true);
+    const Fd file(::openat(part_dir.get(), part.name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
+    if (file.get() < 0) throw_open("cannot open", part_dir.get(), part.name, partial);
+    const int fd = file.get();
+    // Resumed only if it is this user's own plain file with no other name (not a FIFO, not another
+    // user's file, not a hard link to one of this user's other files).
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw_io("cannot read", partial);
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || st.st_nlink != 1) {
+      throw std::runtime_error(partial.string() + " is not a plain file of this user's alone (uid " + std::to_string(st.st_uid) +
+                               ", " + std::to_string(st.st_nlink) + " names); not writing to it: delete it and pull again");
+    }
+    uint64_t offset = static_cast<uint64_t>(st.st_size);
     if (offset > f.size) offset = 0;
     if (::ftruncate(fd, static_cast<off_t>(offset)) != 0) throw_io("cannot truncate", partial);
     if (progress_) progress_->start_file(f.path, f.size, offset);
@@ -232,20 +360,25 @@ class Puller {
             repo_, commit_, f, offset,
             [&](uint64_t start) {
               if (start == offset) return;
+              if (start != 0) {  // the bytes from `offset` were asked for: the same, or all of them
+                throw HubError(HubErrorKind::kServer, repo_ + ": " + f.path + ": the server sends bytes from " +
+                                                          std::to_string(start) + ", not from " + std::to_string(offset) +
+                                                          " as asked");
+              }
               if (::ftruncate(fd, static_cast<off_t>(start)) != 0) throw_io("cannot truncate", partial);
               offset = start;
               if (progress_) progress_->rewind_file(start);
             },
             [&](const char* data, size_t n) {
-              if (offset + n > f.size) {
+              if (n > f.size - offset) {
                 throw HubError(HubErrorKind::kServer, repo_ + ": " + f.path + ": the server sends more than the " +
                                                           std::to_string(f.size) + " bytes the listing gives");
               }
-              for (size_t done = 0; done < n;) {
-                const ssize_t w = ::pwrite(fd, data + done, n - done, static_cast<off_t>(offset + done));
+              for (size_t written = 0; written < n;) {
+                const ssize_t w = ::pwrite(fd, data + written, n - written, static_cast<off_t>(offset + written));
                 if (w < 0 && errno == EINTR) continue;
                 if (w <= 0) throw_io("cannot write", partial);
-                done += static_cast<size_t>(w);
+                written += static_cast<size_t>(w);
               }
               offset += n;
               if (progress_) progress_->advance(n);
@@ -268,13 +401,14 @@ class Puller {
     if (f.lfs) {
       const std::string got = common::sha256_file_hex(partial, 0);
       if (got != f.etag) {
-        std::error_code ec;
-        fs::remove(partial, ec);
+        ::unlinkat(part_dir.get(), part.name.c_str(), 0);
         throw std::runtime_error(repo_ + ": " + f.path + ": SHA-256 mismatch: the Hub gives " + f.etag +
                                  ", the downloaded bytes hash to " + got + "; the partial file was deleted, pull again");
       }
     }
-    fs::rename(partial, final_path);
+    if (::renameat(part_dir.get(), part.name.c_str(), done_dir.get(), done.name.c_str()) != 0) {
+      throw_io("cannot rename " + partial.string() + " to", done.path());
+    }
     if (progress_) progress_->finish_file();
   }
 
@@ -327,12 +461,19 @@ int pull(const common::Arguments& a, std::ostream& out, std::ostream& err) {
   for (const auto& p : needed) files.push_back(by_path.at(p));
   for (const auto& p : engine::model_companion_files(listing, needed)) files.push_back(by_path.at(p));
 
+  // Each size is under 2^63 (HubClient checks), their sum need not be: a wrapped sum would pass the
+  // free-space check. to_fetch is at most total.
   uint64_t total = 0, to_fetch = 0;
   int fetching = 0;
   for (const auto& f : files) {
-    total += f.size;
+    if (__builtin_add_overflow(total, f.size, &total)) {
+      throw HubError(HubErrorKind::kServer, ref->repo + "@" + ref->revision + " (commit " + revision.commit +
+                                                "): the listed sizes of the files to pull add up to more than 2^64 bytes (past " +
+                                                f.path + ", listed at " + std::to_string(f.size) +
+                                                " bytes); refusing the listing before downloading");
+    }
     if (dest.present(f)) continue;
-    to_fetch += f.size - std::min(f.size, file_size_or_zero(dest.partial_path(f)));
+    to_fetch += f.size - std::min(f.size, dest.partial_size(f));
     ++fetching;
   }
   err << ref->repo << "@" << ref->revision << ": commit " << revision.commit << ", " << files.size() << " files, "

@@ -12,7 +12,9 @@
 namespace rgbaq::cli {
 
 // The words after `model pull`. Returns the exit code: 0 ok, 1 failure (network, disk, a hash that
-// does not match), 2 usage, a repo or revision not found, a token refused, a repo that lacks files.
+// does not match, a hostile listing, a folder another user controls), 2 usage, a repo or revision not
+// found, a token refused, a repo that lacks files. Nothing is written outside the cache or DIR, nor
+// through a link.
 int model_pull_command(const std::vector<std::string>& words, std::ostream& out, std::ostream& err);
 
 }  // namespace rgbaq::cli

@@ -8,8 +8,11 @@ file (*.safetensors, any over 10 MB) as a 302 to a second server on another port
 its sha256 and X-Linked-Size), X-Repo-Commit on both, Range requests. Faults on request: a token the
 Hub host demands (401 without or with another, 403 for one that has not accepted the licence), a
 connection dropped half way through each LFS file's first transfer, one file's first transfer slow, a byte of
-one file corrupted. Every request is logged as a JSON line (server, method, path, authorization,
-range), and manifest.json beside the port file gives each file's hashes, computed here with hashlib.
+one file corrupted, a file served as a plain (non-LFS) one whatever its size; and a hostile listing: a file's
+listed ETag (blobId or lfs.sha256, which the resolve/ answer's headers then echo, as a consistent hostile
+server would) or listed size replaced, extra files listed under any path. Every request is logged as a
+JSON line (server, method, path, authorization, range), and manifest.json beside the port file gives
+each file's hashes, computed here with hashlib.
 """
 import argparse
 import hashlib
@@ -32,8 +35,12 @@ def parse_args():
     p.add_argument("--token")
     p.add_argument("--token-unaccepted")
     p.add_argument("--drop-after", type=int, default=0, help="close each LFS file's first transfer after N bytes")
-    p.add_argument("--slow", help="an LFS file whose first transfer is sent slowly (50 KiB/s)")
+    p.add_argument("--slow", help="a file whose first transfer is sent slowly (50 KiB/s)")
     p.add_argument("--corrupt", help="a file whose bytes are served with one byte changed")
+    p.add_argument("--not-lfs", action="append", default=[], help="a file the Hub serves itself (no LFS), whatever its size")
+    p.add_argument("--listed-etag", action="append", default=[], help="PATH=ETAG: the blobId (or lfs.sha256) listed and sent")
+    p.add_argument("--listed-size", action="append", default=[], help="PATH=N: the size listed (size and lfs.size)")
+    p.add_argument("--list-extra", action="append", default=[], help="a file listed (and served: b'x') with this path")
     return p.parse_args()
 
 
@@ -47,7 +54,8 @@ for dirpath, _, names in os.walk(ARGS.root):
         entry = {
             "data": data,
             "size": len(data),
-            "lfs": rel.endswith(".safetensors") or len(data) > 10 * 1000 * 1000,  # the Hub keeps files over 10 MB in LFS
+            # the Hub keeps files over 10 MB in LFS
+            "lfs": rel not in ARGS.not_lfs and (rel.endswith(".safetensors") or len(data) > 10 * 1000 * 1000),
             "sha256": hashlib.sha256(data).hexdigest(),
             "blob_id": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
         }
@@ -59,9 +67,21 @@ for dirpath, _, names in os.walk(ARGS.root):
         else:
             entry["served"] = data
         FILES[rel] = entry
+for rel in ARGS.list_extra:
+    FILES[rel] = {"data": b"x", "served": b"x", "size": 1, "lfs": False, "sha256": hashlib.sha256(b"x").hexdigest(),
+                  "blob_id": hashlib.sha1(b"blob 1\0x").hexdigest()}
+LISTED_ETAG = dict(a.split("=", 1) for a in ARGS.listed_etag)
+LISTED_SIZE = {k: int(v) for k, v in (a.split("=", 1) for a in ARGS.listed_size)}
+
+
+def listed_etag(rel):
+    e = FILES[rel]
+    return LISTED_ETAG.get(rel, e["sha256"] if e["lfs"] else e["blob_id"])
+
+
 BY_SHA = {e["sha256"]: e for e in FILES.values()}
 LOG_LOCK = threading.Lock()
-FIRST_SEEN = set()  # LFS files whose first transfer has happened (for the faults)
+FIRST_SEEN = set()  # files (LFS: by sha256, others: by path) whose first transfer has happened (for the faults)
 LOG = open(ARGS.log, "a", buffering=1)
 
 
@@ -95,7 +115,7 @@ class Handler(BaseHTTPRequestHandler):
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
         return query.get("file", [""])[0]
 
-    def send_bytes(self, data, extra, first_lfs=False):
+    def send_bytes(self, data, extra, drop=False, slow=False):
         start = 0
         rng = self.headers.get("Range")
         if rng and rng.startswith("bytes="):
@@ -114,13 +134,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command == "HEAD":
             return
-        if first_lfs and ARGS.drop_after and start == 0:
+        if drop and ARGS.drop_after and start == 0:
             self.wfile.write(body[:min(ARGS.drop_after, len(body) // 2)])
             self.wfile.flush()
             self.close_connection = True
             self.connection.shutdown(2)
             return
-        if first_lfs and self.path_file() == ARGS.slow and start == 0:
+        if slow and start == 0:
             for i in range(0, len(body), 1024):
                 self.wfile.write(body[i:i + 1024])
                 self.wfile.flush()
@@ -167,9 +187,10 @@ class HubHandler(Handler):
                 return
             siblings = []
             for rel, e in sorted(FILES.items()):
-                s = {"rfilename": rel, "size": e["size"], "blobId": e["blob_id"]}
+                size = LISTED_SIZE.get(rel, e["size"])
+                s = {"rfilename": rel, "size": size, "blobId": listed_etag(rel) if not e["lfs"] else e["blob_id"]}
                 if e["lfs"]:
-                    s["lfs"] = {"sha256": e["sha256"], "size": e["size"], "pointerSize": 134}
+                    s["lfs"] = {"sha256": listed_etag(rel), "size": size, "pointerSize": 134}
                 siblings.append(s)
             body = json.dumps({"id": ARGS.repo, "modelId": ARGS.repo, "sha": ARGS.commit, "siblings": siblings}).encode()
             self.answer(200, body, {"Content-Type": "application/json"})
@@ -185,10 +206,13 @@ class HubHandler(Handler):
         common = {"X-Repo-Commit": ARGS.commit}
         if e["lfs"]:
             cdn = "http://127.0.0.1:%d/cdn/%s?file=%s" % (CDN_PORT, e["sha256"], urllib.parse.quote(rel))
-            self.answer(302, b"", dict(common, **{"Location": cdn, "X-Linked-Etag": '"%s"' % e["sha256"],
+            self.answer(302, b"", dict(common, **{"Location": cdn, "X-Linked-Etag": '"%s"' % listed_etag(rel),
                                                    "X-Linked-Size": str(e["size"]), "ETag": '"%s"' % e["blob_id"]}))
             return
-        self.send_bytes(e["served"], dict(common, ETag='"%s"' % e["blob_id"]))
+        with LOG_LOCK:
+            first = rel not in FIRST_SEEN
+            FIRST_SEEN.add(rel)
+        self.send_bytes(e["served"], dict(common, ETag='"%s"' % listed_etag(rel)), slow=first and rel == ARGS.slow)
 
 
 class CdnHandler(Handler):
@@ -204,7 +228,7 @@ class CdnHandler(Handler):
         with LOG_LOCK:
             first = sha not in FIRST_SEEN
             FIRST_SEEN.add(sha)
-        self.send_bytes(e["served"], {"ETag": '"%s"' % sha}, first_lfs=first)
+        self.send_bytes(e["served"], {"ETag": '"%s"' % sha}, drop=first, slow=first and self.path_file() == ARGS.slow)
 
 
 class Server(ThreadingHTTPServer):

@@ -2,16 +2,21 @@
 // http.server on 127.0.0.1 with a second "CDN" port): the huggingface_hub cache layout it writes, a
 // render from it equal to one from the folder the tiny model was made in, resumption after a dropped
 // connection and after SIGKILL, a corrupted byte, tokens (refused, and never sent to the CDN), and a
-// cache written the way huggingface_hub writes it read in place. The hashes come from the server's
-// hashlib, the bytes from the tiny model's own files.
+// cache written the way huggingface_hub writes it read in place; and a hostile Hub or a hostile peer:
+// listed ETags and paths that lead outside the cache, sizes that wrap, links another user plants in a
+// shared cache, a folder pull resumed across a commit, six pulls at once. The hashes come from the
+// server's hashlib, the bytes from the tiny model's own files.
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -34,14 +39,17 @@ const std::string kMakeTinyModel = RGBAQ_MAKE_TINY_MODEL_PATH;
 const std::string kPython = RGBAQ_PYTHON3_PATH;
 const std::string kFakeHub = RGBAQ_FAKE_HUB_PATH;
 constexpr const char* kCommit = "4f1c2b7e9a0d3c5b8e6f1a2d4c7b9e0f3a5d8c1b";
+constexpr const char* kCommit2 = "9b0e3d6c2a8f5e1b7d4c0a9f6e3b2d8c5a1f7e40";
 constexpr const char* kShard = "text_encoder/model-00001-of-00002.safetensors";
+constexpr uid_t kNobody = 65534;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-pid_t spawn(const std::vector<std::string>& args) {
+// `args` in the background, its output discarded, or its stderr into `err_file`.
+pid_t spawn(const std::vector<std::string>& args, const std::string& err_file = "/dev/null") {
   const pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
@@ -49,7 +57,7 @@ pid_t spawn(const std::vector<std::string>& args) {
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     freopen("/dev/null", "w", stdout);
-    freopen("/dev/null", "w", stderr);
+    freopen(err_file.c_str(), "w", stderr);
     execv(argv[0], argv.data());
     _exit(127);
   }
@@ -59,9 +67,10 @@ pid_t spawn(const std::vector<std::string>& args) {
 // The fake Hub serving `root` as Org/Tiny at kCommit, with the faults its flags ask for.
 class FakeHub {
  public:
-  FakeHub(const fs::path& dir, const fs::path& root, const std::vector<std::string>& flags) : dir_(dir) {
+  FakeHub(const fs::path& dir, const fs::path& root, const std::vector<std::string>& flags, const std::string& commit = kCommit)
+      : dir_(dir) {
     fs::create_directories(dir);
-    std::vector<std::string> args = {kPython, kFakeHub, "--root", root.string(), "--repo", "Org/Tiny", "--commit", kCommit,
+    std::vector<std::string> args = {kPython, kFakeHub, "--root", root.string(), "--repo", "Org/Tiny", "--commit", commit,
                                      "--port-file", (dir / "port").string(), "--log", (dir / "log").string()};
     args.insert(args.end(), flags.begin(), flags.end());
     pid_ = spawn(args);
@@ -136,6 +145,18 @@ class ModelPull : public ::testing::Test {
                                 "-o", out, "--engine", "cpu"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? storage::read_png(out).rgba : std::vector<uint8_t>{};
+  }
+
+  // The tiny model's files with each big one cut to a few bytes: a fake Hub that starts at once, for
+  // the tests where no weight is meant to be read.
+  fs::path small_copy() {
+    const auto dir = tmp_.path() / "small";
+    if (!fs::exists(dir)) {
+      fs::copy(model_, dir, fs::copy_options::recursive);
+      for (const auto& e : fs::recursive_directory_iterator(dir))
+        if (e.is_regular_file() && e.file_size() > 65536) std::ofstream(e.path(), std::ios::trunc) << "not the weights";
+    }
+    return dir;
   }
 
   TempDir tmp_;
@@ -413,6 +434,226 @@ TEST_F(ModelPull, ReadsACacheWrittenTheHuggingFaceWayInPlace) {
   fs::current_path(cwd);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["model"], "Org/Tiny");
+}
+
+// The blob a listed ETag names and the snapshot entry a listed path names are files the pull writes:
+// a hostile Hub's "../../../victim/authorized_keys", an absolute path, an id that is not a hash or a
+// path that climbs out is refused at the listing, naming the file and the field, before anything is
+// written (in the cache or in --to DIR).
+TEST_F(ModelPull, AListingThatLeadsOutsideTheDestinationIsRefusedBeforeAnythingIsWritten) {
+  const fs::path victim = tmp_.path() / "victim";
+  const std::string sched = "scheduler/scheduler_config.json", shard = kShard;
+  struct Case {
+    std::vector<std::string> flags;
+    std::string said;
+    bool to_folder = false;
+  };
+  const std::vector<Case> cases = {
+      {{"--listed-etag", sched + "=../../../victim/authorized_keys"},
+       sched + " with blobId \"../../../victim/authorized_keys\", not 40 or 64 lower-case hex digits"},
+      {{"--listed-etag", shard + "=" + (victim / "shard").string()},
+       shard + " with lfs.sha256 \"" + (victim / "shard").string() + "\", not 64 lower-case hex digits"},
+      {{"--listed-etag", "vae/config.json=ABCDEF0123"}, "vae/config.json with blobId \"ABCDEF0123\", not 40 or 64"},
+      {{"--listed-etag", sched + "=../../../victim/authorized_keys"}, "blobId \"../../../victim/authorized_keys\"", true},
+      {{"--list-extra", "../../victim/config.json"}, "a file \"../../victim/config.json\" (rfilename): a \"..\" segment"},
+      {{"--list-extra", (victim / "config.json").string()}, "(rfilename): an absolute path"},
+      {{"--list-extra", "vae//config.json"}, "a file \"vae//config.json\" (rfilename): an empty segment"},
+      {{"--list-extra", "vae/./config.json"}, "(rfilename): a \".\" segment"},
+      {{"--list-extra", "vae/\x1b[2Jconfig.json"}, "a file \"vae/\\x1b[2Jconfig.json\" (rfilename): a control character"},
+      {{"--list-extra", "../victim/config.json"}, "(rfilename): a \"..\" segment", true},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    SCOPED_TRACE(c.said);
+    hub_cache_ = tmp_.path() / ("hub-" + std::to_string(i));
+    setenv("HF_HUB_CACHE", hub_cache_.c_str(), 1);
+    const fs::path folder = tmp_.path() / ("plain-" + std::to_string(i)) / "model";
+    FakeHub hub(tmp_.path() / ("server-" + std::to_string(i)), small_copy(), c.flags);
+    const auto r = c.to_folder ? pull(hub, {"--to", folder.string()}) : pull(hub);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("rgbaq model pull: Org/Tiny@main: the Hub lists "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.said), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("refusing the listing"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(victim)) << r.err;
+    EXPECT_FALSE(fs::exists(hub_cache_)) << "nothing is written for a listing refused";
+    EXPECT_FALSE(fs::exists(folder.parent_path()));
+    int resolved = 0;
+    for (const auto& q : hub.requests()) resolved += q["path"].get<std::string>().find("/resolve/") != std::string::npos;
+    EXPECT_EQ(resolved, 0) << "files were asked for";
+    fs::remove_all(victim);  // each case on its own
+  }
+}
+
+// Sizes the listing gives are added up for the free-space check: two files of 2^63 bytes (more than a
+// file can hold), or files each under 2^63 whose sum passes 2^64 (once wrapped, "to download: 11 MiB"),
+// are refused before a byte of weights is asked for.
+TEST_F(ModelPull, ListedSizesThatWouldWrapAreRefusedBeforeAnyWeightByte) {
+  const std::string shard = kShard, shard2 = "text_encoder/model-00002-of-00002.safetensors",
+                    dit = "transformer/diffusion_pytorch_model.safetensors";
+  const std::string two_63 = "9223372036854775808", under_2_63 = "9223372036854775807";
+  struct Case {
+    std::vector<std::string> flags;
+    std::string said;
+  };
+  const std::vector<Case> cases = {
+      {{"--listed-size", shard + "=" + two_63, "--listed-size", shard2 + "=" + two_63},
+       "the Hub lists " + shard + " with lfs.size 9223372036854775808, more than a file can hold"},
+      {{"--listed-size", shard + "=" + under_2_63, "--listed-size", shard2 + "=" + under_2_63, "--listed-size", dit + "=3"},
+       "the listed sizes of the files to pull add up to more than 2^64 bytes"},
+      {{"--listed-size", "vae/config.json=-5"}, "the Hub lists vae/config.json with size -5, not a byte count"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    SCOPED_TRACE(c.said);
+    hub_cache_ = tmp_.path() / ("hub-" + std::to_string(i));
+    setenv("HF_HUB_CACHE", hub_cache_.c_str(), 1);
+    FakeHub hub(tmp_.path() / ("server-" + std::to_string(i)), small_copy(), c.flags);
+    const auto r = pull(hub);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(c.said), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("to download:"), std::string::npos) << r.err;
+    int weights = 0;
+    for (const auto& q : hub.requests())
+      weights += q["server"] == "cdn" || q["path"].get<std::string>().ends_with(".safetensors");
+    EXPECT_EQ(weights, 0) << "weights were asked for";
+    EXPECT_FALSE(fs::exists(snapshot() / shard));
+  }
+}
+
+// A shared cache (HF_HUB_CACHE in a folder every user can write, as on a shared GPU server) where
+// another user (uid 65534, before the pull) made the repo's folders and planted links at the partial
+// blobs (to the owner's private key) and the lock files (to a file that does not exist): the pull
+// writes through none of them. A cache folder another user controls is refused, naming it; in the
+// owner's own folders a link is never followed (O_NOFOLLOW).
+TEST_F(ModelPull, LinksAnotherUserPlantsInASharedCacheAreNeverWrittenThrough) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to play a second uid (CI runs as root)";
+  FakeHub hub(tmp_.path() / "server", small_copy(), {});
+  std::set<std::string> blob_set;  // (the cut files share one content)
+  for (const auto& [rel, e] : hub.manifest().items())
+    blob_set.insert(e["lfs"].get<bool>() ? e["sha256"].get<std::string>() : e["blob_id"].get<std::string>());
+  const std::vector<std::string> blobs(blob_set.begin(), blob_set.end());
+  ASSERT_EQ(chmod(tmp_.path().c_str(), 0755), 0);  // the other user may reach the shared folders in it
+  const fs::path private_dir = tmp_.path() / "private", key = private_dir / "id_ed25519";
+  fs::create_directories(private_dir);
+  ASSERT_EQ(chmod(private_dir.c_str(), 0700), 0);
+  const std::string key_text = "-----BEGIN OPENSSH PRIVATE KEY----- the owner's\n";
+
+  struct Case {
+    std::string name;
+    mode_t cache_mode;
+    bool theirs;  // the other user makes the repo's folders; else the owner does, sticky and open to all
+    std::string said;
+  };
+  const std::vector<Case> cases = {
+      {"sticky", 01777, true, "belongs to uid 65534; another user could swap"},
+      {"open", 0777, false, "is writable by every user (mode 0777, not sticky)"},
+      {"own-sticky", 0755, false, "is a symbolic link; not writing through it"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    for (const auto& entry : fs::directory_iterator(private_dir)) fs::remove(entry.path());  // each case on its own
+    std::ofstream(key) << key_text;
+    ASSERT_EQ(chmod(key.c_str(), 0600), 0);
+    hub_cache_ = tmp_.path() / ("shared-" + c.name);
+    setenv("HF_HUB_CACHE", hub_cache_.c_str(), 1);
+    fs::create_directories(hub_cache_);
+    ASSERT_EQ(chmod(hub_cache_.c_str(), c.cache_mode), 0);
+    const fs::path blob_dir = repo_dir() / "blobs", lock_dir = hub_cache_ / ".locks" / "models--Org--Tiny";
+    if (!c.theirs) {
+      for (const auto& d : {repo_dir(), blob_dir, hub_cache_ / ".locks", lock_dir}) {
+        fs::create_directories(d);
+        ASSERT_EQ(chmod(d.c_str(), 01777), 0);
+      }
+    }
+    // Everything the child does is a system call on these strings (made before the fork).
+    const std::vector<std::string> dirs = {repo_dir(), blob_dir, hub_cache_ / ".locks", lock_dir};
+    std::vector<std::pair<std::string, std::string>> links;
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      links.emplace_back(key.string(), (blob_dir / (blobs[i] + ".incomplete")).string());
+      links.emplace_back((private_dir / ("made-" + std::to_string(i))).string(), (lock_dir / (blobs[i] + ".lock")).string());
+    }
+    const pid_t planter = fork();
+    if (planter == 0) {
+      if (setuid(kNobody) != 0) _exit(3);
+      for (const auto& d : dirs)
+        if (mkdir(d.c_str(), 0777) != 0 && errno != EEXIST) _exit(4);
+      for (const auto& [target, link] : links)
+        if (symlink(target.c_str(), link.c_str()) != 0) _exit(5);
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(planter, &status, 0), planter);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the other user could not plant the links: " << status;
+
+    const auto r = pull(hub);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(c.said), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(key), key_text) << "the owner's private key was written through a planted link";
+    struct stat st {};
+    ASSERT_EQ(stat(key.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u);
+    for (const auto& entry : fs::directory_iterator(private_dir))
+      EXPECT_EQ(entry.path(), key) << "a planted lock link made its target";
+  }
+}
+
+// A pull into --to DIR killed inside a plain (non-LFS) file, then a commit that changes and grows it:
+// the next pull does not resume the old version's bytes with the new version's remainder (the partial
+// is named by the file's ETag, as huggingface_hub names it); the file is the new version.
+TEST_F(ModelPull, AFolderPullResumedAfterANewCommitDoesNotSpliceTwoVersions) {
+  const std::string tokenizer = "processor/tokenizer.json";
+  const fs::path dir = tmp_.path() / "plain", work = dir / ".cache" / "huggingface" / "download" / "processor";
+  {
+    FakeHub slow(tmp_.path() / "slow", model_, {"--not-lfs", tokenizer, "--slow", tokenizer});
+    ASSERT_FALSE(slow.manifest()[tokenizer]["lfs"].get<bool>());
+    const pid_t pid = spawn({kRgbaq, "model", "pull", "Org/Tiny", "--endpoint", slow.url(), "--to", dir.string()});
+    bool partway = false;
+    for (int i = 0; i < 1200 && !partway; ++i) {
+      std::error_code ec;
+      for (auto it = fs::directory_iterator(work, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        const auto name = it->path().filename().string();
+        partway |= name.starts_with("tokenizer.json") && name.ends_with(".incomplete") && fs::file_size(it->path()) > 60000;
+      }
+      if (!partway) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    ASSERT_TRUE(partway) << "the pull never got part way through " << tokenizer;
+    ASSERT_FALSE(fs::exists(dir / tokenizer));
+  }
+  // The next commit's tokenizer.json: its first bytes changed, and longer.
+  const fs::path served = tmp_.path() / "served";
+  fs::copy(model_, served, fs::copy_options::recursive);
+  const std::string old_text = slurp(model_ / tokenizer);
+  const std::string new_text = "{ " + old_text.substr(1) + "\n\n";
+  std::ofstream(served / tokenizer, std::ios::binary | std::ios::trunc) << new_text;
+  FakeHub hub(tmp_.path() / "server", served, {"--not-lfs", tokenizer}, kCommit2);
+  const auto r = pull(hub, {"--to", dir.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(fs::file_size(dir / tokenizer), new_text.size());
+  EXPECT_TRUE(slurp(dir / tokenizer) == new_text) << "the file is spliced from two versions";
+}
+
+// Six pulls of one repo at once into one cache, 11 rounds (the first downloads, the later ones find
+// the files and only write the ref, all at about the same moment): every one of the 66 exits 0, and the
+// cache holds the model with no temporary left.
+TEST_F(ModelPull, SixPullsAtOnceIntoOneCacheAllSucceed) {
+  FakeHub hub(tmp_.path() / "server", model_, {});
+  for (int round = 0; round < 11; ++round) {
+    std::vector<std::pair<pid_t, std::string>> pulls;
+    for (int i = 0; i < 6; ++i) {
+      const auto err = (tmp_.path() / ("err-" + std::to_string(round) + "-" + std::to_string(i))).string();
+      pulls.emplace_back(spawn({kRgbaq, "model", "pull", "Org/Tiny", "--endpoint", hub.url()}, err), err);
+    }
+    for (const auto& [pid, err] : pulls) {
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round << ": " << slurp(err);
+    }
+  }
+  expect_cache_holds_the_model(hub);
+  for (const auto& entry : fs::recursive_directory_iterator(repo_dir()))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
 }
 
 }  // namespace
