@@ -94,6 +94,7 @@ struct Job {
   JobState state = JobState::kQueued;
   int attempts = 0;
   int interruptions = 0;  // times the daemon stopped under it (not counted as attempts)
+  int deaths_in_row = 0;  // the daemon's deaths with it in hand, no other job finishing in between (recover)
   std::string worker;       // the lease holder's label (host:pid), kept after the job ends
   int64_t worker_id = 0;    // the lease holder while running (Worker::id), else 0
   std::string host;         // the host that rendered it (or renders it now)
@@ -155,6 +156,10 @@ struct StoreOptions {
   // Interruptions in a row at the same recorded step of one job are its fault (the kernel's OOM killer
   // ending every try there): from this many on, each counts as a crash (an attempt).
   int same_step_interruptions = 3;
+  // The daemon dying with one job in hand this many times in a row, at whatever steps, with no other job
+  // finishing (done) in between, is that job's doing (an OOM killer or a watchdog ending every try of it
+  // somewhere around one point): it fails, naming the deaths. Every death counts, a crash's too.
+  int max_deaths = 5;
   double backoff_seconds = 2.0;  // before attempt k + 1: backoff * 2^(k - 1), at most 5 minutes
   int busy_timeout_ms = 10000;
   // A claimed job's lease, which its worker's heartbeat extends; a job whose lease runs out is taken back
@@ -229,7 +234,8 @@ class QueueStore {
   virtual int64_t discard_run(int64_t run_id) = 0;
   // A published run, forgotten: its jobs, counters and run row deleted in one transaction, and its
   // output paths released unless another run's job with the same content still uses them. Nothing
-  // changes while any of its jobs is queued or running.
+  // changes while any of its jobs is queued or running. Its done jobs still count in the queue's count
+  // of finished jobs (recover's deaths in a row).
   virtual ForgottenRun forget_run(int64_t run_id) = 0;
 
   // The next job by priority, then submit order; among the jobs of the top priority, one whose LoRA set
@@ -296,7 +302,14 @@ class QueueStore {
   // interruption limit; unless it was interrupted at the same step its lease recorded (record_progress)
   // the last StoreOptions::same_step_interruptions times in a row: then it spends the attempt like a
   // crash, waits out a backoff (fail's), and at the attempt limit fails with "the daemon died at step N
-  // on each of its last tries (out of memory?)". A failure, a requeue or a retry ends a row. Pending runs (a submit cut off before its last batch) left alone for a lease are
+  // on each of its last tries (out of memory?)". Every expired job, the crashed one too, also counts a
+  // death in a row: the next one in its row when no other job finished (done) since its last death
+  // (the queue's count of finished jobs, forgotten runs' included, noted at each death, is unchanged),
+  // else the first of a new row; the StoreOptions::max_deaths-th in a row fails it with "the daemon died
+  // N times with this job in hand, no other job finishing in between (at steps 3, 8, ?, 5, 4)" (?: no
+  // step recorded). Which reason a job failing for several gives: the crash, the same step at the
+  // attempt limit, the deaths in a row, the interruptions. A failure, a requeue or a retry ends both
+  // rows. Pending runs (a submit cut off before its last batch) left alone for a lease are
   // discarded, and workers silent for a lease are forgotten. Run at start and every heartbeat.
   virtual RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) = 0;
 

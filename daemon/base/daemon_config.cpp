@@ -68,6 +68,10 @@ options (each may also be set in the config file; flags win):
                           crashed the daemon (a crash signal while the job was in hand)
   --max-interruptions N   times a job may be cut off by a stop that is not its fault (SIGKILL, a
                           reboot) before it fails (default 100); these do not spend attempts
+  --max-deaths N          times in a row the daemon may die with a job in hand, at whatever steps,
+                          with no other job finishing in between, before that job fails as their
+                          cause (default 5, at least 2): an OOM killer or a watchdog that ends every
+                          try of it. A job finishing, the job failing or a clean stop ends a row
   --lease-s N             a running job's lease in the queue (default 60); the heartbeat renews it every
                           N/6 s and at each step; a job whose lease runs out (its host died) is
                           taken back and counted as an interruption
@@ -104,7 +108,7 @@ options (each may also be set in the config file; flags win):
                           database), make a new queue in it instead of refusing to start
   --config FILE           a JSON file with any of: {"model", "engine", "threads", "workers", "device",
                           "devices" ("all", "0,2" or a list of ordinals), "precision", "gpu_int8",
-                          "vae_tiles" and "fused_blocks" (true or false), "attention", "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions",
+                          "vae_tiles" and "fused_blocks" (true or false), "attention", "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions", "max_deaths",
                           "encoder_cache_mb", "encoder_cache_disk_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
                           "create_queue", "lora_dirs" (a list of folders), "lora_cache_mb", "http", "http_hosts"
@@ -228,6 +232,7 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "queue") c.queue = queue_url_from(text(), base, file.string() + ": \"queue\": ");
     else if (key == "max_attempts") c.max_attempts = static_cast<int>(number());
     else if (key == "max_interruptions") c.max_interruptions = static_cast<int>(number());
+    else if (key == "max_deaths") c.max_deaths = static_cast<int>(number());
     else if (key == "lease_s") {
       if (!value.is_number() || value.get<double>() <= 0) throw common::UsageError(file.string() + ": \"lease_s\" must be a positive number");
       c.lease_s = value.get<double>();
@@ -330,6 +335,7 @@ storage::StoreOptions DaemonConfig::store_options() const {
   storage::StoreOptions o;
   o.max_attempts = max_attempts;
   o.max_interruptions = max_interruptions;
+  o.max_deaths = max_deaths;
   o.busy_timeout_ms = busy_timeout_ms;
   o.create_over_invalid = create_queue;
   o.lease_seconds = lease_s;
@@ -341,7 +347,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
                          {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-int8", "vae-tiles", "attention", "fused-blocks", "gpu-memory", "socket", "data-dir",
                           "queue", "max-attempts", "encoder-cache-mb", "encoder-cache-disk-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
-                          "max-jobs-per-submit", "max-interruptions", "lora-dir", "lora-cache-mb", "lease-s", "host",
+                          "max-jobs-per-submit", "max-interruptions", "max-deaths", "lora-dir", "lora-cache-mb", "lease-s", "host",
                           "http", "http-host", "http-cors", "api-out", "thumbnail-cache-mb", "copy-root", "random-weights"},
                          {"create-queue"});
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
@@ -376,6 +382,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (const auto v = a.get("queue")) c.queue = queue_url_from(*v, std::filesystem::current_path(), "--queue: ");
   c.max_attempts = a.get_int("max-attempts", c.max_attempts);
   c.max_interruptions = a.get_int("max-interruptions", c.max_interruptions);
+  c.max_deaths = a.get_int("max-deaths", c.max_deaths);
   if (const auto v = a.get("lease-s")) {
     try {
       c.lease_s = std::stod(*v);
@@ -436,6 +443,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (c.busy_timeout_ms < 0) throw common::UsageError("--busy-timeout-ms must be 0 or more");
   if (c.unhealthy_exit_s < 1) throw common::UsageError("--unhealthy-exit-s must be at least 1");
   if (c.max_interruptions < 1) throw common::UsageError("--max-interruptions must be at least 1");
+  if (c.max_deaths < 2) throw common::UsageError("--max-deaths must be at least 2: a single death is no job's fault");
   if (c.max_jobs_per_submit < 1) throw common::UsageError("--max-jobs-per-submit must be at least 1");
   for (const auto& d : c.lora_dirs) {
     if (!std::filesystem::is_directory(d)) throw common::UsageError("--lora-dir " + d.string() + " is not a folder");

@@ -35,6 +35,7 @@ struct DaemonConfig {
   std::string queue;                   // the queue's URL (storage/open_queue_store.h); empty: DATA_DIR/queue.db
   int max_attempts = 3;                // renders that failed or crashed the daemon
   int max_interruptions = 100;         // stops (SIGKILL, reboot) under a job before it fails
+  int max_deaths = 5;                  // deaths in a row with a job in hand, none other finishing, before it fails
   double lease_s = 60;                 // a claimed job's lease; the heartbeat (every lease/6) extends it
   std::string host_name;               // this host in the queue; empty: the system's host name
   size_t encoder_cache_mb = 1024;      // embeddings kept in memory

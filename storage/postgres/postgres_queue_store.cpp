@@ -175,6 +175,16 @@ CREATE INDEX jobs_marked ON jobs (mark, id) WHERE mark <> '';
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS interrupted_at_step INTEGER NOT NULL DEFAULT -1,
   ADD COLUMN IF NOT EXISTS interruptions_at_step INTEGER NOT NULL DEFAULT 0;
 )",
+    // v8: the daemon dying with a job in hand again and again while no other job finishes is the job's
+    // doing, wherever in its render it dies: the deaths in its current row, their steps ("3, 8, ?"), and
+    // the queue's count of finished jobs at the last of them (grown by the next death: another job
+    // finished in between, a new row). Forgotten runs' finished jobs are tallied in settings
+    // ('forgotten_done'), so that the count never goes back.
+    R"(
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS deaths_in_row INTEGER NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS death_steps TEXT NOT NULL DEFAULT '',
+  ADD COLUMN IF NOT EXISTS done_at_death BIGINT NOT NULL DEFAULT 0;
+)",
 };
 
 constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE pending)";
@@ -182,7 +192,7 @@ constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE 
 constexpr const char* kJobColumns =
     "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
     "finished_at, cancel_requested, error, errors::text, output_path, metadata, prompt_key, content_key, interruptions, "
-    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at, mark, marked_at, marked_by";
+    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at, mark, marked_at, marked_by, deaths_in_row";
 
 Job read_job(const pg::Result& r, int row) {
   Job j;
@@ -220,6 +230,7 @@ Job read_job(const pg::Result& r, int row) {
   j.mark = parse_mark(r.text(row, 30)).value_or(Mark::kNone);
   j.marked_at = r.real(row, 31);
   j.marked_by = r.text(row, 32);
+  j.deaths_in_row = static_cast<int>(r.int64(row, 33));
   return j;
 }
 
@@ -266,7 +277,8 @@ std::vector<std::string> id_slices(const std::vector<int64_t>& ids) {
 // What retry() and retry_jobs() set: queued again, as if new, with its error history kept.
 constexpr const char* kRetrySet =
     "state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', cancel_requested = FALSE, "
-    "finished_at = 0, worker_id = 0, lease_expires = 0, interrupted_at_step = -1, interruptions_at_step = 0";
+    "finished_at = 0, worker_id = 0, lease_expires = 0, interrupted_at_step = -1, interruptions_at_step = 0, "
+    "deaths_in_row = 0, death_steps = ''";
 // A retry requeues only jobs whose output path their content still owns: one taken over by a later
 // submit (--replace, or its file gone) would write over the new owner's image.
 constexpr const char* kStillOwner =
@@ -574,6 +586,10 @@ ForgottenRun PostgresQueueStore::forget_run(int64_t run_id) {
                             "j.content_key = outputs.content_key AND j.output_path = outputs.path)",
                             "UPDATE outputs SET run_id = (SELECT min(j.run_id) FROM jobs j WHERE j.content_key = "
                             "outputs.content_key AND j.output_path = outputs.path) WHERE run_id = $1",
+                            // its finished jobs stay counted (recover's count of finished jobs)
+                            "INSERT INTO settings (key, value) SELECT 'forgotten_done', coalesce(sum(n), 0)::text FROM "
+                            "run_counts WHERE run_id = $1 AND state = 'done' ON CONFLICT (key) DO UPDATE SET "
+                            "value = (settings.value::bigint + excluded.value::bigint)::text",
                             "DELETE FROM run_counts WHERE run_id = $1", "DELETE FROM runs WHERE id = $1"}) {
       db_->exec(sql, {num(run_id)});
     }
@@ -685,7 +701,8 @@ std::optional<JobState> PostgresQueueStore::fail(int64_t job_id, int64_t worker_
         "not_before = CASE WHEN $5 OR attempts >= $3 THEN 0 ELSE rgbaq_now() + least(300, $4 * power(2, attempts - 1)) END, "
         "finished_at = CASE WHEN $5 OR attempts >= $3 THEN rgbaq_now() ELSE 0 END, "
         "errors = errors || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', rgbaq_now(), 'reason', $2::text)), "
-        "interruptions_at_step = 0, worker_id = 0, lease_expires = 0 WHERE id = $1 AND state = 'running' AND worker_id = $6 "
+        "interruptions_at_step = 0, deaths_in_row = 0, death_steps = '', worker_id = 0, lease_expires = 0 "
+        "WHERE id = $1 AND state = 'running' AND worker_id = $6 "
         "RETURNING state",
         {num(job_id), reason, num(options_.max_attempts), real(options_.backoff_seconds),
          failure == Failure::kPermanent ? "true" : "false", num(worker_id)});
@@ -697,7 +714,8 @@ std::optional<JobState> PostgresQueueStore::fail(int64_t job_id, int64_t worker_
 bool PostgresQueueStore::requeue(int64_t job_id, int64_t worker_id) {
   return db_->retrying([&] {
     return db_->exec("UPDATE jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), worker = '', worker_id = 0, "
-                     "lease_expires = 0, interruptions_at_step = 0 WHERE id = $1 AND state = 'running' AND worker_id = $2",
+                     "lease_expires = 0, interruptions_at_step = 0, deaths_in_row = 0, death_steps = '' "
+                     "WHERE id = $1 AND state = 'running' AND worker_id = $2",
                      {num(job_id), num(worker_id)})
                .affected() == 1;
   });
@@ -820,25 +838,42 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
   // The crashed job spends its attempt; any other was interrupted: attempt given back, interruption
   // counted; unless its lease recorded the step of its last interruptions, so many times in a row that
   // it is the job's own doing (the kernel killing it there for its memory, say): then it counts as a
-  // crash, spending the attempt, and waits out a backoff (the other jobs claimed first).
+  // crash, spending the attempt, and waits out a backoff (the other jobs claimed first). Each, the
+  // crashed one too, also counts a death in its row: the next one when no other job finished since its
+  // last death (the queue's count of finished jobs, `finished`, unchanged), else the first of a new row;
+  // so many in a row fail it, whatever the steps.
   const std::string crashed = num(crashed_job.value_or(-1));
   const char* recorded = "progress_at >= started_at";  // this lease recorded a step
   const std::string recurring = std::string("(id <> $1 AND ") + recorded +
                                 " AND step = interrupted_at_step AND interruptions_at_step + 1 >= $4)";
+  // Counted from the run counters (forgotten runs' tallied apart): no write per completion. Read once,
+  // and only when a lease has expired.
+  const std::string finished = "(SELECT n FROM finished)";
+  const std::string in_row = "(deaths_in_row > 0 AND done_at_death = " + finished + ")";
+  const std::string deaths = "(CASE WHEN " + in_row + " THEN deaths_in_row + 1 ELSE 1 END)";
+  const std::string death_steps = "(CASE WHEN " + in_row + " THEN death_steps || ', ' ELSE '' END || CASE WHEN " + recorded +
+                                  " THEN step::text ELSE '?' END)";
   const char* failed_crash = "(id = $1 AND attempts >= $2)";
   const std::string failed_recurring = "(" + recurring + " AND attempts >= $2)";
+  const std::string failed_deaths = "(" + deaths + " >= $6)";
   const std::string failed_interrupted = "(id <> $1 AND NOT " + recurring + " AND interruptions + 1 >= $3)";
-  const std::string failing = std::string("(") + failed_crash + " OR " + failed_recurring + " OR " + failed_interrupted + ")";
+  const std::string failing = std::string("(") + failed_crash + " OR " + failed_recurring + " OR " + failed_deaths + " OR " +
+                              failed_interrupted + ")";
   const std::string reason = std::string("CASE WHEN ") + failed_crash + " THEN 'crashed the daemon ' || attempts || ' times' "
-                             "WHEN " + recurring + " THEN 'the daemon died at step ' || step || ' on each of its last tries "
-                             "(out of memory?)' ELSE 'interrupted ' || (interruptions + 1) || ' times' END";
+                             "WHEN " + failed_recurring + " THEN 'the daemon died at step ' || step || ' on each of its last "
+                             "tries (out of memory?)' WHEN " + failed_deaths + " THEN 'the daemon died ' || " + deaths +
+                             " || ' times with this job in hand, no other job finishing in between (at steps ' || " +
+                             death_steps + " || ')' ELSE 'interrupted ' || (interruptions + 1) || ' times' END";
   const auto states = db_->retrying([&] {
     return db_->exec(
+        "WITH finished AS MATERIALIZED (SELECT (SELECT coalesce(sum(n), 0) FROM run_counts WHERE state = 'done')::bigint + "
+        "coalesce((SELECT value::bigint FROM settings WHERE key = 'forgotten_done'), 0) AS n) "
         "UPDATE jobs SET attempts = CASE WHEN id = $1 OR " + recurring + " THEN attempts ELSE greatest(attempts - 1, 0) END, "
         "interruptions = CASE WHEN id = $1 OR " + recurring + " THEN interruptions ELSE interruptions + 1 END, "
         "interruptions_at_step = CASE WHEN id = $1 THEN interruptions_at_step WHEN NOT (" + recorded + ") THEN 0 "
         "WHEN step = interrupted_at_step THEN interruptions_at_step + 1 ELSE 1 END, "
         "interrupted_at_step = CASE WHEN id = $1 THEN interrupted_at_step WHEN " + recorded + " THEN step ELSE -1 END, "
+        "deaths_in_row = " + deaths + ", death_steps = " + death_steps + ", done_at_death = " + finished + ", "
         "not_before = CASE WHEN " + recurring + " AND NOT " + failing + " THEN rgbaq_now() + least(300, $5 * "
         "power(2, greatest(attempts - 1, 0))) ELSE not_before END, "
         "state = CASE WHEN " + failing + " THEN 'failed' ELSE 'queued' END, "
@@ -849,7 +884,7 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
         "worker = '', worker_id = 0, lease_expires = 0 "
         "WHERE state = 'running' AND (lease_expires < rgbaq_now() OR worker_id = 0) RETURNING state",
         {crashed, num(options_.max_attempts), num(options_.max_interruptions), num(options_.same_step_interruptions),
-         real(options_.backoff_seconds)});
+         real(options_.backoff_seconds), num(options_.max_deaths)});
   });
   for (int i = 0; i < states.rows(); ++i) ++(states.text(i, 0) == "failed" ? r.failed : r.requeued);
   db_->retrying([&] {

@@ -19,7 +19,7 @@ class Connection;
 
 class PostgresQueueStore final : public QueueStore {
  public:
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
 
   // Connects and migrates. Throws std::runtime_error naming the URL (password masked).
   explicit PostgresQueueStore(const std::string& url, StoreOptions options = {});

@@ -134,7 +134,23 @@ CREATE INDEX jobs_marked ON jobs (mark, id) WHERE mark <> '';
 ALTER TABLE jobs ADD COLUMN interrupted_at_step INTEGER NOT NULL DEFAULT -1;
 ALTER TABLE jobs ADD COLUMN interruptions_at_step INTEGER NOT NULL DEFAULT 0;
 )",
+    // v8: the daemon dying with a job in hand again and again while no other job finishes is the job's
+    // doing, wherever in its render it dies: the deaths in its current row, their steps ("3, 8, ?"), and
+    // the queue's count of finished jobs at the last of them (grown by the next death: another job
+    // finished in between, a new row). Forgotten runs' finished jobs are tallied in settings
+    // ('forgotten_done'), so that the count never goes back.
+    R"(
+ALTER TABLE jobs ADD COLUMN deaths_in_row INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN death_steps TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN done_at_death INTEGER NOT NULL DEFAULT 0;
+)",
 };
+
+// The queue's count of finished (done) jobs ever, those of forgotten runs included: it only grows, and
+// grows with each job done. From the run counters, no write per completion.
+constexpr const char* kDoneCount =
+    "(SELECT coalesce(sum(n), 0) FROM run_counts WHERE state = 'done') + "
+    "coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'forgotten_done'), 0)";
 
 // A retry requeues only jobs whose output path their content still owns: one taken over by a later
 // submit (--replace, or its file gone) would write over the new owner's image.
@@ -147,7 +163,7 @@ constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE 
 const char* kJobColumns =
     "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
     "finished_at, cancel_requested, error, errors, output_path, metadata, prompt_key, content_key, interruptions, "
-    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at, mark, marked_at, marked_by";
+    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at, mark, marked_at, marked_by, deaths_in_row";
 
 Job read_job(SQLite::Statement& q) {
   Job j;
@@ -185,13 +201,15 @@ Job read_job(SQLite::Statement& q) {
   j.mark = parse_mark(q.getColumn(30).getString()).value_or(Mark::kNone);
   j.marked_at = q.getColumn(31).getDouble();
   j.marked_by = q.getColumn(32).getString();
+  j.deaths_in_row = q.getColumn(33).getInt();
   return j;
 }
 
 // What retry() and retry_jobs() set: queued again, as if new, with its error history kept.
 constexpr const char* kRetrySet =
     "state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', cancel_requested = 0, "
-    "finished_at = 0, worker_id = 0, lease_expires = 0, interrupted_at_step = -1, interruptions_at_step = 0";
+    "finished_at = 0, worker_id = 0, lease_expires = 0, interrupted_at_step = -1, interruptions_at_step = 0, "
+    "deaths_in_row = 0, death_steps = ''";
 
 // Statements over a list of job ids take them as one JSON array (json_each), at most this many a
 // statement: no limit on bound variables is reached, and no one statement runs long.
@@ -511,6 +529,10 @@ ForgottenRun SqliteQueueStore::forget_run(int64_t run_id) {
                           "j.content_key = outputs.content_key AND j.output_path = outputs.path)",
                           "UPDATE outputs SET run_id = (SELECT min(j.run_id) FROM jobs j WHERE j.content_key = "
                           "outputs.content_key AND j.output_path = outputs.path) WHERE run_id = ?1",
+                          // its finished jobs stay counted (kDoneCount)
+                          "INSERT INTO settings (key, value) VALUES ('forgotten_done', (SELECT coalesce(sum(n), 0) FROM "
+                          "run_counts WHERE run_id = ?1 AND state = 'done')) ON CONFLICT (key) DO UPDATE SET "
+                          "value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
                           "DELETE FROM run_counts WHERE run_id = ?1", "DELETE FROM runs WHERE id = ?1"}) {
     SQLite::Statement q(db_, sql);
     q.bind(1, run_id);
@@ -637,7 +659,7 @@ std::optional<JobState> SqliteQueueStore::fail(int64_t job_id, int64_t worker_id
                       "ELSE ?4 + min(300.0, ?5 * (1 << min(max(attempts - 1, 0), 30))) END, "
                       "finished_at = CASE WHEN ?1 OR attempts >= ?2 THEN ?4 ELSE 0 END, "
                       "errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?4, 'reason', ?3)), "
-                      "interruptions_at_step = 0, worker_id = 0, lease_expires = 0 "
+                      "interruptions_at_step = 0, deaths_in_row = 0, death_steps = '', worker_id = 0, lease_expires = 0 "
                       "WHERE id = ?6 AND state = 'running' AND worker_id = ?7 RETURNING state");
   q.bind(1, static_cast<int>(failure == Failure::kPermanent));
   q.bind(2, options_.max_attempts);
@@ -654,7 +676,8 @@ bool SqliteQueueStore::requeue(int64_t job_id, int64_t worker_id) {
   check_file_identity();
   SQLite::Statement q(db_,
                       "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0), worker = '', worker_id = 0, "
-                      "lease_expires = 0, interruptions_at_step = 0 WHERE id = ? AND state = 'running' AND worker_id = ?");
+                      "lease_expires = 0, interruptions_at_step = 0, deaths_in_row = 0, death_steps = '' "
+                      "WHERE id = ? AND state = 'running' AND worker_id = ?");
   q.bind(1, job_id);
   q.bind(2, worker_id);
   return q.exec() == 1;
@@ -803,6 +826,18 @@ RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
     }
     return q.exec();
   };
+  // Every expired job, the crashed one too, died with the daemon (or its host): one more death in its
+  // row when no other job finished since its last (the count of finished jobs unchanged), else the
+  // first of a new row; the step its lease recorded noted ('?': none).
+  {
+    SQLite::Statement q(db_, std::string("UPDATE jobs SET death_steps = CASE WHEN deaths_in_row > 0 AND done_at_death = (") +
+                                 kDoneCount + ") THEN death_steps || ', ' ELSE '' END || CASE WHEN progress_at < started_at "
+                                 "THEN '?' ELSE step END, deaths_in_row = CASE WHEN deaths_in_row > 0 AND done_at_death = (" +
+                                 kDoneCount + ") THEN deaths_in_row + 1 ELSE 1 END, done_at_death = (" + kDoneCount +
+                                 ") WHERE state = 'running' AND (lease_expires < ?1 OR worker_id = 0)");
+    q.bind(1, now);
+    q.exec();
+  }
   // The crashed job: its attempt counts (taken at the claim).
   r.failed += fail_where("'crashed the daemon ' || attempts || ' times'", "id = ?3 AND attempts >= ?2", {options_.max_attempts});
   // Statements over the others (interrupted): ?1 the crashed job, ?2 now, `bounds` from ?3 on.
@@ -826,11 +861,17 @@ RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
   r.failed += fail_where("'the daemon died at step ' || interrupted_at_step || ' on each of its last tries (out of memory?)'",
                          "id != ?3 AND interruptions_at_step >= ?2 AND attempts >= ?5",
                          {options_.same_step_interruptions, options_.max_attempts});
-  update_interrupted("not_before = ?2 + min(300.0, ?4 * (1 << min(max(attempts - 1, 0), 30)))", " AND interruptions_at_step >= ?3",
-                     {static_cast<double>(options_.same_step_interruptions), options_.backoff_seconds});
   // Any other: the attempt is given back, the interruption counted.
   update_interrupted("attempts = max(attempts - 1, 0), interruptions = interruptions + 1", " AND interruptions_at_step < ?3",
                      {static_cast<double>(options_.same_step_interruptions)});
+  // So many deaths in a row with it in hand, and nothing else finished: its own doing, whatever the steps.
+  // (In this order the reasons rank as PostgreSQL's statement ranks them.)
+  r.failed += fail_where("'the daemon died ' || deaths_in_row || ' times with this job in hand, no other job finishing in "
+                         "between (at steps ' || death_steps || ')'",
+                         "deaths_in_row >= ?2", {options_.max_deaths});
+  // The same-step ones still queued: their backoff.
+  update_interrupted("not_before = ?2 + min(300.0, ?4 * (1 << min(max(attempts - 1, 0), 30)))", " AND interruptions_at_step >= ?3",
+                     {static_cast<double>(options_.same_step_interruptions), options_.backoff_seconds});
   r.failed += fail_where("'interrupted ' || interruptions || ' times'", "id != ?3 AND interruptions >= ?2",
                          {options_.max_interruptions});
   SQLite::Statement requeue(db_, "UPDATE jobs SET state = 'queued', worker = '', worker_id = 0, lease_expires = 0 "

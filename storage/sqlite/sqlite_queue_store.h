@@ -13,7 +13,7 @@ namespace rgbaq::storage {
 
 class SqliteQueueStore final : public QueueStore {
  public:
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
 
   // Opens or creates the database and migrates it forward. Throws std::runtime_error naming the file
   // when it cannot, when its schema is newer than this build knows, or when an existing file is not an

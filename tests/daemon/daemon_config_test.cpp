@@ -1,5 +1,6 @@
 // rgbaqd's engine flags: --engine auto|cpu|cuda (default auto), --device, --devices, --workers,
 // --precision, --gpu-memory, and their config-file keys; bad values are usage errors that name the flag.
+// And --max-deaths, the queue's bound on deaths in a row.
 #include "daemon/base/daemon_config.h"
 
 #include <gtest/gtest.h>
@@ -164,6 +165,28 @@ TEST(DaemonConfig, DevicesAndWorkersInTheConfigFile) {
 
 // The embeddings' disk budget (issue 26, item 14): the flag or the config key in MiB; by default 10 GiB
 // or 5% of the data directory's file system, whichever is smaller.
+// --max-deaths (issue 42): the daemon's deaths in a row with one job in hand, no other job finishing in
+// between, before that job fails; for the queue store (StoreOptions::max_deaths), flag over file.
+TEST(DaemonConfig, MaxDeathsFromTheFlagOrTheConfigFile) {
+  EXPECT_EQ(parse({}).store_options().max_deaths, 5);
+  EXPECT_EQ(parse({"--max-deaths", "8"}).store_options().max_deaths, 8);
+  EXPECT_NE(usage_error({"--max-deaths", "1"}).find("--max-deaths must be at least 2: a single death is no job's fault"),
+            std::string::npos);
+  TempDir dir;
+  const auto file = dir.path() / "rgbaqd.json";
+  std::ofstream(file) << R"({"max_deaths": 3, "max_interruptions": 50})";
+  const auto o = parse({"--config", file.string()}).store_options();
+  EXPECT_EQ(o.max_deaths, 3);
+  EXPECT_EQ(o.max_interruptions, 50);
+  EXPECT_EQ(parse({"--config", file.string(), "--max-deaths", "6"}).store_options().max_deaths, 6);  // the flag wins
+  std::ofstream(file) << R"({"max_deaths": "five"})";
+  EXPECT_NE(usage_error({"--config", file.string()}).find("\"max_deaths\" must be a non-negative integer"), std::string::npos);
+  const std::string help = kDaemonHelp;
+  EXPECT_NE(help.find("--max-deaths N"), std::string::npos);
+  EXPECT_LT(help.find("--max-interruptions N"), help.find("--max-deaths N")) << "beside --max-interruptions";
+  EXPECT_NE(help.find("\"max_deaths\""), std::string::npos) << "a config file key";
+}
+
 TEST(DaemonConfig, EncoderCacheDiskBudget) {
   TempDir dir;
   EXPECT_EQ(parse({"--encoder-cache-disk-mb", "7"}).encoder_cache_disk_bytes(), uint64_t{7} << 20);

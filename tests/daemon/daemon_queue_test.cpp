@@ -1,13 +1,14 @@
 // rgbaqd's queue and files against careless and hostile use, as real processes on the tiny model: one
 // daemon per data directory, a queue file that is not a queue, a data directory deleted under the
 // daemon, output paths two jobs would share, numbers and sizes the daemon must refuse itself, a job
-// that crashes the daemon every time and one the kernel kills at the same step every time, each next
-// to healthy ones.
+// that crashes the daemon every time, one the kernel kills at the same step every time and one it kills
+// at steps that move, each next to healthy ones.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <fstream>
+#include <functional>
 
 #include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/daemon/daemon_test_helpers.h"
@@ -114,13 +115,14 @@ TEST(DaemonQueue, TheDaemonChecksNumbersSizesAndPromptsItself) {
 }
 
 // The daemon on `dir`, started again each time it dies as a service manager would, until its queue
-// holds nothing queued or running; the first start submits `file` (a CSV). Returns how many times it
-// died; each death must be `signal`'s.
-int restarts_until_done(const TempDir& dir, const DaemonProcess::Options& opts, const std::string& file, int signal) {
+// holds nothing queued or running; the first start submits `file` (a CSV); start k (from 0) runs with
+// `opts(k)`. Returns how many times it died; each death must be `signal`'s.
+int restarts_until_done(const TempDir& dir, const std::function<DaemonProcess::Options(int)>& opts, const std::string& file,
+                        int signal) {
   bool submitted = false;
   int deaths = 0;
   for (int start = 0; start < 12; ++start) {
-    DaemonProcess d(kRgbaqd, model().dir(), dir.path(), opts);
+    DaemonProcess d(kRgbaqd, model().dir(), dir.path(), opts(start));
     if (!submitted) {
       const auto r = rgbaq(d, {"submit", "-", "--size", "128", "--out", (dir.path() / "o").string()}, file);
       EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -144,6 +146,10 @@ int restarts_until_done(const TempDir& dir, const DaemonProcess::Options& opts, 
     ++deaths;
   }
   return deaths;
+}
+
+int restarts_until_done(const TempDir& dir, const DaemonProcess::Options& opts, const std::string& file, int signal) {
+  return restarts_until_done(dir, [&](int) { return opts; }, file, signal);
 }
 
 // Once the restarts are over: run 1 finished with its four healthy jobs done and one failed, that one.
@@ -181,6 +187,28 @@ TEST(DaemonQueue, AJobKilledAtTheSameStepEveryTryFailsSayingWhereAndTheOthersAre
   EXPECT_EQ(failed["prompt"], "too big");
   EXPECT_EQ(failed["error"], "the daemon died at step 3 on each of its last tries (out of memory?)");
   EXPECT_EQ(failed["attempts"], 3);
+}
+
+// The daemon SIGKILLed whenever one job reaches step 3 or a little later (an OOM killer, a watchdog:
+// step 3 on some tries, 8 or 5 on others), restarted each time: never three kills in a row at one step,
+// yet five deaths in a row with that job in hand and no other job finishing in between fail it, naming
+// the steps; the other jobs are done.
+TEST(DaemonQueue, AJobTheDaemonDiesWithAtMovingStepsFailsAfterFiveDeathsNamingThem) {
+  TempDir dir;
+  // After the first start (the submit), each dies soon after it starts, maybe before a readiness check.
+  const auto killed_at = [](int start) {
+    const int steps[] = {3, 8, 3, 5, 4};
+    return DaemonProcess::Options{.env = {{"RGBAQ_TEST_SIGKILL_AT_STEP", std::to_string(steps[start % 5]) + ":too big"}},
+                                  .wait_until_ready = start == 0};
+  };
+  // It comes first: a job before it could still be in the writer's hands at its first death and finish
+  // after it, which rightly starts a new row.
+  ASSERT_EQ(restarts_until_done(dir, killed_at, "prompt,seed\ntoo big,1\nfox,1-2\nowl,1-2\n", SIGKILL), 5)
+      << "five deaths in a row with the job in hand, then it fails";
+  const json failed = the_failed_job(dir, {});
+  EXPECT_EQ(failed["prompt"], "too big");
+  EXPECT_EQ(failed["error"],
+            "the daemon died 5 times with this job in hand, no other job finishing in between (at steps 3, 8, 3, 5, 4)");
 }
 
 }  // namespace

@@ -64,6 +64,12 @@ inline constexpr const char* kDropMarkColumns =
     "DROP INDEX jobs_marked; ALTER TABLE jobs DROP COLUMN mark; ALTER TABLE jobs DROP COLUMN marked_at; "
     "ALTER TABLE jobs DROP COLUMN marked_by; ";
 
+// SQL (for either store) that takes a queue's jobs back to before the deaths in a row (schema v8 of
+// both); the tests that migrate from an older version run it first.
+inline constexpr const char* kDropDeathColumns =
+    "ALTER TABLE jobs DROP COLUMN deaths_in_row; ALTER TABLE jobs DROP COLUMN death_steps; "
+    "ALTER TABLE jobs DROP COLUMN done_at_death; ";
+
 // The typed fixture: backend() opens stores on one queue (several stores = several connections).
 template <class Backend>
 class QueueStoreTest : public ::testing::Test {

@@ -55,7 +55,8 @@ TYPED_TEST(QueueStoreLoraTest, AQueueFromBeforeTheLoraColumnMigratesForwardWithN
     s->submit({"r", "{}", "/o"}, {job("old", 1, "")});
   }
   // Back to the schema before the LoRA column (the migrations after it run again too).
-  this->backend().exec(std::string(kDropMarkColumns) + "ALTER TABLE jobs DROP COLUMN step; ALTER TABLE jobs DROP COLUMN steps; "
+  this->backend().exec(std::string(kDropDeathColumns) + kDropMarkColumns +
+                       "ALTER TABLE jobs DROP COLUMN step; ALTER TABLE jobs DROP COLUMN steps; "
                        "ALTER TABLE jobs DROP COLUMN decoding; ALTER TABLE jobs DROP COLUMN progress_at; "
                        "ALTER TABLE jobs DROP COLUMN interrupted_at_step; ALTER TABLE jobs DROP COLUMN interruptions_at_step; "
                        "DROP INDEX jobs_claim_lora; ALTER TABLE jobs DROP COLUMN lora");

@@ -179,9 +179,10 @@ TYPED_TEST(QueueStoreMarksTest, AQueueFromBeforeTheMarksMigratesForwardWithNoMar
     auto s = this->open();
     s->submit({"r", "{}", "/o"}, {job("old", 1)});
   }
-  this->backend().exec(std::string(kDropMarkColumns) +
+  this->backend().exec(std::string(kDropDeathColumns) + kDropMarkColumns +
                        "ALTER TABLE jobs DROP COLUMN interrupted_at_step; ALTER TABLE jobs DROP COLUMN interruptions_at_step");
-  this->backend().set_schema_version(5);  // both stores' version before the marks (v6) and the same-step kills (v7)
+  // Both stores' version before the marks (v6), the same-step kills (v7) and the deaths in a row (v8).
+  this->backend().set_schema_version(5);
   auto s = this->open();
   EXPECT_EQ(s->schema_version(), known);
   const auto old = s->list_jobs(std::nullopt, std::nullopt);
