@@ -1,6 +1,8 @@
 #include "cli/command_help.h"
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 namespace rgbaq::cli {
 
@@ -17,7 +19,8 @@ const char* const kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]    
   gallery [--print]       open the review gallery in the default browser (--print: only print its address)
   ls runs | ls jobs [--run R] [--state S] [--marked M] [--limit N] [--all]
   cancel RUN | cancel --job JOB
-  retry RUN [--canceled]  failed (and canceled) jobs back to the queue
+  retry RUN [--failed] [--canceled]
+                          failed (and with --canceled, canceled) jobs back to the queue
   rm RUN [--delete-images]
                           forget a finished run (its names become free); --delete-images: its PNGs too
   mark JOB... --star|--reject|--clear
@@ -28,7 +31,8 @@ const char* const kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]    
                           the run's jobs, outputs and metadata
   sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]] [--font FILE.ttf] [--marked M]
                           a labelled contact sheet PNG: seeds across, prompts down (AXIS: prompt,
-                          seed, size, lora or lora:NAME; default font DejaVu Sans from fonts-dejavu-core)
+                          seed, size, lora or lora:NAME; default font DejaVu Sans from fonts-dejavu-core),
+                          written to OUT/.rgbaq/sheets/, where no game engine's importer looks
   service install|uninstall|status [--model DIR|REPO] [--print]
                           rgbaqd as a launchd agent (macOS) or systemd --user service (Linux)
   host noise|rope|sigmas|tokenize
@@ -67,7 +71,9 @@ value wins, and rgbaq prints a note naming the rows where it did.
   --priority N        higher goes first, -1000000..1000000 (default 0)
   --out DIR           where the PNGs go (default ./renders); OUT/<name or prompt-slug-hash>_<seed>.png
   --name RUN          the run's name (default: the file name without its extension; the prompt's
-                      first 40 bytes for --prompt, "stdin" for -)
+                      first 40 bytes for --prompt, "stdin" for -); with --prompt it names the
+                      files too, as a row's name does (OUT/NAME_SEED.png: ASCII letters, digits,
+                      _, - and ., kept as written)
   --format csv|jsonl  the file's format (default: by extension; .jsonl and .ndjson are JSONL, else CSV)
   --skip-duplicates   leave out jobs already queued, running or done (same prompt, seed, size, name
                       and --out); when that leaves nothing, no run is made
@@ -109,11 +115,12 @@ rgbaqd's --encoder-cache-disk-mb). Exit 1 when the daemon reports its queue data
       {"ls", R"(usage: rgbaq ls runs [--json]
        rgbaq ls jobs [--run R] [--state S] [--marked M] [--limit N] [--offset N] [--all] [--json]
 
-runs: every run with its counts (total, done, failed, canceled, queued), when it was submitted and
-when its last job ended (local time; - while it has jobs to go) and its output directory; --json has
-created_at and, for a finished run, finished_at (seconds since 1970).
-jobs: jobs in submit order, with state, mark (star, reject or -), seed, size, prompt and output (or
-the failure reason); --json adds mark, marked_at and marked_by (null when unmarked).
+runs: every run with its counts (total, done, failed, canceled, queued, running), when it was submitted
+and when its last job ended (local time; - while it has jobs to go) and its output directory; --json
+has created_at and, for a finished run, finished_at (seconds since 1970).
+jobs: jobs in submit order, with state, mark (star, reject or -), seed, size, prompt and output (the
+PNG of a done job, where a queued or running one will write it; the failure reason of a failed one; a
+canceled job has none); --json adds mark, marked_at and marked_by (null when unmarked).
 
   --run R       only this run's jobs (default: every run)
   --state S     queued, running, done, failed, canceled (or cancelled) (default: every state)
@@ -136,10 +143,14 @@ Its PNGs stay where they are, unless --delete-images: then each done job's PNG i
 holds that job's image (its rgbaq metadata names the job); a file moved, replaced or shared with
 another run's job (a resubmit that reused it) is kept.
 )"},
-      {"retry", R"(usage: rgbaq retry RUN [--canceled] [--json]
+      {"retry", R"(usage: rgbaq retry RUN [--failed] [--canceled] [--json]
 
-Puts the run's failed jobs back in the queue with their attempts reset; --canceled takes its canceled
-jobs too (default: failed ones only).
+Puts the run's failed jobs back in the queue with their attempts reset.
+
+  --failed    the failed jobs (the default; say it to be plain)
+  --canceled  the canceled jobs too (default: failed ones only)
+
+A run with nothing to retry says so, and which option would take its canceled jobs.
 A job whose output name another submit has taken since (--replace, or its file gone) stays as it is.
 )"},
       {"mark", R"(usage: rgbaq mark JOB... --star|--reject|--clear [--json]
@@ -187,8 +198,10 @@ A labelled contact sheet PNG of the run: the run, its sizes and its LoRAs in a h
 and prompts down (by default), each cell's image or why it has none (failed, missing, canceled, not
 rendered yet). An attribute on neither axis that varies (say, two sizes) joins each row's label.
 
-  -o FILE       where to write it (default: OUT/sheet_runRUN.png in the run's output directory;
-                a page of several: OUT/sheet_runRUN_pN.png)
+  -o FILE       where to write it (default: OUT/.rgbaq/sheets/sheet_runRUN.png, OUT the run's output
+                directory: beside its images, but in a hidden folder, which the importers of game
+                engines (Unity, Godot) skip, so a sheet never becomes an asset; --marked star:
+                sheet_runRUN_starred.png; a page of several: sheet_runRUN_pN.png)
   --thumb PX    the cell size, 16..1024 (default 128)
   --columns N   wrap a row of more than N cells into rows under it, each with its own column
                 labels (default 16; 0: never wrap)
@@ -203,7 +216,9 @@ rendered yet). An attribute on neither axis that varies (say, two sizes) joins e
                            job's set splits the rows. Two LoRAs' weights: --x lora:A --y lora:B
   --font FILE   a TrueType font (default /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf); characters
                 it lacks (CJK, emoji) come from the fonts fontconfig finds for them
-  --marked M    only the jobs marked star, reject, none or any (default: every job of the run)
+  --marked M    only the jobs marked star, reject, none or any (default: every job of the run): a
+                sheet of its own (_starred, _rejected, _unmarked, _marked), its header says which
+                jobs it holds, and a place no such job fills stays empty
 )"},
       {"service", R"(usage: rgbaq service install --model DIR [--data-dir DIR] [--rgbaqd PATH] [--print]
        rgbaq service uninstall [--print] | rgbaq service status
@@ -222,11 +237,53 @@ to check rgbaqd another way.
   --rgbaqd PATH   the daemon (default: the rgbaqd beside this rgbaq, else the one on PATH)
   --print         print exactly the files install would write, and write nothing
 )"},
+      {"gallery", R"(usage: rgbaq gallery [--print]
+
+Opens the review gallery (every run's images: stars, rejects, compare) in the default browser
+(xdg-open; open on macOS), through a private file in the daemon's data directory that forwards to
+the gallery's address with its token: the token never appears on a command line. Prints the address.
+Exit 1 when the daemon serves no HTTP (rgbaqd --http off) or no browser can be opened.
+
+  --print   only print the address (with the token), open nothing
+)"},
+      {"http-url", R"(usage: rgbaq http-url [--no-token]
+
+Prints the address of the daemon's HTTP API and gallery, with the token every request needs
+(http://127.0.0.1:7878/?token=...; the token is read from the daemon's data directory, DATA_DIR/http-token).
+Send the token as "Authorization: Bearer TOKEN" from scripts. Exit 1 when the daemon serves no HTTP.
+
+  --no-token  the address alone
+)"},
   };
   return all;
 }
 
 }  // namespace
+
+std::string nearest_command(const std::string& name) {
+  // Levenshtein distance: command names are short.
+  const auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+        diagonal = above;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  size_t best_distance = 3;  // within two edits, as options' "did you mean"
+  for (const char* known : kCommands) {
+    const size_t d = distance(name, known);
+    if (d < best_distance) best = known, best_distance = d;
+  }
+  return best;
+}
 
 const char* command_help(const std::string& command) {
   const auto it = helps().find(command);

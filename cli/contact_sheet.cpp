@@ -230,7 +230,7 @@ std::string sheet_axis_problem(const std::vector<SheetJob>& jobs, const SheetAxi
 }
 
 SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& jobs, const SheetAxisChoice& x,
-                         const SheetAxisChoice& y) {
+                         const SheetAxisChoice& y, bool filtered) {
   if (axes_overlap(x, y)) {
     throw std::invalid_argument("the sheet's two axes must differ (two LoRA axes must each name one LoRA: lora:NAME)");
   }
@@ -278,10 +278,27 @@ SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& 
     filled.emplace(cell.row, cell.column);
     l.cells.push_back(std::move(cell));
   }
+  if (filtered) return l;  // a filter's sheet: the places of the jobs it left out stay empty
   for (int r = 0; r < int(l.rows.size()); ++r)
     for (int c = 0; c < int(l.columns.size()); ++c)
       if (!filled.count({r, c})) l.cells.push_back({r, c, "", "no job"});
   return l;
+}
+
+std::string sheet_filter_word(const std::string& marked) {
+  if (marked == "star") return "starred";
+  if (marked == "reject") return "rejected";
+  if (marked == "none") return "unmarked";
+  if (marked == "any") return "marked";
+  throw std::invalid_argument("\"" + marked + "\" is not one of star, reject, none, any");
+}
+
+std::filesystem::path default_sheet_path(const std::filesystem::path& out_dir, uint64_t run, const std::string& filter_word,
+                                         int page, int pages) {
+  std::string name = "sheet_run" + std::to_string(run);
+  if (!filter_word.empty()) name += "_" + filter_word;
+  if (pages > 1) name += "_p" + std::to_string(page);
+  return out_dir / ".rgbaq" / "sheets" / (name + ".png");
 }
 
 SheetLayout wrap_columns(const SheetLayout& l, int columns) {
@@ -447,7 +464,11 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   DaemonClient client(ctx.socket);
   nlohmann::json params = {{"run", *run}};
   const auto marked = a.get("marked");
-  if (marked) params["marked"] = *marked;
+  std::string filter_word;
+  if (marked) {
+    filter_word = common::parse_option("marked", *marked, sheet_filter_word);
+    params["marked"] = *marked;
+  }
   std::vector<SheetJob> jobs;  // what a cell needs of each job, read a page at a time (not the run's JSON whole)
   std::string run_name, run_out_dir;
   for_each_exported_job(client, params,
@@ -465,9 +486,11 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
     if (const std::string why = sheet_axis_problem(jobs, option[0] == 'x' ? x : y); !why.empty())
       throw UsageError(std::string("--") + option + " " + *a.get(option) + ": run " + a.positionals()[0] + ": " + why);
   }
-  std::string title = "run " + a.positionals()[0];
+  // A filter's sheet says so first, before a long run name can push it out of the header.
+  std::string title = "run " + std::to_string(*run);
+  if (marked) title += ", " + filter_word + " only";
   if (!run_name.empty()) title += " (" + run_name + ")";
-  const SheetLayout whole = wrap_columns(layout_sheet(title, jobs, x, y), columns);
+  const SheetLayout whole = wrap_columns(layout_sheet(title, jobs, x, y, marked.has_value()), columns);
   const int per_page = a.has("per-page") ? a.get_int("per-page", 0) : std::max<int>(1, int(whole.rows.size()));
   if (per_page < 1) throw UsageError("--per-page must be a positive number of rows");
   if (a.has("page") && !a.has("per-page")) throw UsageError("--page needs --per-page ROWS (how many rows a page holds)");
@@ -487,9 +510,7 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
     throw UsageError(std::string(e.what()) + "; page it: --per-page " + std::to_string(e.rows_per_page) + " --page 1.." +
                      std::to_string(sheet_pages(whole, e.rows_per_page)) + " (or lower --thumb)");
   }
-  const std::string page_suffix = pages > 1 ? "_p" + std::to_string(page) : "";
-  const std::string out = a.get("output").value_or(
-      (std::filesystem::path(run_out_dir) / ("sheet_run" + a.positionals()[0] + page_suffix + ".png")).string());
+  const std::string out = a.get("output").value_or(default_sheet_path(run_out_dir, *run, filter_word, page, pages).string());
   nlohmann::json legend = {{"run", *run}, {"rows", layout.rows}, {"row_details", layout.row_details}, {"columns", layout.columns},
                            {"loras", layout.loras}, {"thumb", thumb}, {"page", page}, {"pages", pages}};
   if (!layout.row_columns.empty()) legend["row_columns"] = layout.row_columns;

@@ -66,10 +66,22 @@ struct SheetLayout {
 std::string sheet_axis_problem(const std::vector<SheetJob>& jobs, const SheetAxisChoice& axis);
 
 // Places each job on the grid; seeds ascend, sizes ascend by pixels, prompts keep their first order,
-// LoRA weights ascend after "no LoRA". Throws std::invalid_argument for equal axes or an axis with a
+// LoRA weights ascend after "no LoRA". A place of the grid no job fills is a "no job" cell, unless
+// `filtered` (the jobs are a filter's, say --marked star): then the jobs left out were left out on
+// purpose, and their places stay empty. Throws std::invalid_argument for equal axes or an axis with a
 // problem, std::runtime_error for a job's LoRA set that does not parse.
 SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& jobs, const SheetAxisChoice& x = SheetAxis::kSeed,
-                         const SheetAxisChoice& y = SheetAxis::kPrompt);
+                         const SheetAxisChoice& y = SheetAxis::kPrompt, bool filtered = false);
+
+// What `--marked M` makes of a sheet: the word its file name and header use ("starred" for star,
+// "rejected", "unmarked" for none, "marked" for any). Throws std::invalid_argument for another M.
+std::string sheet_filter_word(const std::string& marked);
+
+// Where `rgbaq sheet RUN` writes by default: OUT/.rgbaq/sheets/sheet_runRUN[_FILTER][_pN].png. Beside
+// the run's images, but in a hidden folder: the importers of game engines (Unity, Godot) skip folders
+// whose names start with '.', so a sheet never becomes an asset of the game whose folder OUT is.
+std::filesystem::path default_sheet_path(const std::filesystem::path& out_dir, uint64_t run, const std::string& filter_word,
+                                         int page, int pages);
 
 // The x axis wrapped at `columns` (0: never): a row of more cells goes on in the rows under it, each
 // with its own column labels (a 30-seed sweep at 16: rows of 16 and 14 per prompt). 16 keeps the

@@ -65,7 +65,12 @@ int main(int argc, char** argv) {
   };
   const auto it = commands.find(args[0]);
   if (it == commands.end()) {
-    std::cerr << "rgbaq: unknown command \"" << rgbaq::common::printable(args[0]) << "\"\n" << kUsage;
+    // A near miss is named, as an option's is; the usage follows only when there is no guess.
+    const std::string guess = rgbaq::cli::nearest_command(args[0]);
+    std::cerr << "rgbaq: unknown command \"" << rgbaq::common::printable(args[0]) << "\""
+              << (guess.empty() ? std::string() : " (did you mean " + guess + "?)") << "\n";
+    if (guess.empty()) std::cerr << kUsage;
+    else std::cerr << "(rgbaq --help lists the commands)\n";
     return 2;
   }
   rgbaq::cli::CliContext ctx{std::filesystem::absolute(socket), std::cin, std::cout, std::cerr, isatty(STDOUT_FILENO) != 0};

@@ -119,6 +119,15 @@ std::string csv_text(const std::string& s) {
   return q + "\"";
 }
 
+// What `ls jobs` says under a job: its PNG (done), where it will write one (queued, running), its
+// error (failed). A canceled job wrote nothing: the path it owned names no image of it.
+std::string job_outcome(const json& j) {
+  const std::string state = j.value("state", "");
+  if (state == "failed") return "error: " + j.value("error", "");
+  if (state == "canceled") return "canceled: no image";
+  return j.value("output", "");
+}
+
 // A time of the queue (seconds since the epoch) in local time, to the minute; "-" for none.
 std::string local_minute(double seconds) {
   if (seconds <= 0) return "-";
@@ -226,12 +235,14 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
     }
     ctx.out << std::left << std::setw(6) << "RUN" << std::setw(24) << "NAME" << std::right << std::setw(8) << "TOTAL"
             << std::setw(8) << "DONE" << std::setw(8) << "FAILED" << std::setw(10) << "CANCELED" << std::setw(8) << "QUEUED"
-            << std::left << "  " << std::setw(18) << "SUBMITTED" << std::setw(18) << "FINISHED" << "OUT\n";
+            << std::setw(9) << "RUNNING" << std::left << "  " << std::setw(18) << "SUBMITTED" << std::setw(18) << "FINISHED"
+            << "OUT\n";
     for (const auto& run : r["runs"]) {
       const json& c = run["counts"];
       ctx.out << std::left << std::setw(6) << run.value("id", 0) << std::setw(24) << clip(run.value("name", ""), 23) << std::right
               << std::setw(8) << run.value("total", 0) << std::setw(8) << c.value("done", 0) << std::setw(8) << c.value("failed", 0)
-              << std::setw(10) << c.value("canceled", 0) << std::setw(8) << c.value("queued", 0) + c.value("running", 0) << std::left
+              << std::setw(10) << c.value("canceled", 0) << std::setw(8) << c.value("queued", 0) << std::setw(9)
+              << c.value("running", 0) << std::left
               << "  " << std::setw(18) << local_minute(run.value("created_at", 0.0)) << std::setw(18)
               << local_minute(run.value("finished_at", 0.0)) << printable(run.value("out_dir", "")) << "\n";
     }
@@ -275,8 +286,7 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
     const std::string mark = mark_of(j, "-");
     ctx.out << std::left << std::setw(8) << j.value("id", 0) << std::setw(6) << j.value("run", 0) << std::setw(10) << state
             << std::setw(8) << mark << std::setw(22) << j.value("seed", uint64_t{0}) << std::setw(11) << size
-            << clip(j.value("prompt", ""), 50) << "\n" << std::string(65, ' ')
-            << printable(state == "failed" ? "error: " + j.value("error", "") : j.value("output", "")) << "\n";
+            << clip(j.value("prompt", ""), 50) << "\n" << std::string(65, ' ') << printable(job_outcome(j)) << "\n";
   }
   if (more) {
     ctx.out << "(the first " << limit << " from " << offset << "; more with --offset " << offset + limit
@@ -344,9 +354,30 @@ int retry_command(const std::vector<std::string>& args, CliContext& ctx) {
   const Arguments a(args, {}, {"failed", "canceled", "json"});
   if (a.positionals().size() != 1) throw UsageError("which run? `rgbaq retry RUN [--failed] [--canceled]`");
   DaemonClient client(ctx.socket);
-  const json r = client.call("retry", {{"run", positive_id(a.positionals()[0], "run")}, {"canceled", a.has("canceled")}});
-  ctx.out << (a.has("json") ? r.dump() : "run " + a.positionals()[0] + ": " + count_of(r.value("requeued", 0), "job") + " queued again")
-          << "\n";
+  const int64_t run = positive_id(a.positionals()[0], "run");
+  const json r = client.call("retry", {{"run", run}, {"canceled", a.has("canceled")}});
+  if (a.has("json")) {
+    ctx.out << r.dump() << "\n";
+    return 0;
+  }
+  const int64_t requeued = r.value("requeued", int64_t{0});
+  ctx.out << "run " << run << ": " << count_of(requeued, "job") << " queued again";
+  if (requeued == 0) {
+    // Nothing taken: say why, and what would take the jobs a user most likely meant (canceled ones).
+    json counts = json::object();
+    const json runs = client.call("ls_runs");
+    for (const auto& listed : runs["runs"]) {
+      if (listed.value("id", int64_t{0}) == run) counts = listed.value("counts", json::object());
+    }
+    const int64_t canceled = counts.value("canceled", int64_t{0}), failed = counts.value("failed", int64_t{0});
+    if (failed == 0 && !a.has("canceled") && canceled > 0) {
+      ctx.out << ": it has no failed jobs, and its " << count_of(canceled, "canceled job") << (canceled == 1 ? " stays" : " stay")
+              << " canceled (rgbaq retry " << run << " --canceled takes " << (canceled == 1 ? "it" : "them") << ")";
+    } else if (failed == 0 && (!a.has("canceled") || canceled == 0)) {
+      ctx.out << ": it has no " << (a.has("canceled") ? "failed or canceled" : "failed") << " jobs";
+    }
+  }
+  ctx.out << "\n";
   return 0;
 }
 

@@ -174,7 +174,7 @@ int service_command(const std::vector<std::string>& args, CliContext& ctx) {
             << "(su, sudo, ssh without lingering, a container), so systemd --user services cannot be checked from "
                "here.\n  Is rgbaqd answering?  rgbaq status\n  Its log:            "
             << common::printable((std::filesystem::path(a.get("data-dir").value_or(paths::default_data_dir().string())) / "logs" /
-                                  "rgbaqd.out").string())
+                                  "rgbaqd.log").string())
             << "\n  Or log in to a session of your own (`loginctl enable-linger` keeps one) and ask again.\n";
     return 1;
   }

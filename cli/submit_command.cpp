@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -17,7 +18,9 @@
 #include "cli/watch_command.h"
 #include "daemon/protocol.h"
 #include "daemon/socket_paths.h"
+#include "host/image_size.h"
 #include "jobs/job_file.h"
+#include "jobs/output_name.h"
 
 namespace rgbaq::cli {
 
@@ -67,6 +70,78 @@ std::string line_list(const std::vector<int>& lines) {
   for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(lines[i]);
   if (lines.size() > shown) s += " and " + std::to_string(lines.size() - shown) + " more";
   return s;
+}
+
+// The lines of `file` whose row took `option`'s value: rows that `changed` (the file parsed again with
+// the option set otherwise) gives another result for; keyed by line, as identical rows may fold away.
+template <typename Differs>
+std::vector<int> lines_over_option(const jobs::JobFile& file, const jobs::JobFile& changed, Differs differs) {
+  std::map<int, const jobs::JobRow*> other;
+  for (const auto& row : changed.rows) other[row.line] = &row;
+  std::vector<int> own;
+  for (const auto& row : file.rows) {
+    const auto it = other.find(row.line);
+    if (it != other.end() && !differs(row, *it->second)) own.push_back(row.line);
+  }
+  return own;
+}
+
+// A note for each option given that a column of the file wins over on some rows (--seeds has its own,
+// from the parser): `--size 1024` on a file whose every row says 256 would otherwise be dropped without
+// a word. Each option is parsed once more with another value; a row whose jobs do not change with it
+// has its own. Printed once per option, naming the option, the column and the lines.
+void print_option_notes(const Arguments& a, const std::string& text, jobs::FileFormat format, const jobs::ParseOptions& given,
+                        const jobs::JobFile& file, const std::string& file_name, std::ostream& err) {
+  if (file.rows.empty()) return;
+  jobs::ParseOptions base = given;
+  base.random_seed = [] { return uint64_t{1}; };  // rows without seeds compare equal across the parses
+  const jobs::JobFile same = jobs::parse_job_file(text, format, base);
+  const std::string column_word = format == jobs::FileFormat::kJsonl ? "field" : "column";
+  const auto note = [&](const std::string& option, const std::string& value, const std::string& column, const std::vector<int>& lines) {
+    if (lines.empty()) return;
+    const bool every = lines.size() == same.rows.size();
+    err << "note: " << common::printable(file_name) << ": the " << column << " wins over " << option << " "
+        << common::printable(value) << " on " << (lines.size() == 1 ? "line " : "lines ") << line_list(lines)
+        << (every ? " (every row: " + option + " is not used)" : " (" + option + " applies to the other rows)") << "\n";
+  };
+  const auto reparse = [&](auto set) {
+    jobs::ParseOptions o = base;
+    set(o);
+    return jobs::parse_job_file(text, format, o);
+  };
+  if (const auto size = a.get("size")) {
+    // Another valid size: 256, or 512 when the option says 256.
+    bool is_256 = false;
+    try {
+      is_256 = host::parse_image_size(*size) == host::parse_image_size("256");
+    } catch (const std::invalid_argument&) {
+      return;  // an error, reported with the file's
+    }
+    const auto changed = reparse([&](jobs::ParseOptions& o) { o.defaults.size = is_256 ? "512" : "256"; });
+    const std::string column = file.ignored_columns.empty() ? "size " + column_word : "width and height columns";
+    note("--size", *size, column, lines_over_option(same, changed, [](const jobs::JobRow& l, const jobs::JobRow& r) { return !(l.size == r.size); }));
+  }
+  if (a.has("count")) {
+    const auto changed = reparse([&](jobs::ParseOptions& o) { o.defaults.count = given.defaults.count + 1; });
+    const auto seeds_of = [](const jobs::JobRow& row) {
+      std::vector<std::pair<uint64_t, uint64_t>> v;
+      for (const auto& r : row.seeds) v.emplace_back(r.first, r.last);
+      return v;
+    };
+    note("--count", std::to_string(given.defaults.count), "count or seed " + column_word,
+         lines_over_option(same, changed, [&](const jobs::JobRow& l, const jobs::JobRow& r) { return seeds_of(l) != seeds_of(r); }));
+  }
+  if (a.has("priority")) {
+    const int p = given.defaults.priority;
+    const auto changed = reparse([&](jobs::ParseOptions& o) { o.defaults.priority = p < jobs::kMaxPriority ? p + 1 : p - 1; });
+    note("--priority", std::to_string(p), "priority " + column_word,
+         lines_over_option(same, changed, [](const jobs::JobRow& l, const jobs::JobRow& r) { return l.priority != r.priority; }));
+  }
+  if (const auto lora = a.get("lora")) {
+    const auto changed = reparse([&](jobs::ParseOptions& o) { o.defaults.lora.reset(); });
+    note("--lora", *lora, "lora " + column_word + " (or a <lora:...> tag in the prompt)",
+         lines_over_option(same, changed, [](const jobs::JobRow& l, const jobs::JobRow& r) { return l.lora != r.lora; }));
+  }
 }
 
 // A file's errors ({"line", "field", "message", "text"}, as the daemon sends them), one a line: an
@@ -121,8 +196,16 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   }
   if (prompt && a.has("format")) throw UsageError("--format is for a job file, not --prompt");
   const std::string path = prompt ? std::string() : a.positionals()[0];
-  // One prompt is a one-row JSONL file: the same checks, the same expansion, the same errors.
-  const std::string text = prompt ? nlohmann::json({{"prompt", *prompt}}).dump() + "\n" : read_job_file(path, ctx.in);
+  // One prompt is a one-row JSONL file: the same checks, the same expansion, the same errors. Its
+  // --name names the run and, as a row's `name` does, its files (OUT/NAME_SEED.png).
+  nlohmann::json prompt_row = {{"prompt", prompt.value_or("")}};
+  if (const auto name = a.get("name"); prompt && name) {
+    if (const std::string why = jobs::name_problem(*name); !why.empty()) {
+      throw UsageError("--name \"" + *name + "\" names the images of --prompt (OUT/NAME_SEED.png), and " + why);
+    }
+    prompt_row["name"] = *name;
+  }
+  const std::string text = prompt ? prompt_row.dump() + "\n" : read_job_file(path, ctx.in);
   const std::string format =
       prompt ? "jsonl" : a.get("format").value_or(jobs::format_for_path(path) == jobs::FileFormat::kJsonl ? "jsonl" : "csv");
   if (format != "csv" && format != "jsonl") throw UsageError("--format \"" + format + "\" is not csv or jsonl");
@@ -188,6 +271,8 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
                                                                        : " (--seeds applies to the rows without a seed)")
             << "\n";
   }
+  print_option_notes(a, text, format == "jsonl" ? jobs::FileFormat::kJsonl : jobs::FileFormat::kCsv, options, file, file_name,
+                     ctx.err);
   if (!file.ignored_columns.empty()) {
     std::string columns;
     for (const auto& c : file.ignored_columns) columns += (columns.empty() ? "" : ", ") + c;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 namespace rgbaq::cli {
@@ -30,6 +31,66 @@ std::vector<std::pair<char32_t, std::string_view>> code_points(std::string_view 
 }
 
 constexpr std::string_view kEllipsis = "…";
+
+// The code points drawn as an emoji by default (Unicode's Emoji_Presentation): the BMP's few, and the
+// pictographs from U+1F000 (those with text presentation there are in no text font we use either).
+bool emoji_by_default(char32_t cp) {
+  static constexpr std::pair<char32_t, char32_t> kBmp[] = {
+      {0x231A, 0x231B}, {0x23E9, 0x23EC}, {0x23F0, 0x23F0}, {0x23F3, 0x23F3}, {0x25FD, 0x25FE}, {0x2614, 0x2615},
+      {0x2648, 0x2653}, {0x267F, 0x267F}, {0x2693, 0x2693}, {0x26A1, 0x26A1}, {0x26AA, 0x26AB}, {0x26BD, 0x26BE},
+      {0x26C4, 0x26C5}, {0x26CE, 0x26CE}, {0x26D4, 0x26D4}, {0x26EA, 0x26EA}, {0x26F2, 0x26F3}, {0x26F5, 0x26F5},
+      {0x26FA, 0x26FA}, {0x26FD, 0x26FD}, {0x2705, 0x2705}, {0x270A, 0x270B}, {0x2728, 0x2728}, {0x274C, 0x274C},
+      {0x274E, 0x274E}, {0x2753, 0x2755}, {0x2757, 0x2757}, {0x2795, 0x2797}, {0x27B0, 0x27B0}, {0x27BF, 0x27BF},
+      {0x2B1B, 0x2B1C}, {0x2B50, 0x2B50}, {0x2B55, 0x2B55}};
+  if (cp >= 0x1F000 && cp <= 0x1FAFF) return true;
+  return std::any_of(std::begin(kBmp), std::end(kBmp), [cp](const auto& r) { return cp >= r.first && cp <= r.second; });
+}
+
+// Code points that change the character before them and draw nothing of their own here (no shaping):
+// variation selectors, the zero width joiner, skin tone modifiers, the keycap mark, tag characters.
+bool joins_previous(char32_t cp) {
+  return (cp >= 0xFE00 && cp <= 0xFE0F) || cp == 0x200D || (cp >= 0x1F3FB && cp <= 0x1F3FF) || cp == 0x20E3 ||
+         (cp >= 0xE0020 && cp <= 0xE007F);
+}
+
+// A character as drawn: its code point, its bytes (with those of what joins it), and whether it is
+// drawn as an emoji (in colour): by default (🎮), or asked for with U+FE0F (❤️), not with U+FE0E.
+struct Cluster {
+  char32_t cp = 0;
+  std::string_view bytes;
+  bool emoji = false;
+};
+
+std::vector<Cluster> clusters(std::string_view utf8) {
+  std::vector<Cluster> out;
+  for (const auto& [cp, bytes] : code_points(utf8)) {
+    if (joins_previous(cp) && !out.empty()) {
+      Cluster& c = out.back();
+      c.bytes = std::string_view(c.bytes.data(), static_cast<size_t>(bytes.data() + bytes.size() - c.bytes.data()));
+      if (cp == 0xFE0F) c.emoji = true;
+      if (cp == 0xFE0E) c.emoji = false;
+      continue;
+    }
+    out.push_back({cp, bytes, emoji_by_default(cp)});
+  }
+  return out;
+}
+
+// Kinsoku shori (JIS X 4051): characters no line may start with (closing brackets and quotes, commas,
+// stops, ！？, iteration marks, the prolonged sound mark, small kana) and none may end with (opening
+// brackets and quotes). ASCII's closing punctuation too, for a word broken inside.
+bool no_line_start(char32_t cp) {
+  static constexpr std::u32string_view kClosing =
+      U")]},.!?:;%"
+      U"、。，．：；！？）］｝〕〗〙〛〉》」』】〟’”｣､｡･・ー‥…ゝゞ々〻ヽヾ゠〜～‼⁇⁈⁉"
+      U"ぁぃぅぇぉっゃゅょゎゕゖァィゥェォッャュョヮヵヶㇰㇱㇲㇳㇴㇵㇶㇷㇸㇹㇺㇻㇼㇽㇾㇿｧｨｩｪｫｬｭｮｯｰ％";
+  return kClosing.find(cp) != std::u32string_view::npos;
+}
+
+bool no_line_end(char32_t cp) {
+  static constexpr std::u32string_view kOpening = U"([{（［｛〔〖〘〚〈《「『【〝‘“｢";
+  return kOpening.find(cp) != std::u32string_view::npos;
+}
 
 // One loaded face: the font given, or a fallback fontconfig found for a character it lacks. A face
 // of colour bitmaps only (Noto Color Emoji: one 109 px strike) is drawn scaled to the pixel size.
@@ -60,15 +121,29 @@ struct TextRenderer::Library {
   }
 
   // The face with a glyph for `cp`: the given font when it has one, else the first font fontconfig
-  // sorts for it that covers it (CJK, emoji: DejaVu has neither), else the given font's .notdef.
-  size_t face_for(char32_t cp) {
-    if (cp < 0x20 || FT_Get_Char_Index(faces[0].face, cp) != 0) return 0;
-    if (const auto it = face_of.find(cp); it != face_of.end()) return it->second;
+  // sorts for it that covers it (CJK, emoji: DejaVu has neither), else the given font's .notdef. An
+  // emoji (`emoji`: by default, or asked for with U+FE0F) comes from a colour font first: DejaVu has a
+  // black ❤ (U+2764) of its own, and a monochrome emoji font may sort before Noto Color Emoji.
+  size_t face_for(char32_t cp, bool emoji) {
+    if (cp < 0x20) return 0;
+    if (!emoji && FT_Get_Char_Index(faces[0].face, cp) != 0) return 0;
+    const char32_t key = cp | (emoji ? char32_t{1} << 31 : 0);
+    if (const auto it = face_of.find(key); it != face_of.end()) return it->second;
+    size_t found = emoji ? search(cp, true) : 0;
+    if (found == 0 && emoji && FT_Get_Char_Index(faces[0].face, cp) == 0) found = search(cp, false);
+    if (found == 0 && !emoji) found = search(cp, false);
+    face_of.emplace(key, found);
+    return found;
+  }
+
+  // The first font fontconfig sorts for `cp` that covers it (a colour one, with `color`); 0 for none.
+  size_t search(char32_t cp, bool color) {
     size_t found = 0;
     FcPattern* pattern = FcPatternCreate();
     FcCharSet* chars = FcCharSetCreate();
     FcCharSetAddChar(chars, cp);
     FcPatternAddCharSet(pattern, FC_CHARSET, chars);
+    if (color) FcPatternAddBool(pattern, FC_COLOR, FcTrue);
     FcConfigSubstitute(nullptr, pattern, FcMatchPattern);
     FcDefaultSubstitute(pattern);
     FcResult result = FcResultNoMatch;
@@ -77,7 +152,9 @@ struct TextRenderer::Library {
       FcCharSet* has = nullptr;
       FcChar8* file = nullptr;
       int index = 0;
+      FcBool is_color = FcFalse;
       if (FcPatternGetCharSet(fonts->fonts[i], FC_CHARSET, 0, &has) != FcResultMatch || !FcCharSetHasChar(has, cp)) continue;
+      if (color && (FcPatternGetBool(fonts->fonts[i], FC_COLOR, 0, &is_color) != FcResultMatch || !is_color)) continue;
       if (FcPatternGetString(fonts->fonts[i], FC_FILE, 0, &file) != FcResultMatch) continue;
       FcPatternGetInteger(fonts->fonts[i], FC_INDEX, 0, &index);
       found = open_fallback(reinterpret_cast<const char*>(file), index, cp);
@@ -85,7 +162,6 @@ struct TextRenderer::Library {
     if (fonts) FcFontSetDestroy(fonts);
     FcCharSetDestroy(chars);
     FcPatternDestroy(pattern);
-    face_of.emplace(cp, found);
     return found;
   }
 
@@ -118,10 +194,10 @@ struct TextRenderer::Library {
     return FT_Get_Char_Index(f.face, cp) != 0 ? faces.size() - 1 : 0;
   }
 
-  // Loads and renders a glyph (control characters draw as spaces).
-  Glyph glyph(char32_t cp) {
+  // Loads and renders a glyph (control characters draw as spaces), an emoji's from a colour font.
+  Glyph glyph(char32_t cp, bool emoji = false) {
     if (cp < 0x20) cp = U' ';
-    const size_t index = face_for(cp);
+    const size_t index = face_for(cp, emoji);
     const LoadedFace* used = &faces[index];
     if (FT_Load_Char(used->face, cp, FT_LOAD_RENDER | FT_LOAD_COLOR) != 0) {
       used = &faces[0];
@@ -190,7 +266,7 @@ TextRenderer::~TextRenderer() = default;
 
 int TextRenderer::measure(std::string_view utf8) {
   int width = 0;
-  for (const auto& [cp, bytes] : code_points(utf8)) width += ft_->glyph(cp).advance;
+  for (const Cluster& c : clusters(utf8)) width += ft_->glyph(c.cp, c.emoji).advance;
   return width;
 }
 
@@ -199,10 +275,10 @@ std::string TextRenderer::fit(std::string_view utf8, int max_width) {
   const int room = max_width - measure(kEllipsis);
   std::string out;
   int width = 0;
-  for (const auto& [cp, bytes] : code_points(utf8)) {
-    const int advance = ft_->glyph(cp).advance;
+  for (const Cluster& c : clusters(utf8)) {
+    const int advance = ft_->glyph(c.cp, c.emoji).advance;
     if (width + advance > room) break;
-    out.append(bytes);
+    out.append(c.bytes);
     width += advance;
   }
   return room > 0 ? out + std::string(kEllipsis) : "";
@@ -210,29 +286,45 @@ std::string TextRenderer::fit(std::string_view utf8, int max_width) {
 
 std::vector<std::string> TextRenderer::wrap(std::string_view utf8, int max_width, int max_lines) {
   std::vector<std::string> lines;
-  const auto chars = code_points(utf8);
+  const auto chars = clusters(utf8);
   size_t i = 0;
   while (i < chars.size() && static_cast<int>(lines.size()) < max_lines) {
-    while (i < chars.size() && chars[i].first == U' ') ++i;  // no line starts with a space
+    while (i < chars.size() && chars[i].cp == U' ') ++i;  // no line starts with a space
     if (static_cast<int>(lines.size()) == max_lines - 1) {
       std::string rest;
-      for (size_t k = i; k < chars.size(); ++k) rest.append(chars[k].second);
+      for (size_t k = i; k < chars.size(); ++k) rest.append(chars[k].bytes);
       if (!rest.empty()) lines.push_back(fit(rest, max_width));
       break;
     }
     size_t end = i, last_space = std::string::npos;
     int width = 0;
     while (end < chars.size()) {
-      const int advance = ft_->glyph(chars[end].first).advance;
+      const int advance = ft_->glyph(chars[end].cp, chars[end].emoji).advance;
       if (width + advance > max_width && end > i) break;
-      if (chars[end].first == U' ') last_space = end;
+      if (chars[end].cp == U' ') last_space = end;
       width += advance;
       ++end;
     }
     // Break at the last space, unless the line ends just before one.
-    if (end < chars.size() && chars[end].first != U' ' && last_space != std::string::npos && last_space > i) end = last_space;
+    if (end < chars.size() && chars[end].cp != U' ' && last_space != std::string::npos && last_space > i) end = last_space;
+    // Kinsoku: the next line may not start with closing punctuation (，。」), nor this one end with an
+    // opening bracket: the characters before the break go down with it (oidashi), so every line stays
+    // within the width. A line that would be left with nothing keeps its punctuation hanging past
+    // the width instead.
+    const auto bad_break = [&](size_t at) {
+      return at < chars.size() && (no_line_start(chars[at].cp) || (at > 0 && no_line_end(chars[at - 1].cp)));
+    };
+    if (bad_break(end)) {
+      size_t pushed = end;
+      while (pushed > i + 1 && bad_break(pushed)) --pushed;
+      if (!bad_break(pushed)) {
+        end = pushed;
+      } else {
+        while (end < chars.size() && no_line_start(chars[end].cp)) ++end;
+      }
+    }
     std::string line;
-    for (size_t k = i; k < end; ++k) line.append(chars[k].second);
+    for (size_t k = i; k < end; ++k) line.append(chars[k].bytes);
     if (!line.empty()) lines.push_back(line);
     i = end;
   }
@@ -240,8 +332,8 @@ std::vector<std::string> TextRenderer::wrap(std::string_view utf8, int max_width
 }
 
 int TextRenderer::draw(Canvas canvas, int x, int baseline, std::string_view utf8, Rgb color) {
-  for (const auto& [cp, bytes] : code_points(utf8)) {
-    const Glyph g = ft_->glyph(cp);
+  for (const Cluster& c : clusters(utf8)) {
+    const Glyph g = ft_->glyph(c.cp, c.emoji);
     const int left = x + g.left, top = baseline - g.top;
     for (int row = 0; row < g.rows; ++row) {
       const int py = top + row;

@@ -5,8 +5,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <csignal>
+#include <algorithm>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 #include <thread>
@@ -51,6 +56,23 @@ struct Totals {
 
 // One watch: an event connection and a query connection (a call on the event connection would have
 // to skip the events that arrive before its answer), the last known state, and the terminal frame.
+// The last error rgbaqd logged since it last started (DATA_DIR/logs/rgbaqd.log), for a daemon that went
+// away: its own words say why (a queue it lost, a port it could not have). nullopt when there is none
+// (a SIGKILL leaves none).
+std::optional<std::string> last_logged_error(const std::filesystem::path& log) {
+  std::ifstream in(log, std::ios::binary);
+  if (!in) return std::nullopt;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(std::max<std::streamoff>(0, size - (64 << 10)));
+  std::optional<std::string> last;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("] [info] rgbaqd ") != std::string::npos && line.find(" starting: ") != std::string::npos) last.reset();
+    if (line.find("] [error] ") != std::string::npos || line.find("] [critical] ") != std::string::npos) last = line;
+  }
+  return last;
+}
+
 class Watch {
  public:
   Watch(CliContext& ctx, int64_t run, bool until_done, bool reconnect)
@@ -61,6 +83,7 @@ class Watch {
   int follow(DaemonClient& first, bool watching_every_run) {
     events_ = &first;
     if (watching_every_run) {
+      // Subscribed before the run was made (submit --wait): every one of its jobs' events will come.
       queries_ = std::make_unique<DaemonClient>(ctx_.socket);
       refresh();
     } else {
@@ -75,6 +98,7 @@ class Watch {
         if (!reconnect_) {
           end_frame();
           ctx_.err << "rgbaqd closed the connection\n";
+          say_last_error();
           return 1;
         }
         wait_for_daemon();
@@ -108,8 +132,25 @@ class Watch {
   void subscribe() {
     queries_ = std::make_unique<DaemonClient>(ctx_.socket);
     refresh();  // throws UsageError for a run that does not exist, before the watch begins
+    // The jobs done before the watch: each line's count adds the done events read since to these.
+    done_before_.clear();
+    done_seen_.clear();
+    for (const auto& [id, counts] : run_counts_) done_before_[id] = counts.done;
     events_->call("watch", {{"run", run_}});
     refresh();  // again, now that no event can slip between the counts and the watch
+  }
+
+  // "(3/10 done)" on a job's line off a terminal: the run's jobs done up to this event, counted from
+  // the events read (the queue's counts, asked at another moment, ran ahead of or behind the lines:
+  // 2, 2, 3 or 3, 4, 4, 4 of 10). Watching every run, the job's own run, named: not every job ever.
+  std::string done_so_far(int64_t run) const {
+    const auto counts = run_counts_.find(run);
+    const int64_t total = counts == run_counts_.end() ? 0 : counts->second.total;
+    const auto before = done_before_.find(run);
+    const auto seen = done_seen_.find(run);
+    const int64_t done = std::min<int64_t>(total, (before == done_before_.end() ? 0 : before->second) +
+                                                      (seen == done_seen_.end() ? 0 : int64_t(seen->second.size())));
+    return (run_ ? "" : "run " + std::to_string(run) + ": ") + std::to_string(done) + "/" + std::to_string(total) + " done";
   }
 
   // One event or one poll interval; false when the daemon went away.
@@ -161,6 +202,8 @@ class Watch {
       jobs_[id].decoding = true;
     } else if (kind == "job_done" || kind == "job_failed" || kind == "job_canceled" || kind == "job_interrupted") {
       if (kind != "job_interrupted" && !(kind == "job_failed" && e.value("will_retry", false))) ++final_events_;
+      const int64_t job_run = e.value("run", int64_t{0});
+      if (kind == "job_done") done_seen_[job_run].insert(id);
       if (kind == "job_done" && !e.value("reused", false) && jobs_.count(id) && e.contains("seconds")) {
         times_.image_done(jobs_[id].width, jobs_[id].height, e.value("seconds", 0.0));
       }
@@ -175,7 +218,7 @@ class Watch {
                                       : kind == "job_interrupted" ? "given back by " + e.value("worker", "") + " (its device failed: " +
                                                                         e.value("error", "") + ")"
                                                                   : "canceled")
-                 << "  (" << totals_.done << "/" << totals_.total << " done)\n"
+                 << "  (" << done_so_far(job_run) << ")\n"
                  << std::flush;
       }
     }
@@ -186,6 +229,9 @@ class Watch {
   void refresh() {
     last_refresh_ = Clock::now();
     const json status = queries_->call("status");
+    if (status.contains("data_dir") && status["data_dir"].is_string()) {
+      log_file_ = std::filesystem::path(status["data_dir"].get<std::string>()) / "logs" / "rgbaqd.log";
+    }
     view_.paused = status.value("paused", json(false)).is_boolean() && status["paused"].get<bool>();
     json running_params = {{"state", "running"}, {"limit", 100}};
     if (run_) running_params["run"] = run_;
@@ -249,6 +295,7 @@ class Watch {
     totals_ = {};
     followed_totals_ = {};
     view_.runs.clear();
+    run_counts_.clear();
     const json runs = queries_->call("ls_runs");  // named: a temporary's element would dangle in the loop
     bool found = false;
     for (const auto& r : runs["runs"]) {
@@ -263,6 +310,7 @@ class Watch {
       p.failed = r["counts"].value("failed", int64_t{0});
       p.canceled = r["counts"].value("canceled", int64_t{0});
       totals_.total += p.total, totals_.done += p.done, totals_.failed += p.failed, totals_.canceled += p.canceled;
+      run_counts_[id] = {p.total, p.done, p.failed, p.canceled};
       const bool in_progress = p.done + p.failed + p.canceled < p.total;
       if (in_progress) followed_.insert(id);
       if (followed_.count(id)) {
@@ -311,6 +359,7 @@ class Watch {
     const auto since = Clock::now();
     jobs_.clear();
     if (!ctx_.out_is_tty) ctx_.out << "rgbaqd went away; waiting for it to return\n" << std::flush;
+    say_last_error();
     for (;;) {
       const auto away = std::chrono::duration<double>(Clock::now() - since).count();
       view_.daemon_gone = "rgbaqd went away " + format_duration(away) + " ago; reconnecting (Ctrl-C to stop)";
@@ -331,6 +380,11 @@ class Watch {
         if (g_resized) draw();
       }
     }
+  }
+
+  void say_last_error() {
+    if (log_file_.empty()) return;
+    if (const auto line = last_logged_error(log_file_)) ctx_.err << "rgbaqd's last error: " << common::printable(*line) << "\n" << std::flush;
   }
 
   void draw() {
@@ -370,9 +424,13 @@ class Watch {
   int64_t run_;
   bool until_done_, reconnect_;
   DaemonClient* events_ = nullptr;
+  std::filesystem::path log_file_;  // DATA_DIR/logs/rgbaqd.log, from the status
   std::unique_ptr<DaemonClient> owned_events_, queries_;
   WatchView view_;
   Totals totals_, followed_totals_;
+  std::map<int64_t, Totals> run_counts_;                // each run's counts at the last refresh
+  std::map<int64_t, int64_t> done_before_;              // each run's done jobs when the watch subscribed
+  std::map<int64_t, std::set<int64_t>> done_seen_;      // each run's jobs whose job_done was read since
   std::set<int64_t> followed_;  // the runs seen in progress
   std::map<int64_t, JobInHand> jobs_;
   std::map<int64_t, std::string> started_by_;  // job -> the worker label its job_started named

@@ -596,8 +596,8 @@ TEST(CliSheet, AThirtySeedSweepWrapsIntoRows) {
   ASSERT_EQ(rgbaq(d, {"submit", "--prompt", "fox", "--seeds", "1-30", "--size", "128", "--out", out.string(), "--wait"}).exit_code, 0);
   const auto sheet = rgbaq(d, {"sheet", "1"});
   ASSERT_EQ(sheet.exit_code, 0) << sheet.err;
-  EXPECT_EQ(sheet.out, (out / "sheet_run1.png").string() + " (2 rows x 16 columns)\n");
-  const auto png = storage::read_png(out / "sheet_run1.png");
+  EXPECT_EQ(sheet.out, (out / ".rgbaq" / "sheets" / "sheet_run1.png").string() + " (2 rows x 16 columns)\n");
+  const auto png = storage::read_png(out / ".rgbaq" / "sheets" / "sheet_run1.png");
   // By hand: 8 px margin, a 192 px label column (128 * 1.5), 4 px gutters, 16 cells of 128 px, 8 px margin.
   EXPECT_EQ(png.width, 8 + 192 + 4 + 16 * (128 + 4) - 4 + 8);
   const json legend = json::parse(png.texts.at("rgbaq-sheet"));

@@ -44,13 +44,13 @@ TEST(ContactSheetPages, ARunOf20000JobsIsRefusedSayingHowToPageAndAPageIsWritten
   // The client reads the run a page of jobs at a time (20 MiB measured; the run's JSON whole was a few
   // hundred); the canvas it would need is 1,460 MiB: under 64 MiB, none was made.
   EXPECT_LT(whole.max_rss_bytes - std::min(baseline, whole.max_rss_bytes), 64u << 20) << "refused before a canvas was made";
-  EXPECT_FALSE(fs::exists(out / "sheet_run1.png"));
+  EXPECT_FALSE(fs::exists(out / ".rgbaq" / "sheets" / "sheet_run1.png"));
 
   const auto page = rgbaq(d, {"sheet", "1", "--per-page", std::to_string(per_page), "--page", "2"});
   ASSERT_EQ(page.exit_code, 0) << page.err;
   std::cout << "peak RSS of rgbaq writing page 2: " << (page.max_rss_bytes >> 20) << " MiB\n";
   EXPECT_LT(page.max_rss_bytes - std::min(baseline, page.max_rss_bytes), 320u << 20);  // one page's canvas (~230 MiB; 275 MiB measured in all), a page of the jobs
-  const auto png = storage::read_png_info(out / "sheet_run1_p2.png");
+  const auto png = storage::read_png_info(out / ".rgbaq" / "sheets" / "sheet_run1_p2.png");
   EXPECT_LE(uint64_t(png.width) * png.height, cli::kMaxSheetPixels);
   EXPECT_LE(png.height, cli::kMaxSheetSide);
   const json legend = json::parse(png.texts.at("rgbaq-sheet"));

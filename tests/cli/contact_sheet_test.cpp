@@ -290,5 +290,79 @@ TEST(ContactSheet, CjkAndEmojiLabelsDrawFromTheFontsThatHaveThem) {
   EXPECT_GT(inked, 40);
 }
 
+// Kinsoku (issue 43): the example file's CJK prompt broke with "，" at the start of its second line.
+// The layout function itself: no line starts with closing punctuation or ends with an opening
+// bracket, every line stays within the width, and no character is lost.
+TEST(TextRendererWrap, NoLineStartsWithClosingPunctuation) {
+  const auto cjk = fc_match("732b");
+  if (cjk.first.empty() || cjk.first.find("DejaVu") != std::string::npos) GTEST_SKIP() << "no CJK font (scripts/setup installs fonts-noto-cjk)";
+  TextRenderer label(kDefaultFontPath, SheetGeometry::kLabelPx);
+  const std::string cat = "一只坐在窗台上的猫，水彩风格，透明背景";
+  const int width = label.measure("一只坐在窗台上的猫");  // nine fit; the "，" after them does not
+  const auto lines = label.wrap(cat, width, 5);
+  ASSERT_GE(lines.size(), 2u);
+  std::string joined;
+  for (const auto& l : lines) {
+    joined += l;
+    EXPECT_LE(label.measure(l), width) << l;
+  }
+  EXPECT_EQ(joined, cat);
+  EXPECT_EQ(lines[0], "一只坐在窗台上的");
+  EXPECT_EQ(lines[1].rfind("猫，", 0), 0u) << lines[1];
+  for (const std::string closing : {"，", "。", "、", "）", "」", "』", "！", "？"}) {
+    for (const auto& l : label.wrap("一只坐在窗台上的猫" + closing + "水彩", width, 5)) {
+      EXPECT_NE(l.rfind(closing, 0), 0u) << closing << " starts \"" << l << "\"";
+    }
+  }
+  // An opening bracket does not end a line: it goes down with what it opens.
+  const auto open = label.wrap("一只坐在窗台上的「猫」", width, 5);
+  ASSERT_GE(open.size(), 2u);
+  EXPECT_EQ(open[0], "一只坐在窗台上的");
+  EXPECT_EQ(open[1], "「猫」");
+  // A line of one character and its punctuation, too narrow for both: the mark hangs rather than
+  // start the next line.
+  const auto narrow = label.wrap("猫。", label.measure("猫"), 3);
+  ASSERT_EQ(narrow.size(), 1u);
+  EXPECT_EQ(narrow[0], "猫。");
+}
+
+// Emoji in colour (issue 43): ❤️ is U+2764, which DejaVu has in black, asking for its emoji form with
+// U+FE0F; 🎮 (U+1F3AE) is an emoji by default. Drawn onto a gray canvas, each has pixels whose R, G
+// and B differ in its glyph's box; ❤ followed by U+FE0E (text form) stays DejaVu's gray glyph.
+TEST(TextRendererEmoji, EmojiAreDrawnInTheirColours) {
+  const auto emoji = fc_match("1f3ae");
+  if (emoji.first.empty() || emoji.first.find("DejaVu") != std::string::npos) GTEST_SKIP() << "no emoji font (fonts-noto-color-emoji)";
+  TextRenderer label(kDefaultFontPath, SheetGeometry::kLabelPx);
+  const auto coloured = [&](const std::string& text) {
+    std::vector<uint8_t> rgba(64 * 32 * 4, kSheetBackground);
+    Canvas canvas{rgba, 64, 32};
+    label.draw(canvas, 4, 20, text, {kSheetText[0], kSheetText[1], kSheetText[2]});
+    int n = 0;
+    for (size_t i = 0; i < rgba.size(); i += 4) n += std::max({rgba[i], rgba[i + 1], rgba[i + 2]}) - std::min({rgba[i], rgba[i + 1], rgba[i + 2]}) > 40;
+    return n;
+  };
+  EXPECT_GE(coloured("\xE2\x9D\xA4\xEF\xB8\x8F"), 40) << "❤️ is red";
+  EXPECT_GE(coloured("\xF0\x9F\x8E\xAE"), 4) << "🎮: a gray pad with four coloured buttons";
+  EXPECT_EQ(coloured("\xE2\x9D\xA4\xEF\xB8\x8E"), 0) << "❤︎ asks for the text form";
+  EXPECT_EQ(coloured("\xE2\x9D\xA4"), 0) << "a bare ❤ is text by default";
+  // The selector draws nothing of its own and takes no room.
+  EXPECT_EQ(label.measure("\xE2\x9D\xA4\xEF\xB8\x8E"), label.measure("\xE2\x9D\xA4"));
+}
+
+// A filter's sheet (issue 43): the places of the jobs the filter left out stay empty, no "no job".
+TEST(ContactSheet, AFilteredLayoutLeavesOutWhatItsFilterLeftOut) {
+  const std::vector<SheetJob> starred = {{"fox", 1, 64, 64, "done", "/a.png"}, {"owl", 2, 64, 64, "done", "/b.png"}};
+  const SheetLayout all = layout_sheet("run 1", starred);
+  EXPECT_EQ(all.cells.size(), 4u);  // two of them "no job"
+  const SheetLayout filtered = layout_sheet("run 1, starred only", starred, SheetAxis::kSeed, SheetAxis::kPrompt, true);
+  ASSERT_EQ(filtered.cells.size(), 2u);
+  for (const auto& c : filtered.cells) EXPECT_TRUE(c.mark.empty()) << c.mark;
+  EXPECT_EQ(sheet_filter_word("star"), "starred");
+  EXPECT_EQ(sheet_filter_word("any"), "marked");
+  EXPECT_THROW(sheet_filter_word("stars"), std::invalid_argument);
+  EXPECT_EQ(default_sheet_path("/o", 3, "starred", 2, 4), std::filesystem::path("/o/.rgbaq/sheets/sheet_run3_starred_p2.png"));
+  EXPECT_EQ(default_sheet_path("/o", 3, "", 1, 1), std::filesystem::path("/o/.rgbaq/sheets/sheet_run3.png"));
+}
+
 }  // namespace
 }  // namespace rgbaq::cli

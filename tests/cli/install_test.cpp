@@ -65,7 +65,7 @@ TEST(Install, MainJobRunsFromAMovedPrefixWithTheBinariesOnPath) {
   EXPECT_EQ(pngs, 10);
   const auto sheet = on_path({"rgbaq", "--socket", d.socket().string(), "sheet", "1"});
   ASSERT_EQ(sheet.exit_code, 0) << sheet.err;
-  EXPECT_TRUE(fs::exists(renders / "sheet_run1.png"));
+  EXPECT_TRUE(fs::exists(renders / ".rgbaq" / "sheets" / "sheet_run1.png"));
   // The service it would install runs the installed daemon.
   const auto service = on_path({"rgbaq", "service", "install", "--model", model.string(), "--print"});
   ASSERT_EQ(service.exit_code, 0) << service.err;
