@@ -35,12 +35,18 @@ async function route() {
   }
 }
 
+const help = document.getElementById('help');
 document.addEventListener('keydown', (e) => {
+  // The key list is modal: Esc (or ?) closes it, and no key reaches the grid behind it.
+  if (help.open) {
+    if (e.key === 'Escape' || e.key === '?') { help.close(); e.preventDefault(); }
+    return;
+  }
   if (e.ctrlKey || e.metaKey || e.altKey) return;
-  if (e.key === '?' && !e.target.matches('input')) { document.getElementById('help').showModal(); e.preventDefault(); return; }
+  if (e.key === '?' && !e.target.matches('input')) { help.showModal(); e.preventDefault(); return; }
   if (current && current.key && current.key(e)) e.preventDefault();
 });
-document.getElementById('help-button').addEventListener('click', () => document.getElementById('help').showModal());
+document.getElementById('help-button').addEventListener('click', () => help.showModal());
 document.getElementById('home').addEventListener('click', (e) => {
   e.preventDefault();
   history.pushState(null, '', '/');

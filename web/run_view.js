@@ -1,6 +1,7 @@
 // One run: a grid of prompts down and seeds across (as the contact sheet) or a plain grid, virtualised
 // (only the rows in sight are in the page), with a cursor, a selection, marks by key, filters in the
-// address, and live updates from the event stream.
+// address, and live updates from the event stream. A mouse click selects and a double click opens the
+// viewer; on a touch screen a tap opens the viewer and a long press (or a tap in select mode) selects.
 import { api, post, el, toast, watch, mediaUrl } from './api.js';
 import * as viewState from './view_state.js';
 import { Viewer } from './viewer.js';
@@ -19,6 +20,10 @@ export class RunView {
     this.selected = new Set();
     this.anchor = null;      // for shift-click ranges
     this.undo = [];          // [{marks: [[id, previous mark]...]}]
+    this.selectMode = false; // taps select instead of opening the viewer (touch screens)
+    this.press = null;       // a touch held on a cell: {timer}
+    this.pointerType = '';   // of the last pointer down: a tap and a click differ
+    this.longPressed = false;
     this.viewer = new Viewer(this);
   }
 
@@ -63,10 +68,13 @@ export class RunView {
       select('state', [['', 'any state'], ['done', 'done'], ['queued', 'queued'], ['running', 'running'], ['failed', 'failed'], ['canceled', 'canceled']]),
       select('mark', [['', 'any mark'], ['star', 'starred'], ['reject', 'rejected'], ['none', 'unmarked']]),
       el('button', { type: 'button', onclick: () => this.toggleLayout(), title: 'g' }, 'layout'),
-      el('button', { type: 'button', onclick: () => this.nextBackground(), title: 'b' }, 'background'),
+      this.backgroundButton = el('button', { type: 'button', onclick: () => this.nextBackground(), title: 'b', id: 'background' }, ''),
       el('input', { type: 'color', 'aria-label': 'background colour', value: v.color || '#808080',
-                    oninput: (e) => { v.color = e.target.value; v.bg = 'custom'; viewState.applyBackground(v); viewState.write(v); } }),
+                    oninput: (e) => { v.color = e.target.value; v.bg = 'custom'; viewState.applyBackground(v); viewState.write(v); this.showBackground(); } }),
+      this.selectModeButton = el('button', { type: 'button', id: 'select-mode', 'aria-pressed': 'false', onclick: () => this.toggleSelectMode(),
+                                             title: 'taps select (a long press selects too)' }, 'select'),
       this.count);
+    this.showBackground();
     const act = (label, fn, title) => el('button', { type: 'button', onclick: fn, title }, label);
     this.selectionCount = el('span');
     this.moreSeeds = el('input', { type: 'number', min: 1, max: 64, value: 4, size: 3, 'aria-label': 'how many more seeds' });
@@ -95,8 +103,27 @@ export class RunView {
   }
 
   nextBackground() {
-    toast(`background: ${viewState.nextBackground(this.v)}`);
+    viewState.nextBackground(this.v);
     viewState.write(this.v);
+    this.showBackground();
+  }
+
+  // The background in use, named where it is chosen (and in the viewer), not only in a passing toast.
+  showBackground() {
+    this.backgroundButton.textContent = `background: ${viewState.backgroundName(this.v)}`;
+    this.viewer.showBackground();
+  }
+
+  toggleSelectMode() {
+    this.selectMode = !this.selectMode;
+    this.selectModeButton.setAttribute('aria-pressed', String(this.selectMode));
+    this.selectModeButton.classList.toggle('on', this.selectMode);
+  }
+
+  clearFilters() {
+    for (const k of ['q', 'seed', 'size', 'lora', 'state', 'mark']) delete this.v[k];
+    this.tools.querySelectorAll('[data-filter]').forEach((node) => { node.value = ''; });
+    this.filtersChanged();
   }
 
   cellWidth() { return parseFloat(getComputedStyle(document.documentElement).getPropertyValue('--cell')) + 8; }
@@ -131,6 +158,11 @@ export class RunView {
     this.spacer.style.width = `${widest * this.cellWidth() + 24}px`;
     this.rendered = new Map();
     this.spacer.replaceChildren();
+    if (!shown.length && this.jobs.length) {
+      this.spacer.style.height = '';
+      this.spacer.append(el('p', { class: 'no-match' }, `no image matches these filters (of ${this.jobs.length}) `,
+                            el('button', { type: 'button', onclick: () => this.clearFilters() }, 'clear the filters')));
+    }
     this.draw();
   }
 
@@ -187,19 +219,67 @@ export class RunView {
     this.viewer.refresh();
   }
 
+  // The checkerboard (or colour) is behind a loaded image only: a thumbnail on its way, or a cell with no
+  // image, is plain (a fully transparent image would look the same on the checkerboard).
   drawCell(job, row, col) {
-    const backdrop = el('div', { class: 'backdrop' });
+    let backdrop;
     if (job.state === 'done') {
-      backdrop.append(el('img', { src: mediaUrl(`/api/v1/jobs/${job.id}/thumbnail?size=256&v=${job.finished_at}`), loading: 'lazy', alt: `seed ${job.seed}` }));
+      backdrop = el('div', { class: 'backdrop loading' });
+      backdrop.append(el('img', { src: mediaUrl(`/api/v1/jobs/${job.id}/thumbnail?size=256&v=${job.finished_at}`), loading: 'lazy', alt: `seed ${job.seed}`,
+                                  draggable: 'false', onload: () => { backdrop.className = 'backdrop loaded'; },
+                                  onerror: () => { backdrop.className = 'backdrop broken'; } }));
     } else if (job.state === 'failed') {
-      backdrop.append(el('div', { class: 'state' }, 'failed: ', job.error || '',
+      backdrop = el('div', { class: 'backdrop empty' }, el('div', { class: 'state' }, 'failed: ', job.error || '',
         el('div', {}, el('button', { type: 'button', onclick: (e) => { e.stopPropagation(); this.retry([job.id]); } }, 'retry'))));
     } else {
-      backdrop.append(el('div', { class: 'state' }, job.state === 'running' ? `rendering ${job.step || 0}/${job.steps || '?'}` : job.state));
+      backdrop = el('div', { class: 'backdrop empty' },
+                    el('div', { class: 'state' }, job.state === 'running' ? `rendering ${job.step || 0}/${job.steps || '?'}` : job.state));
     }
     return el('div', { class: this.cellClasses(job, row, col), 'data-job': job.id, title: `${job.prompt}\nseed ${job.seed}`,
-                       onclick: (e) => this.click(job, row, col, e), ondblclick: () => this.viewer.open() },
+                       onpointerdown: (e) => this.pointerDown(job, row, col, e), onclick: (e) => this.activate(job, row, col, e),
+                       ondblclick: () => { if (!this.touched()) this.viewer.open(); },
+                       oncontextmenu: (e) => { if (this.touched()) e.preventDefault(); } },
               backdrop, el('div', { class: 'caption' }, `seed ${job.seed}`));
+  }
+
+  touched() { return this.pointerType === 'touch' || this.pointerType === 'pen'; }
+
+  // A touch held still for half a second selects the cell (and the click that follows does nothing else).
+  pointerDown(job, row, col, e) {
+    this.pointerType = e.pointerType || '';
+    this.longPressed = false;
+    if (this.press) clearTimeout(this.press.timer);
+    this.press = null;
+    if (!this.touched()) return;
+    const cell = e.currentTarget;
+    const end = () => {
+      if (this.press) clearTimeout(this.press.timer);
+      this.press = null;
+      cell.removeEventListener('pointermove', moved);
+      cell.removeEventListener('pointerup', end);
+      cell.removeEventListener('pointercancel', end);
+    };
+    const moved = (m) => { if (Math.hypot(m.clientX - e.clientX, m.clientY - e.clientY) > 10) end(); };
+    cell.addEventListener('pointermove', moved);
+    cell.addEventListener('pointerup', end);
+    cell.addEventListener('pointercancel', end);
+    this.press = { timer: setTimeout(() => {
+      end();
+      this.longPressed = true;
+      this.click(job, row, col, {});
+    }, 500) };
+  }
+
+  // A click: with a mouse it selects; a tap opens the viewer on the image tapped, unless selecting.
+  activate(job, row, col, e) {
+    if (this.longPressed) { this.longPressed = false; return; }
+    if (this.touched() && !this.selectMode && !this.selected.size) {
+      this.cursor = { row, col };
+      this.restyle();
+      this.viewer.open();
+      return;
+    }
+    this.click(job, row, col, e);
   }
 
   redraw(jobIds) {
@@ -342,7 +422,8 @@ export class RunView {
   }
 
   async copySelection() {
-    const folder = prompt('Copy the selected PNGs into this folder (under your home folder, or an rgbaqd --copy-root):',
+    const folder = prompt('Copy the selected PNGs into this folder: ~/picked is "picked" in the home folder of the daemon\'s user ' +
+                          '(~ and ~/... are expanded there), or any absolute path under it or under an rgbaqd --copy-root:',
                           localStorage.getItem('rgbaq-copy-folder') || '');
     if (!folder) return;
     localStorage.setItem('rgbaq-copy-folder', folder);
@@ -352,15 +433,27 @@ export class RunView {
     } catch (e) { toast(`not copied: ${e.message}`); }
   }
 
+  // N new seeds of each selected prompt, drawn below 2^32 (as A1111 draws them: short file names, seeds
+  // that other tools take) and none that the run already has for that prompt.
   async queueMoreSeeds() {
     const count = Math.max(1, Math.min(64, Number(this.moreSeeds.value) || 1));
+    const keyOf = (j) => `${j.prompt}\u0000${j.width}x${j.height}\u0000${j.lora}\u0000${j.name || ''}`;
     const seen = new Map();
     for (const id of this.targets()) {
       const j = this.byId.get(id);
-      const key = `${j.prompt}\u0000${j.width}x${j.height}\u0000${j.lora}`;
-      if (!seen.has(key)) seen.set(key, { prompt: j.prompt, count, size: `${j.width}x${j.height}`, ...(j.lora ? { lora: j.lora } : {}) });
+      const key = keyOf(j);
+      if (!seen.has(key)) seen.set(key, { prompt: j.prompt, seed: [], size: `${j.width}x${j.height}`, ...(j.lora ? { lora: j.lora } : {}), ...(j.name ? { name: j.name } : {}) });
     }
     if (!seen.size) return toast('select images first');
+    const taken = new Map([...seen.keys()].map((k) => [k, new Set()]));
+    for (const j of this.jobs) if (taken.has(keyOf(j))) taken.get(keyOf(j)).add(Number(j.seed));
+    for (const [key, row] of seen) {
+      const used = taken.get(key);
+      while (row.seed.length < count) {
+        const drawn = crypto.getRandomValues(new Uint32Array(count));
+        for (const s of drawn) if (row.seed.length < count && !used.has(s)) { used.add(s); row.seed.push(s); }
+      }
+    }
     try {
       const r = await post('/api/v1/runs', { rows: [...seen.values()], out_dir: this.run.out_dir, name: `${this.run.name || 'run'} (more seeds)` });
       toast(`run #${r.run}: ${r.jobs} more images queued`);
@@ -382,7 +475,9 @@ export class RunView {
   }
 
   key(e) {
-    if (e.target.matches('input, select, textarea') && e.key !== 'Escape') return false;
+    // Typing goes to the field; on the compare slider the arrows move it, and the other keys still work.
+    if (e.target.matches('input:not([type=range]), select, textarea') && e.key !== 'Escape') return false;
+    if (e.target.matches('input[type=range]') && e.key.startsWith('Arrow')) return false;
     const k = e.key;
     if (k === 'ArrowRight') this.move(1, 0);
     else if (k === 'ArrowLeft') this.move(-1, 0);

@@ -37,6 +37,12 @@ export function applyBackground(v) {
   if (v.color) document.body.style.setProperty('--custom-bg', v.color);
 }
 
+// What the background in use is called, for the labels that show it.
+export function backgroundName(v) {
+  const bg = kBackgrounds.includes(v.bg) ? v.bg : 'checker';
+  return bg === 'checker' ? 'checkerboard' : bg === 'custom' ? `colour ${v.color || '#808080'}` : bg;
+}
+
 export function nextBackground(v) {
   const i = kBackgrounds.indexOf(v.bg || 'checker');
   v.bg = kBackgrounds[(i + 1) % kBackgrounds.length];

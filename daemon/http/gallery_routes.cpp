@@ -1,12 +1,14 @@
 // What the gallery (web/) needs beyond the queue routes: its own files, marks on many jobs at once,
 // a retry of chosen jobs, and an image's A1111 parameters text for "copy parameters".
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/trusted_folder.h"
@@ -32,6 +34,21 @@ Response web_response(const RouteCall& call, const web::WebFile& file) {
   r.set("Referrer-Policy", "no-referrer");
   r.set(beast_http::field::cache_control, "no-cache");
   return r;
+}
+
+// "~" and "~/..." as a shell reads them, in the home folder of the daemon's user (the page's user types
+// them, as "under your home folder" invites); anything else as given. Only the text changes: the folder
+// then meets the same checks as any absolute path.
+std::string expand_home(const std::string& folder) {
+  if (folder != "~" && folder.rfind("~/", 0) != 0) return folder;
+  std::string home;
+  if (const char* h = std::getenv("HOME"); h && *h) {
+    home = h;
+  } else if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir) {
+    home = pw->pw_dir;
+  }
+  if (home.empty()) throw RequestError(protocol::error_code::kBadRequest, "cannot expand " + folder + ": the daemon's user has no home folder");
+  return home + folder.substr(1);
 }
 
 }  // namespace
@@ -64,10 +81,10 @@ void route_retry_jobs(const std::shared_ptr<RouteCall>& call) {
 void route_copy_jobs(const std::shared_ptr<RouteCall>& call) {
   const json body = call->json_body();
   if (!body.contains("folder") || !body["folder"].is_string() || body["folder"].get<std::string>().empty()) {
-    throw RequestError(protocol::error_code::kBadRequest, "\"folder\" is required (an absolute path)");
+    throw RequestError(protocol::error_code::kBadRequest, "\"folder\" is required (an absolute path, or ~/...)");
   }
-  const std::filesystem::path folder = body["folder"].get<std::string>();
-  if (!folder.is_absolute()) throw RequestError(protocol::error_code::kBadRequest, "\"folder\" must be an absolute path");
+  const std::filesystem::path folder = expand_home(body["folder"].get<std::string>());
+  if (!folder.is_absolute()) throw RequestError(protocol::error_code::kBadRequest, "\"folder\" must be an absolute path (or ~/...)");
   if (!body.contains("jobs") || !body["jobs"].is_array()) throw RequestError(protocol::error_code::kBadRequest, "\"jobs\" must be a list of job ids");
   for (const auto& id : body["jobs"]) {
     if (!id.is_number_integer()) throw RequestError(protocol::error_code::kBadRequest, "\"jobs\" must be a list of job ids");
