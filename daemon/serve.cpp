@@ -266,13 +266,26 @@ int run_serve_command(const std::vector<std::string>& args) {
       http_bulk = std::make_unique<RequestHandler>(config, *sessions.front(), identity, state);
       http_media = std::make_unique<RequestHandler>(config, *sessions.front(), identity, state);
       thumbnails = std::make_unique<http::ThumbnailCache>(config.thumbnail_dir(), uint64_t{config.thumbnail_cache_mb} << 20);
-      http_server = std::make_unique<http::HttpServer>(
-          http_io, *http_endpoint, [&](const http::Request& header) { return http_api->screen(header); },
-          [&](const std::shared_ptr<http::HttpExchange>& e) { http_api->handle(e); },
-          http::HttpLimits{.max_body_bytes = config.max_frame_mb << 20,
-                           .timeout = std::chrono::seconds(config.frame_timeout_s),
-                           .max_connections = std::min(config.max_connections, std::max(1, server.connection_limit())),
-                           .max_stream_bytes = config.client_queue_kb << 10});
+      const auto listen = [&](const boost::asio::ip::tcp::endpoint& endpoint) {
+        return std::make_unique<http::HttpServer>(
+            http_io, endpoint, [&](const http::Request& header) { return http_api->screen(header); },
+            [&](const std::shared_ptr<http::HttpExchange>& e) { http_api->handle(e); },
+            http::HttpLimits{.max_body_bytes = config.max_frame_mb << 20,
+                             .timeout = std::chrono::seconds(config.frame_timeout_s),
+                             .max_connections = std::min(config.max_connections, std::max(1, server.connection_limit())),
+                             .max_stream_bytes = config.client_queue_kb << 10});
+      };
+      try {
+        http_server = listen(*http_endpoint);
+      } catch (const http::HttpBindError& e) {
+        // The default address, taken (another rgbaqd on this host, another user's): a free port of the
+        // same address instead, which `rgbaq http-url` and the data directory's http-url name. An address
+        // given on purpose stays fatal.
+        if (!e.in_use() || config.http_given) throw;
+        http_server = listen({http_endpoint->address(), 0});
+        spdlog::warn("HTTP: {}:{} is taken (another rgbaqd?); serving on port {} instead (rgbaq http-url names it)",
+                     http_endpoint->address().to_string(), http_endpoint->port(), http_server->local_endpoint().port());
+      }
       const auto bound = http_server->local_endpoint();
       const std::string port = std::to_string(bound.port());
       std::vector<std::string> hosts;
@@ -307,6 +320,7 @@ int run_serve_command(const std::vector<std::string>& args) {
           .model_identity = identity});
       http_api = std::make_unique<http::HttpApi>(*http_context);
       state.http_url = http_context->base_url;
+      write_private_file(config.http_url_file(), state.http_url + "\n");  // for scripts; rgbaq asks the daemon
       http_server->start();
       spdlog::info("HTTP on {} (token in {})", state.http_url, config.http_token_file().string());
     } catch (const std::exception& e) {

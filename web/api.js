@@ -41,12 +41,24 @@ export async function api(path, options = {}) {
 
 export const post = (path, body) => api(path, { method: 'POST', body: JSON.stringify(body || {}) });
 
-// Fetches the media key, and a fresh one an hour before it expires.
+// Fetches the media key, and a fresh one an hour before it expires (a failed refresh, say while the
+// daemon restarts, is tried again a minute later; a tab back from sleep checks at once).
 export async function refreshMediaKey() {
-  mediaKey = await api('/api/v1/media-key');
+  clearTimeout(refreshMediaKey.timer);
+  try {
+    mediaKey = await api('/api/v1/media-key');
+  } catch (e) {
+    if (!(e instanceof Unauthorized)) refreshMediaKey.timer = setTimeout(() => refreshMediaKey().catch(() => {}), 60000);
+    throw e;
+  }
   const left = mediaKey.expires_at * 1000 - Date.now();
-  setTimeout(() => refreshMediaKey().catch(() => {}), Math.max(60000, left - 3600000));
+  refreshMediaKey.timer = setTimeout(() => refreshMediaKey().catch(() => {}), Math.max(60000, left - 3600000));
 }
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible' && mediaKey && mediaKey.expires_at * 1000 - Date.now() < 3600000) {
+    refreshMediaKey().catch(() => {});
+  }
+});
 
 // An image or thumbnail route's address, with the media key an <img> needs.
 export function mediaUrl(path) {
@@ -72,14 +84,24 @@ export function watch(run, onEvent, onLive) {
       else if (field === 'id') id = value;
       else if (field === 'retry' && /^\d+$/.test(value)) retry = Number(value);
     }
+    if (kEvents.includes(name)) {
+      try {
+        onEvent(name, data ? JSON.parse(data) : {});
+      } catch (e) {
+        console.warn(`event ${name}: ${e}`);  // one bad event does not end the stream
+      }
+    }
     if (id !== null) lastId = id;
-    if (kEvents.includes(name)) onEvent(name, data ? JSON.parse(data) : {});
   };
   const connect = async () => {
     controller = new AbortController();
     try {
       const headers = authorized(lastId ? { 'Last-Event-ID': lastId } : {});
       const response = await fetch('/api/v1/events' + (run ? `?run=${run}` : ''), { headers, credentials: 'omit', signal: controller.signal });
+      if (response.status === 401) {
+        localStorage.removeItem(kTokenKey);
+        closed = true;  // the token is not this daemon's: retrying cannot help
+      }
       if (!response.ok) throw new Error(`${response.status}`);
       onLive(true);
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -87,14 +109,20 @@ export function watch(run, onEvent, onLive) {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        buffer += value.replace(/\r\n?/g, '\n');
+        buffer += value;
+        // Line ends: CRLF, CR or LF; a CR at the end of a chunk may be the first half of a CRLF.
+        const held = buffer.endsWith('\r') ? '\r' : '';
+        buffer = buffer.slice(0, buffer.length - held.length).replace(/\r\n?/g, '\n');
         for (let end; (end = buffer.indexOf('\n\n')) >= 0;) {
           dispatch(buffer.slice(0, end));
           buffer = buffer.slice(end + 2);
         }
+        buffer += held;
       }
     } catch (e) {
       // dropped, refused or closed: retried below unless closed
+    } finally {
+      controller.abort();  // whatever ended the read, the response is let go
     }
     if (closed) return;
     onLive(false);

@@ -250,7 +250,10 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "max_jobs_per_submit") c.max_jobs_per_submit = static_cast<uint64_t>(number());
     else if (key == "lora_dirs") for (const auto& d : texts("folders")) c.lora_dirs.push_back(made_absolute(base / d));
     else if (key == "lora_cache_mb") c.lora_cache_mb = static_cast<size_t>(number());
-    else if (key == "http") c.http = text();
+    else if (key == "http") {
+      c.http = text();
+      c.http_given = true;
+    }
     else if (key == "http_hosts") c.http_hosts = texts("names");
     else if (key == "http_cors") c.http_cors = text();
     else if (key == "api_out") c.api_out_dir = path();
@@ -406,7 +409,10 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (a.has("lora-dir")) c.lora_dirs.clear();  // flags win over the config file's list
   for (const auto& d : a.get_all("lora-dir")) c.lora_dirs.push_back(made_absolute(d));
   c.lora_cache_mb = static_cast<size_t>(a.get_int("lora-cache-mb", static_cast<int>(c.lora_cache_mb)));
-  if (const auto v = a.get("http")) c.http = *v;
+  if (const auto v = a.get("http")) {
+    c.http = *v;
+    c.http_given = true;
+  }
   if (a.has("http-host")) c.http_hosts = a.get_all("http-host");
   if (const auto v = a.get("http-cors")) c.http_cors = *v;
   if (const auto v = a.get("api-out")) c.api_out_dir = made_absolute(*v);

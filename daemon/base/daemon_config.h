@@ -54,6 +54,9 @@ struct DaemonConfig {
   size_t lora_cache_mb = 1024;                   // LoRA adapters kept in memory (fp32)
   // HTTP (daemon/http/): ADDR:PORT to listen on, or "off". A port of 0 takes a free one (tests).
   std::string http = "127.0.0.1:7878";
+  // Whether `http` was given (flag or config file): only then is an address in use fatal; the default
+  // one taken (another rgbaqd on the host) makes the daemon take a free port instead.
+  bool http_given = false;
   std::vector<std::string> http_hosts;           // more names the Host header may give (a reverse proxy's)
   std::string http_cors;                         // an origin allowed to call the API from its pages ("" none)
   std::filesystem::path api_out_dir;             // where the image APIs' renders go; default DATA_DIR/api-renders
@@ -64,6 +67,7 @@ struct DaemonConfig {
   std::filesystem::path api_renders_dir() const { return api_out_dir.empty() ? data_dir / "api-renders" : api_out_dir; }
   std::filesystem::path thumbnail_dir() const { return data_dir / "cache" / "thumbnails"; }
   std::filesystem::path http_token_file() const { return data_dir / "http-token"; }
+  std::filesystem::path http_url_file() const { return data_dir / "http-url"; }  // the URL served, for scripts
 
   // Throws common::UsageError for a bad precision, gpu_int8 or attention.
   engine::EngineOptions engine_options() const;

@@ -1,10 +1,14 @@
 #include "daemon/base/private_files.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 #include <system_error>
 
 #include <spdlog/spdlog.h>
@@ -44,6 +48,21 @@ void tighten(const std::filesystem::path& path, const struct stat& st, mode_t wa
 void make_created_files_private() { started_umask.store(static_cast<int>(umask(077))); }
 
 mode_t output_file_mode() { return 0644 & ~user_umask(); }
+
+void write_private_file(const std::filesystem::path& file, const std::string& text) {
+  const auto temporary = file.string() + ".tmp" + std::to_string(getpid());
+  ::unlink(temporary.c_str());  // one a killed start of this pid left
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot create " + temporary + ": " + std::strerror(errno));
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
+  const int why = errno;
+  ::close(fd);
+  if (!written || ::rename(temporary.c_str(), file.c_str()) != 0) {
+    const int cause = written ? errno : why;
+    ::unlink(temporary.c_str());
+    throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(cause));
+  }
+}
 mode_t output_dir_mode() { return 0777 & ~user_umask(); }
 
 void create_output_dirs(const std::filesystem::path& dir) {

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <string>
 
 namespace rgbaq::daemon {
 
@@ -21,6 +22,10 @@ mode_t output_dir_mode();
 // Creates the missing folders of `dir` with output_dir_mode() (create_directories would give 0700 under
 // the private umask). Throws std::filesystem::filesystem_error naming the folder that cannot be made.
 void create_output_dirs(const std::filesystem::path& dir);
+
+// Writes `text` to `file` atomically (a temporary made O_EXCL | O_NOFOLLOW, mode 0600, fsynced, then
+// renamed over it). Throws std::runtime_error naming the file and the OS's reason.
+void write_private_file(const std::filesystem::path& file, const std::string& text);
 
 // An existing data directory from before (0755, its files 0644) is tightened: the folder and every
 // folder in it to 0700, every file to 0600 (symbolic links are neither followed nor changed), each

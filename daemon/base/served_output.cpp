@@ -78,6 +78,11 @@ ServedOutput::ServedOutput(const std::filesystem::path& path, int width, int hei
     refuse(path, "holds " + std::to_string(st.st_size) + " bytes, more than a " + std::to_string(w) + "x" + std::to_string(h) +
                      " PNG needs; not read");
   }
+  // The worker writes every output as the daemon's user: a PNG another user put there (into a shared
+  // folder, under the name of an output moved away) is theirs, not the job's image.
+  if (st.st_uid != ::geteuid()) {
+    refuse(path, "belongs to uid " + std::to_string(st.st_uid) + ", not to rgbaqd's user: not the image rgbaqd wrote");
+  }
   size_ = static_cast<uint64_t>(st.st_size);
   modified_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   std::swap(fd_, file.fd);

@@ -4,8 +4,9 @@
 // submit allows), so what sits at an output path is not trusted to be what the worker wrote: it is
 // read only if it is a regular file reached without following a link (its folder opened one component
 // at a time from "/", common::open_trusted_folder; the file O_NOFOLLOW | O_NONBLOCK, so a FIFO never
-// blocks the reader) and its PNG header says the job's size (a planted 16384x16384 PNG is never
-// decoded, a link's or a hard link's private target is not a PNG of that size).
+// blocks the reader), its PNG header says the job's size (a planted 16384x16384 PNG is never decoded,
+// a link's or a hard link's private target is not a PNG of that size) and it belongs to the daemon's
+// user (who wrote it; another user's PNG of the right size is not served as the job's).
 #include <sys/types.h>
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <limits>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -58,6 +59,33 @@ json list_params(const RouteCall& call) {
     if (const auto v = call.query_int(key, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) p[key] = *v;
   }
   return p;
+}
+
+// `rgbaq export --format csv`'s columns and cells, which this must match byte for byte (the CLI's
+// writer, cli/queue_commands.cpp, cannot be shared from here without an upward include; see the test
+// that holds the two together).
+constexpr const char* kExportCsvHeader = "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,host,mark\n";
+
+// A text cell (RFC 4180: quoted when it holds a comma, a quote or a line break); one a spreadsheet would
+// take for a formula (=, +, -, @, a tab or a carriage return first) gets a leading ' (OWASP's advice).
+std::string csv_text(const std::string& s) {
+  const std::string v = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos ? "'" + s : s;
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+  std::string q = "\"";
+  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string export_csv_row(const json& j) {
+  const json& m = j.contains("metadata") ? j["metadata"] : json(nullptr);
+  const double seconds = m.is_object() && m.contains("timings") ? m["timings"].value("total_s", 0.0) : 0.0;
+  const auto text = [&](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string(); };
+  std::ostringstream row;
+  row << j.value("id", 0) << "," << j.value("run", 0) << "," << csv_text(text("state")) << "," << csv_text(text("prompt")) << ","
+      << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << "," << j.value("height", 0) << "," << csv_text(text("name")) << ","
+      << csv_text(text("lora")) << "," << csv_text(text("output")) << "," << csv_text(text("error")) << "," << j.value("attempts", 0)
+      << "," << seconds << "," << csv_text(text("host")) << "," << text("mark") << "\n";
+  return row.str();
 }
 
 // A method of the core with the body's JSON (or {}) as its params, plus `extra`.
@@ -129,11 +157,16 @@ void route_submit(const std::shared_ptr<RouteCall>& call) {
 void route_export_run(const std::shared_ptr<RouteCall>& call) {
   const auto run = call->id(0, "run");
   const auto format = call->query("format").value_or("json");
-  if (format != "json" && format != "jsonl") throw RequestError(ec::kBadRequest, "format \"" + format + "\" is not json or jsonl");
+  if (format != "json" && format != "jsonl" && format != "csv") {
+    throw RequestError(ec::kBadRequest, "format \"" + format + "\" is not json, jsonl or csv");
+  }
   json params = {{"run", run}, {"limit", protocol::kExportPageJobs}};
   if (const auto marked = call->query("marked")) params["marked"] = *marked;
-  auto header = call->make_response(beast_http::status::ok, format == "json" ? "application/json" : "application/x-ndjson", "");
-  if (format == "jsonl") header.set(beast_http::field::content_disposition, "attachment; filename=\"run-" + std::to_string(run) + ".jsonl\"");
+  const char* type = format == "json" ? "application/json" : format == "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson";
+  auto header = call->make_response(beast_http::status::ok, type, "");
+  if (format != "json") {
+    header.set(beast_http::field::content_disposition, "attachment; filename=\"run-" + std::to_string(run) + "." + format + "\"");
+  }
   // The body goes out a page of jobs at a time, each page asked of the core once the one before is
   // written: memory holds one page whatever the run's size. As json, it is what
   // {"jobs": [...], "run": {...}}.dump() gives.
@@ -150,11 +183,14 @@ void route_export_run(const std::shared_ptr<RouteCall>& call) {
     if (cursor->after == 0) {
       cursor->run_text = page["run"].dump();
       if (format == "json") chunk.text = "{\"jobs\":[";
+      if (format == "csv") chunk.text = kExportCsvHeader;
     }
     for (const auto& job : page["jobs"]) {
       if (format == "json") {
         if (cursor->any_job) chunk.text += ',';
         chunk.text += job.dump();
+      } else if (format == "csv") {
+        chunk.text += export_csv_row(job);
       } else {
         chunk.text += job.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
       }
@@ -232,6 +268,14 @@ const std::vector<Route>& http_routes() {
       {verb::get, "/sdapi/v1/sd-models", route_a1111_models},
       {verb::get, "/sdapi/v1/options", route_a1111_options},
       {verb::get, "/sdapi/v1/progress", route_a1111_progress},
+      {verb::get, "/sdapi/v1/samplers", route_a1111_samplers},
+      {verb::get, "/sdapi/v1/schedulers", route_a1111_schedulers},
+      {verb::get, "/sdapi/v1/loras", route_a1111_loras},
+      {verb::get, "/sdapi/v1/sd-vae", route_a1111_vaes},
+      {verb::get, "/sdapi/v1/upscalers", route_a1111_upscalers},
+      {verb::get, "/sdapi/v1/cmd-flags", route_a1111_cmd_flags},
+      {verb::post, "/sdapi/v1/interrupt", route_a1111_interrupt},
+      {verb::get, "/internal/ping", route_a1111_ping},
   };
   return routes;
 }
@@ -257,12 +301,20 @@ std::optional<Response> HttpApi::screen(const Request& request) const {
   // The gallery's own files hold nothing of the queue: the page asks for the token itself.
   if (is_get(request.method()) && (got.empty() || matches("/web/{file}", got, captures))) return std::nullopt;
   if (context_.guard.authenticated(request)) return std::nullopt;
-  if (is_get(request.method()) && (matches("/api/v1/jobs/{job}/image", got, captures) || matches("/api/v1/jobs/{job}/thumbnail", got, captures))) {
+  const bool image = matches("/api/v1/jobs/{job}/image", got, captures);
+  if (is_get(request.method()) && (image || matches("/api/v1/jobs/{job}/thumbnail", got, captures))) {
     const std::string_view target = text_of(request.target());
     const auto q = target.find('?');
-    const auto key = q == std::string_view::npos ? std::nullopt : query_value(target.substr(q + 1), "key");
+    const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
     const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    if (key && context_.guard.media_key_valid(*key, now)) return std::nullopt;
+    if (const auto key = query_value(query, "key"); key && context_.guard.media_key_valid(*key, now)) return std::nullopt;
+    // An image API's signed address opens that one job's image and nothing else.
+    const auto expires = query_value(query, "expires"), signature = query_value(query, "signature");
+    if (image && expires && signature && captures.size() == 1 && captures[0].size() <= 18 &&
+        captures[0].find_first_not_of("0123456789") == std::string::npos && !captures[0].empty() &&
+        context_.guard.job_image_signed(std::stoll(captures[0]), *expires, *signature, now)) {
+      return std::nullopt;
+    }
   }
   auto r = error_response(context_, request, beast_http::status::unauthorized, "unauthorized",
                           "this API needs the token in the daemon's data directory (http-token): Authorization: Bearer TOKEN");

@@ -37,7 +37,8 @@ class HttpApi {
 std::unique_ptr<ServedOutput> served_job_output(RequestHandler& h, int64_t job);
 
 // The queue routes (http_api.cpp), the media routes (media_routes.cpp), the event stream
-// (event_stream.cpp), the image APIs (image_apis.cpp) and the gallery's (gallery_routes.cpp).
+// (event_stream.cpp), the image APIs (openai_images.cpp, a1111_routes.cpp) and the gallery's
+// (gallery_routes.cpp).
 void route_status(const std::shared_ptr<RouteCall>& call);
 void route_list_runs(const std::shared_ptr<RouteCall>& call);
 void route_submit(const std::shared_ptr<RouteCall>& call);
@@ -62,6 +63,14 @@ void route_a1111_txt2img(const std::shared_ptr<RouteCall>& call);
 void route_a1111_models(const std::shared_ptr<RouteCall>& call);
 void route_a1111_options(const std::shared_ptr<RouteCall>& call);
 void route_a1111_progress(const std::shared_ptr<RouteCall>& call);
+void route_a1111_samplers(const std::shared_ptr<RouteCall>& call);
+void route_a1111_schedulers(const std::shared_ptr<RouteCall>& call);
+void route_a1111_loras(const std::shared_ptr<RouteCall>& call);
+void route_a1111_vaes(const std::shared_ptr<RouteCall>& call);
+void route_a1111_upscalers(const std::shared_ptr<RouteCall>& call);
+void route_a1111_cmd_flags(const std::shared_ptr<RouteCall>& call);
+void route_a1111_interrupt(const std::shared_ptr<RouteCall>& call);
+void route_a1111_ping(const std::shared_ptr<RouteCall>& call);
 void route_gallery_page(const std::shared_ptr<RouteCall>& call);
 void route_gallery_file(const std::shared_ptr<RouteCall>& call);
 void route_mark_jobs(const std::shared_ptr<RouteCall>& call);

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/sha256.h"
+#include "daemon/base/private_files.h"
 
 namespace rgbaq::daemon::http {
 namespace {
@@ -91,16 +92,7 @@ std::string load_or_create_http_token(const std::filesystem::path& file) {
   }
   std::filesystem::create_directories(file.parent_path());
   const std::string token = random_token();
-  const auto temporary = file.string() + ".tmp" + std::to_string(getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot create " + temporary + ": " + std::strerror(errno));
-  const std::string line = token + "\n";
-  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
-  ::close(fd);
-  if (!written || rename(temporary.c_str(), file.c_str()) != 0) {
-    unlink(temporary.c_str());
-    throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
-  }
+  write_private_file(file, token + "\n");
   spdlog::info("made the HTTP API's token in {}", file.string());
   return token;
 }
@@ -126,6 +118,22 @@ bool HttpGuard::media_key_valid(std::string_view key, int64_t now) const {
     expires_at = expires_at * 10 + (c - '0');
   }
   return expires_at >= now && same_text(key, media_key(expires_at));
+}
+
+std::string HttpGuard::job_image_query(int64_t job, int64_t expires_at) const {
+  const std::string expiry = std::to_string(expires_at);
+  return "expires=" + expiry + "&signature=" + common::hmac_sha256_hex(token_, "rgbaq job image " + std::to_string(job) + " " + expiry);
+}
+
+bool HttpGuard::job_image_signed(int64_t job, std::string_view expires, std::string_view signature, int64_t now) const {
+  if (expires.empty() || expires.size() > 12) return false;
+  int64_t expires_at = 0;
+  for (const char c : expires) {
+    if (c < '0' || c > '9') return false;
+    expires_at = expires_at * 10 + (c - '0');
+  }
+  const std::string wanted = common::hmac_sha256_hex(token_, "rgbaq job image " + std::to_string(job) + " " + std::to_string(expires_at));
+  return expires_at >= now && same_text(signature, wanted);
 }
 
 bool HttpGuard::origin_allowed(std::string_view origin) const {

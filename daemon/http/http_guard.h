@@ -5,11 +5,12 @@
 // grants anything: a browser sends a host's cookies to every port of it (another user's server on
 // 127.0.0.1 would receive them), so the gallery keeps the token in its origin's storage (origins do
 // include the port) and sends the header; its <img> elements, which cannot, carry a media key, an
-// expiring HMAC of the token that opens the images and thumbnails and nothing else. Against
-// browser-borne attacks: the Host header must name an address we serve (DNS rebinding), a request
-// from a page of another origin is refused, and CORS headers are sent only for the one origin
-// `--http-cors` names. A refusal says only what is needed: nothing of the queue reaches a client
-// without the token.
+// expiring HMAC of the token that opens the images and thumbnails and nothing else; an image URL the
+// OpenAI API hands out carries a signature of its one job instead (an HMAC of the job and an expiry,
+// an hour). Against browser-borne attacks: the Host header must name an address we serve (DNS
+// rebinding), a request from a page of another origin is refused, and CORS headers are sent only for
+// the one origin `--http-cors` names. A refusal says only what is needed: nothing of the queue reaches
+// a client without the token.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -43,6 +44,13 @@ class HttpGuard {
   std::string media_key(int64_t expires_at) const;
   // A media key of this token that has not expired at `now` (Unix seconds); compared in constant time.
   bool media_key_valid(std::string_view key, int64_t now) const;
+  // A signed address for one job's image, as the OpenAI API's `response_format: "url"` hands out (an
+  // <img> or a download needs no token): the query "expires=EXPIRY&signature=HEX", HEX =
+  // HMAC-SHA256(token, "rgbaq job image " + JOB + " " + EXPIRY), EXPIRY in Unix seconds.
+  std::string job_image_query(int64_t job, int64_t expires_at) const;
+  // Whether `expires` and `signature` sign job `job`'s image and have not expired at `now`; compared in
+  // constant time.
+  bool job_image_signed(int64_t job, std::string_view expires, std::string_view signature, int64_t now) const;
   // Access-Control-Allow-* for the configured origin, when the request comes from it.
   void add_cors_headers(const Request& request, Response& response) const;
   bool is_cors_preflight(const Request& request) const;

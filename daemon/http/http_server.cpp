@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include <boost/beast/core.hpp>
 #include <nlohmann/json.hpp>
@@ -23,9 +24,8 @@ namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
 constexpr auto kStreamKeepAlive = std::chrono::seconds(15);  // an idle event stream says it is alive
-// A refused request's body is read and dropped for at most this long, and this much, before the close.
+// A refused request's body is read and dropped (never held) for at most this long before the close.
 constexpr std::chrono::milliseconds kDrainTime{2000};
-constexpr size_t kDrainBytes = 1u << 20;
 
 class Connection;
 
@@ -91,8 +91,9 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
   std::string peer() const override { return peer_; }
   bool hung_up() const override { return closed_; }
 
-  // Whether it may be closed to make room for a newcomer: it has no request in hand (it waits for one,
-  // or its refused request's body is being drained), and since when.
+  // Whether it may be closed to make room for a newcomer: it has no request in hand (it waits for a
+  // request's header, or its refused request's body is being drained), and since when. A request
+  // whose header passed the screen is live, its body still arriving or not.
   bool idle() const { return waiting_ || draining_; }
   std::chrono::steady_clock::time_point idle_since() const { return idle_since_; }
 
@@ -198,6 +199,15 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
     if (shared_->screen) {
       if (auto refusal = shared_->screen(header)) return refuse(std::move(*refusal));
     }
+    // No GET, HEAD or OPTIONS route takes a body, and some need no token (the gallery's files, an image
+    // with a media key): a body there would be a stranger's to hold.
+    const auto method = header.method();
+    if ((method == beast_http::verb::get || method == beast_http::verb::head || method == beast_http::verb::options) &&
+        (parser_->chunked() || parser_->content_length().value_or(0) > 0)) {
+      return refuse(error_response(beast_http::status::bad_request, "bad_request",
+                                   std::string(to_string(method)) + " takes no body; this request carries one"));
+    }
+    waiting_ = false;  // screened: a live request from here on
     if (beast::iequals(header[beast_http::field::expect], "100-continue")) {
       // The client waits for this before it sends the body (curl does, for big bodies).
       auto line = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
@@ -214,7 +224,6 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
     beast_http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->closed_) return;
       if (ec) return self->refuse_read(ec);
-      self->waiting_ = false;
       self->request_ = self->parser_->release();
       self->parser_.reset();
       self->stream_.expires_never();
@@ -310,7 +319,7 @@ class Connection : public HttpExchange, public std::enable_shared_from_this<Conn
     stream_.async_read_some(asio::buffer(*scratch), [self = shared_from_this(), scratch](beast::error_code ec, size_t n) {
       if (self->closed_) return;
       self->drained_ += n;
-      if (ec || self->drained_ > kDrainBytes) return self->close();
+      if (ec || self->drained_ > self->limits().max_body_bytes) return self->close();
       self->drain_more();
     });
   }
@@ -461,8 +470,10 @@ HttpServer::HttpServer(asio::io_context& io, const tcp::endpoint& endpoint, Scre
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     const std::string where = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
-    throw std::runtime_error("cannot listen for HTTP on " + where + ": " + ec.message() +
-                             (ec == asio::error::address_in_use ? " (another rgbaqd? choose another with --http ADDR:PORT, or --http off)" : ""));
+    const bool in_use = ec == asio::error::address_in_use;
+    throw HttpBindError("cannot listen for HTTP on " + where + ": " + ec.message() +
+                            (in_use ? " (another rgbaqd? choose another with --http ADDR:PORT, or --http off)" : ""),
+                        in_use);
   }
 }
 
@@ -502,13 +513,19 @@ void HttpServer::accept() {
     // keep-alives, clients that connect and send nothing): a live request is never cut for a newcomer.
     bool admitted = false;
     std::shared_ptr<Connection> make_room;
+    // Every connection looked at is released after the lock: the last owner's release runs its
+    // destructor, which takes the lock itself.
+    std::vector<std::shared_ptr<Connection>> looked_at;
     {
       std::lock_guard lock(shared_->mutex);
       admitted = static_cast<int>(shared_->open.size()) < shared_->limits.max_connections;
       if (!admitted) {
+        looked_at.reserve(shared_->open.size());
         for (const auto& [key, weak] : shared_->open) {
-          const auto c = weak.lock();
-          if (c && c->idle() && (!make_room || c->idle_since() < make_room->idle_since())) make_room = c;
+          auto c = weak.lock();
+          if (!c) continue;
+          if (c->idle() && (!make_room || c->idle_since() < make_room->idle_since())) make_room = c;
+          looked_at.push_back(std::move(c));
         }
       }
     }

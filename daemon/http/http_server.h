@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without including <utility>
@@ -36,13 +37,24 @@ struct HttpLimits {
 // what is wrong.
 boost::asio::ip::tcp::endpoint parse_http_address(const std::string& text);
 
+// The address could not be bound: what() names it and the OS's reason; in_use() when another process
+// holds it.
+class HttpBindError : public std::runtime_error {
+ public:
+  HttpBindError(const std::string& what, bool in_use) : std::runtime_error(what), in_use_(in_use) {}
+  bool in_use() const { return in_use_; }
+
+ private:
+  bool in_use_;
+};
+
 class HttpServer {
  public:
   using Handler = std::function<void(const std::shared_ptr<HttpExchange>&)>;
   // Sees each request's header (the body still unread, request.body() empty) on the server's thread:
   // a response refuses it (sent, then the connection is closed without reading the body).
   using Screen = std::function<std::optional<Response>(const Request& header)>;
-  // Binds now (throws std::runtime_error naming the address and the OS's reason, e.g. in use).
+  // Binds now (throws HttpBindError naming the address and the OS's reason, e.g. in use).
   HttpServer(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& endpoint, Screen screen, Handler handler,
              HttpLimits limits);
   ~HttpServer();

@@ -9,6 +9,12 @@ namespace rgbaq::daemon::http {
 using nlohmann::json;
 namespace ec = protocol::error_code;
 
+// A request as the log names it: the method and path, not the query (which may carry a media key).
+std::string logged_request(const Request& request) {
+  const std::string_view target = text_of(request.target());
+  return std::string(to_string(request.method())) + " " + std::string(target.substr(0, target.find('?')));
+}
+
 beast_http::status status_for(std::string_view code) {
   if (code == ec::kNotFound || code == ec::kUnknownMethod) return beast_http::status::not_found;
   if (code == ec::kFrameTooLarge) return beast_http::status::payload_too_large;
@@ -17,6 +23,7 @@ beast_http::status status_for(std::string_view code) {
   if (code == "conflict") return beast_http::status::conflict;
   if (code == "unavailable") return beast_http::status::service_unavailable;
   if (code == "too_many_requests") return beast_http::status::too_many_requests;
+  if (code == "unprocessable") return beast_http::status::unprocessable_entity;
   return beast_http::status::bad_request;  // bad_request, invalid_file, unsupported_version
 }
 
@@ -105,12 +112,13 @@ void RouteCall::respond_json(const json& body, beast_http::status status) {
 }
 
 void RouteCall::respond_error(beast_http::status status, std::string_view code, const std::string& message, const json& details) {
+  if (error_shape_) return respond(error_shape_(*this, status, code, message, details));
   respond(error_response(context, request(), status, code, message, details));
 }
 
 void RouteCall::respond_exception(const std::exception& e) {
   if (const auto* r = dynamic_cast<const RequestError*>(&e)) return respond_error(status_for(r->code()), r->code(), r->what(), r->details());
-  spdlog::error("http: {} {} failed: {}", std::string(to_string(request().method())), std::string(request().target()), e.what());
+  spdlog::error("http: {} failed: {}", logged_request(request()), e.what());
   respond_error(beast_http::status::internal_server_error, ec::kInternal, e.what());
 }
 
@@ -132,7 +140,7 @@ void RouteCall::stream_on_lane(RequestLane& lane, Response header, std::function
     } catch (const std::exception& e) {
       return self->respond_exception(e);
     }
-    const std::string what = std::string(to_string(self->request().method())) + " " + std::string(self->request().target());
+    const std::string what = logged_request(self->request());
     self->exchange_->respond_chunked(std::move(header), [&lane, next, first, what](std::function<void(BodyChunk)> give) {
       if (*first) {
         BodyChunk chunk = std::move(**first);

@@ -16,6 +16,7 @@
 #include "daemon/base/event_hub.h"
 #include "daemon/http/http_exchange.h"
 #include "daemon/http/http_guard.h"
+#include "daemon/http/image_api_runs.h"
 
 namespace rgbaq::daemon::http {
 
@@ -36,7 +37,11 @@ struct HttpContext {
   ThumbnailCache& thumbnails;
   std::string base_url;  // "http://127.0.0.1:7878"
   std::string model_name, model_identity;
+  std::shared_ptr<ImageApiRuns> image_api_runs = std::make_shared<ImageApiRuns>();  // who waits on which run
 };
+
+// "GET /api/v1/jobs/7/image": the method and path, without the query (a media key, a token).
+std::string logged_request(const Request& request);
 
 // The HTTP status for one of the protocol's error codes.
 beast_http::status status_for(std::string_view code);
@@ -48,6 +53,11 @@ Response make_response(const HttpContext& context, const Request& request, beast
 // The JSON error every route answers with: {"error": {"code", "message", "type"(, "details")}}.
 Response error_response(const HttpContext& context, const Request& request, beast_http::status status, std::string_view code,
                         const std::string& message, const nlohmann::json& details = nlohmann::json::array());
+
+class RouteCall;
+// An API's own error body (OpenAI's, A1111's) for what its routes refuse; `details` as RequestError has them.
+using ErrorShape = Response (*)(const RouteCall& call, beast_http::status status, std::string_view code, const std::string& message,
+                                const nlohmann::json& details);
 
 class RouteCall : public std::enable_shared_from_this<RouteCall> {
  public:
@@ -83,12 +93,16 @@ class RouteCall : public std::enable_shared_from_this<RouteCall> {
                      const nlohmann::json& details = nlohmann::json::array());
   // The answer for an exception out of a route or the core.
   void respond_exception(const std::exception& e);
+  // Errors answered from now on take `shape` instead of {"error": {"code", "message", ...}}. Set it first
+  // thing in the route, before any work goes to a lane.
+  void set_error_shape(ErrorShape shape) { error_shape_ = shape; }
 
   Response make_response(beast_http::status status, std::string content_type, std::string body) const;
 
  private:
   std::shared_ptr<HttpExchange> exchange_;
   std::vector<std::string> captures_;
+  ErrorShape error_shape_ = nullptr;
 };
 
 using RouteHandler = void (*)(const std::shared_ptr<RouteCall>& call);

@@ -1,5 +1,7 @@
 #include "daemon/worker/output_writer.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 
 #include <spdlog/spdlog.h>
@@ -155,7 +157,16 @@ void OutputWriter::write(FinishedRender& r) {
     // another user could change, so nobody can redirect the write (made with the user's umask, not the
     // data directory's).
     const int dfd = common::open_trusted_folder(folder, output_dir_mode());
-    png.emplace(dfd, job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata), output_file_mode());
+    // An image is no more open than its folder: in one only its owner may enter (the data directory's
+    // api-renders, 0700) others could not read it anyway, and the data directory's start-up check would
+    // find it 0644 and tighten it, every start.
+    mode_t mode = output_file_mode();
+    struct stat folder_stat {};
+    if (::fstat(dfd, &folder_stat) == 0) {
+      if ((folder_stat.st_mode & S_IXGRP) == 0) mode &= ~mode_t{070};
+      if ((folder_stat.st_mode & S_IXOTH) == 0) mode &= ~mode_t{007};
+    }
+    png.emplace(dfd, job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata), mode);
   } catch (const common::FolderError& e) {
     const bool refused = e.code() == std::errc::operation_not_permitted || e.code() == std::errc::too_many_symbolic_link_levels;
     cannot_write(job.output_path + (refused ? ": refusing its folder " : ": cannot make its folder ") + folder.string() + ": " + e.what(),

@@ -34,6 +34,28 @@ std::string after_header(const std::string& reply) {
   return end == std::string::npos ? "" : reply.substr(end + 4);
 }
 
+// Reads from `fd` until one whole response has arrived (its header, and as much body as its
+// Content-Length says; `head`: the header alone), then a little longer for bytes that should not be
+// there; or until the server closes or `timeout_ms` passes.
+std::string read_response(int fd, bool head, int timeout_ms) {
+  std::string text;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto end = text.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      size_t length = 0;
+      const auto at = text.find("Content-Length: ");
+      if (at != std::string::npos && at < end) length = std::stoul(text.substr(at + 16));
+      if (head || text.size() >= end + 4 + length) return text + read_some(fd, 200);
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return text;
+    const std::string more = read_some(fd, static_cast<int>(std::min<long>(left, 50)));
+    text += more;
+    if (more.find("<closed>") != std::string::npos) return text;
+  }
+}
+
 int count_of(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -73,13 +95,13 @@ TEST(DaemonHttpHostile, AHeadAnswerIsItsHeaderAlone) {
     const int fd = tcp_connect(h.port);
     const std::string head = request_text(h, "HEAD", target);
     ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
-    const std::string reply = read_some(fd, 1000 * test_time_scale());
+    const std::string reply = read_response(fd, true, 3000 * test_time_scale());
     EXPECT_EQ(status_of(reply), 200) << target << ": " << reply.substr(0, 300);
     EXPECT_EQ(after_header(reply), "") << target << ": bytes after the header of a HEAD answer";
     // The same connection takes the next request, and its answer is the first thing on it.
     const std::string get = request_text(h, "GET", "/api/v1/status");
     ::send(fd, get.data(), get.size(), MSG_NOSIGNAL);
-    const std::string next = read_some(fd, 1000 * test_time_scale());
+    const std::string next = read_response(fd, false, 3000 * test_time_scale());
     EXPECT_EQ(status_of(next), 200) << target << ": " << next.substr(0, 200);
     EXPECT_NE(next.find("\"health\""), std::string::npos) << target;
     ::close(fd);
@@ -131,6 +153,14 @@ TEST(DaemonHttpHostile, AStrangersBodyIsNeverBuffered) {
     fds.push_back(fd);
   }
   EXPECT_EQ(refused_at_header, kConnections);
+  // Nor on the routes that need no token (the gallery's page, its files): they take no body at all.
+  for (const std::string target : {"/", "/web/app.js"}) {
+    const std::string reply = raw_exchange(h.port, "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(h.port) +
+                                                       "\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n",
+                                           2000 * test_time_scale());
+    EXPECT_EQ(status_of(reply), 400) << target << ": " << reply.substr(0, 300);
+    EXPECT_NE(reply.find("GET takes no body"), std::string::npos) << reply.substr(0, 300);
+  }
   // Each sends its body anyway, as far as the server takes it.
   const std::string block(1u << 20, 'x');
   for (const int fd : fds) {
@@ -155,9 +185,17 @@ TEST(DaemonHttpHostile, AStrangersBodyIsNeverBuffered) {
 TEST(DaemonHttpHostile, IdleAndAbandonedConnectionsDoNotLockTheOwnerOut) {
   HttpDaemon h({"--max-connections", "8"});
   ASSERT_EQ(rgbaq(h.d, {"pause"}).exit_code, 0);
-  // Eight that connect and send nothing.
+  // The owner's upload, slow: its header screened, its body still coming. The oldest connection, but live.
+  const std::string csv = "prompt\na fox\n";
+  const int upload = tcp_connect(h.port);
+  const std::string upload_header = request_text(h, "POST", "/api/v1/runs?out_dir=" + (h.dir.path() / "out").string(),
+                                                 "Content-Type: text/csv\r\nContent-Length: " + std::to_string(csv.size()) + "\r\n");
+  ::send(upload, upload_header.data(), upload_header.size(), MSG_NOSIGNAL);
+  ::send(upload, csv.data(), 3, MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Seven that connect and send nothing.
   std::vector<int> idle;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 7; ++i) {
     idle.push_back(tcp_connect(h.port));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -165,7 +203,10 @@ TEST(DaemonHttpHostile, IdleAndAbandonedConnectionsDoNotLockTheOwnerOut) {
   EXPECT_EQ(h.get("/api/v1/status").status, 200);
   EXPECT_EQ(h.get("/api/v1/runs").status, 200);
   EXPECT_NE(read_some(idle[0], 500).find("<closed>"), std::string::npos) << "the oldest idle connection made room";
-  EXPECT_EQ(read_some(idle[7], 300), "") << "the newest idle connection is still open";
+  EXPECT_EQ(read_some(idle[6], 300), "") << "the newest idle connection is still open";
+  ::send(upload, csv.data() + 3, csv.size() - 3, MSG_NOSIGNAL);
+  EXPECT_EQ(status_of(read_some(upload, 3000 * test_time_scale())), 200) << "the live upload was cut to make room";
+  ::close(upload);
   for (const int fd : idle) ::close(fd);
 
   // Eight image-API clients that give up while their runs wait in the paused queue.
@@ -242,6 +283,14 @@ TEST(DaemonHttpHostile, AFifoAtAnOutputPathBlocksNothing) {
   for (const char* name : {"fox_2.png", "fox_3.png"}) {
     EXPECT_EQ(status_of(s.get(s.image(name))), 200) << name;
     EXPECT_EQ(status_of(s.get(s.thumbnail(name))), 200) << name;
+  }
+  // Another user's PNG of the right size, under the name of an output moved away: theirs, not the job's.
+  if (geteuid() == 0) {
+    s.move_away("fox_3.png");
+    ASSERT_EQ(as_other({"/bin/cp", (s.h.dir.path() / "moved-fox_3.png").string(), (s.shared / "fox_3.png").string()}), 0);
+    const std::string theirs = s.get(s.image("fox_3.png"));
+    EXPECT_EQ(status_of(theirs), 409) << theirs.substr(0, 300);
+    EXPECT_NE(theirs.find("belongs to uid 65534"), std::string::npos) << theirs.substr(0, 300);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -134,7 +135,13 @@ TEST(DaemonHttp, TheOpenAiAndA1111ClientsGetWhatRgbaqdRenderRenders) {
   ASSERT_EQ(a1111.exit_code, 0) << a1111.out << a1111.err << log_tail(h.d);
   const auto info = json::parse(a1111.out);
   EXPECT_EQ(info["all_seeds"], json::array({5}));
-  EXPECT_EQ(info["rgbaq"]["not_used_by_this_model"], json::array({"negative_prompt", "steps", "cfg_scale", "sampler_name"}));
+  // What this model does not use is said, each naming its field.
+  const json warnings = info["rgbaq"]["warnings"];
+  ASSERT_EQ(warnings.size(), 4u) << warnings;
+  for (const char* field : {"negative_prompt", "steps", "cfg_scale", "sampler_name"}) {
+    EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [&](const json& w) { return w.get<std::string>().rfind(field, 0) == 0; }))
+        << field << " " << warnings;
+  }
   EXPECT_NE(info["infotexts"][0].get<std::string>().find("Seed: 5"), std::string::npos) << info;
 
   const auto expect_same = [&](const fs::path& png, const std::string& prompt, const std::string& seed) {
@@ -331,6 +338,30 @@ TEST(DaemonHttp, TheOpenApiDocumentIsWhatTheServerAnswers) {
   EXPECT_EQ(h.post_json("/api/v1/status", json::object()).status, 405);
   EXPECT_EQ(h.get("/api/v1/jobs/x").status, 400);
   EXPECT_EQ(h.get("/api/v1/jobs/999").status, 404);
+}
+
+// format=csv is what `rgbaq export --format csv` writes, byte for byte (quoted cells, a formula defused).
+TEST(DaemonHttp, ARunExportsAsCsvAsRgbaqExportWritesIt) {
+  HttpDaemon h;
+  const auto submitted = h.post_json("/api/v1/runs", {{"rows", {{{"prompt", "=a \"quoted\", fox"}, {"seed", "1-2"}, {"size", "128"}},
+                                                                {{"prompt", "a plain cat"}, {"seed", "3"}, {"size", "128"}, {"name", "cat"}}}},
+                                                      {"out_dir", (h.dir.path() / "out").string()}});
+  ASSERT_EQ(submitted.status, 200) << submitted.body;
+  wait_until_idle(h.d);
+  ASSERT_EQ(h.post_json("/api/v1/marks", {{"jobs", {1}}, {"mark", "star"}}).status, 200);
+  const auto csv = h.get("/api/v1/runs/1/export?format=csv");
+  ASSERT_EQ(csv.status, 200) << csv.body;
+  EXPECT_EQ(csv.headers["content-type"].rfind("text/csv", 0), 0u) << csv.headers["content-type"];
+  EXPECT_NE(csv.headers["content-disposition"].find("run-1.csv"), std::string::npos);
+  const auto cli = rgbaq(h.d, {"export", "1", "--format", "csv"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(csv.body, cli.out);
+  EXPECT_NE(csv.body.find("\"'=a \"\"quoted\"\", fox\""), std::string::npos) << csv.body;
+  EXPECT_EQ(std::count(csv.body.begin(), csv.body.end(), '\n'), 4);
+  // And with a mark filter, as the CLI's --marked.
+  const auto starred = h.get("/api/v1/runs/1/export?format=csv&marked=star");
+  EXPECT_EQ(starred.body, rgbaq(h.d, {"export", "1", "--format", "csv", "--marked", "star"}).out);
+  EXPECT_EQ(h.get("/api/v1/runs/1/export?format=xml").status, 400);
 }
 
 TEST(DaemonHttp, ASubmittedFileIsValidatedWholeWithLineAndField) {

@@ -39,6 +39,7 @@ class DaemonProcess {
     int inherit_fd = -1;          // passed as fd 3 (socket activation), with LISTEN_PID set to the child
     bool wait_until_ready = true;
     rlim_t max_files = 0;         // RLIMIT_NOFILE (soft and hard) of the daemon; 0: inherited
+    bool default_http = false;    // HTTP as a user gets it (127.0.0.1:7878), not off
   };
 
   DaemonProcess(const std::string& rgbaqd, const std::filesystem::path& model, const std::filesystem::path& dir, Options o)
@@ -46,7 +47,7 @@ class DaemonProcess {
     std::vector<std::string> args = {rgbaqd, "--model", model.string(), "--socket", socket_.string(), "--data-dir",
                                      data_.string(), "--threads", "2"};
     // Tests run side by side: HTTP only where a test asks for it (on a free port, --http 127.0.0.1:0).
-    if (std::find(o.extra_args.begin(), o.extra_args.end(), "--http") == o.extra_args.end()) {
+    if (!o.default_http && std::find(o.extra_args.begin(), o.extra_args.end(), "--http") == o.extra_args.end()) {
       args.insert(args.end(), {"--http", "off"});
     }
     args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
