@@ -1,8 +1,11 @@
 #include "cli/command_help.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <vector>
+
+#include "common/arguments.h"
 
 namespace rgbaq::cli {
 
@@ -261,28 +264,7 @@ Send the token as "Authorization: Bearer TOKEN" from scripts. Exit 1 when the da
 }  // namespace
 
 std::string nearest_command(const std::string& name) {
-  // Levenshtein distance: command names are short.
-  const auto distance = [](const std::string& a, const std::string& b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diagonal = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j) {
-        const size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-        diagonal = above;
-      }
-    }
-    return row[b.size()];
-  };
-  std::string best;
-  size_t best_distance = 3;  // within two edits, as options' "did you mean"
-  for (const char* known : kCommands) {
-    const size_t d = distance(name, known);
-    if (d < best_distance) best = known, best_distance = d;
-  }
-  return best;
+  return common::nearest_name(name, std::vector<std::string>(std::begin(kCommands), std::end(kCommands)));
 }
 
 const char* command_help(const std::string& command) {

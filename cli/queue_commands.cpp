@@ -15,6 +15,7 @@
 #include "cli/daemon_client.h"
 #include "cli/plural.h"
 #include "cli/run_export.h"
+#include "daemon/export_csv.h"
 #include "daemon/protocol.h"
 
 namespace rgbaq::cli {
@@ -106,17 +107,6 @@ int simple(CliContext& ctx, const Arguments& a, const std::string& method, const
 std::string mark_of(const json& job, const std::string& none) {
   const auto it = job.find("mark");
   return it != job.end() && it->is_string() ? it->get<std::string>() : none;
-}
-
-// A text cell of the CSV export (RFC 4180: quoted when it holds a comma, a quote or a line break). One
-// that a spreadsheet would take for a formula, starting with =, +, -, @, a tab or a carriage return,
-// gets a leading ' (OWASP's advice against CSV injection): it shows as text. Numbers are not text cells.
-std::string csv_text(const std::string& s) {
-  const std::string v = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos ? "'" + s : s;
-  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
-  std::string q = "\"";
-  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
 }
 
 // What `ls jobs` says under a job: its PNG (done), where it will write one (queued, running), its
@@ -460,8 +450,7 @@ int export_command(const std::vector<std::string>& args, CliContext& ctx) {
       if (!file) throw std::runtime_error(*out + ": cannot write");
       text = &file;
     }
-    // The host that rendered each job; a job record names no device yet (a column once it does).
-    if (format == "csv") *text << "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,host,mark\n";
+    if (format == "csv") *text << daemon::kExportCsvHeader;
   };
   try {
     for_each_exported_job(client, params, begin, [&](const json& j) {
@@ -469,13 +458,7 @@ int export_command(const std::vector<std::string>& args, CliContext& ctx) {
         *text << j.dump() << "\n";
         return;
       }
-      const json& m = j["metadata"];
-      const double seconds = m.is_object() && m.contains("timings") ? m["timings"].value("total_s", 0.0) : 0.0;
-      *text << j.value("id", 0) << "," << j.value("run", 0) << "," << csv_text(j.value("state", "")) << ","
-            << csv_text(j.value("prompt", "")) << "," << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << ","
-            << j.value("height", 0) << "," << csv_text(j.value("name", "")) << "," << csv_text(j.value("lora", "")) << ","
-            << csv_text(j.value("output", "")) << "," << csv_text(j.value("error", "")) << "," << j.value("attempts", 0) << ","
-            << seconds << "," << csv_text(j.value("host", "")) << "," << mark_of(j, "") << "\n";
+      *text << daemon::export_csv_row(j);
     });
     if (out && !file.flush()) throw std::runtime_error(*out + ": cannot write");
   } catch (...) {

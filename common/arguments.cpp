@@ -7,7 +7,7 @@
 namespace rgbaq::common {
 namespace {
 
-// Levenshtein distance, for "did you mean": option names are short.
+// Levenshtein distance, for "did you mean": names are short.
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -25,18 +25,23 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 // " (did you mean --X?)" for the known option nearest to `name` within two edits, else "".
 std::string suggestion(const std::string& name, const std::set<std::string>& valued, const std::set<std::string>& flags) {
-  std::string best;
-  size_t best_distance = 3;
-  for (const auto* names : {&valued, &flags}) {
-    for (const auto& known : *names) {
-      const size_t d = edit_distance(name, known);
-      if (d < best_distance) best = known, best_distance = d;
-    }
-  }
+  std::vector<std::string> known(valued.begin(), valued.end());
+  known.insert(known.end(), flags.begin(), flags.end());
+  const std::string best = nearest_name(name, known);
   return best.empty() ? "" : " (did you mean --" + best + "?)";
 }
 
 }  // namespace
+
+std::string nearest_name(const std::string& name, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_distance = 3;  // within two edits
+  for (const auto& k : known) {
+    const size_t d = edit_distance(name, k);
+    if (d < best_distance) best = k, best_distance = d;
+  }
+  return best;
+}
 
 Arguments::Arguments(const std::vector<std::string>& args, const std::set<std::string>& valued,
                      const std::set<std::string>& flags) {

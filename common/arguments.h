@@ -48,6 +48,10 @@ auto parse_option(const std::string& name, const std::string& text, Parse parse)
   }
 }
 
+// The name among `known` nearest to `name` within two edits (Levenshtein), for "did you mean": "" when
+// none is that near. The first of equally near ones wins.
+std::string nearest_name(const std::string& name, const std::vector<std::string>& known);
+
 // Parses an unsigned 64-bit decimal integer; nullopt unless the whole text is one.
 std::optional<uint64_t> parse_u64(const std::string& text);
 

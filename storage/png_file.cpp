@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <csetjmp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -32,13 +33,15 @@ void on_png_warning(png_structp, png_const_charp) {}
 // Each function below that calls into libpng sets its own jump point and holds only plain data, so
 // a longjmp skips no destructor. They return false with sink->message set on error.
 bool write_all(png_structp png, png_infop info, FILE* f, int width, int height, png_text* chunks, int chunk_count,
-               png_bytep* rows, ErrorSink* sink) {
+               png_bytep* rows, bool drop_alpha, ErrorSink* sink) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_init_io(png, f);
-  png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8, PNG_COLOR_TYPE_RGBA,
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8,
+               drop_alpha ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_RGBA, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
   if (chunk_count > 0) png_set_text(png, info, chunks, chunk_count);
   png_write_info(png, info);
+  if (drop_alpha) png_set_filler(png, 0, PNG_FILLER_AFTER);  // the rows are RGBA: the fourth byte is dropped
   png_write_image(png, rows);
   png_write_end(png, info);
   return true;
@@ -67,7 +70,7 @@ bool read_rows(png_structp png, png_infop info, png_bytep* rows, ErrorSink* sink
   return true;
 }
 
-std::string encode(FILE* f, const uint8_t* rgba, int width, int height, const std::vector<PngText>& texts) {
+std::string encode(FILE* f, const uint8_t* rgba, int width, int height, const std::vector<PngText>& texts, bool drop_alpha = false) {
   ErrorSink sink;
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &sink, on_png_error, on_png_warning);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
@@ -87,7 +90,7 @@ std::string encode(FILE* f, const uint8_t* rgba, int width, int height, const st
   }
   std::vector<png_bytep> rows(static_cast<size_t>(height));
   for (int y = 0; y < height; ++y) rows[y] = const_cast<png_bytep>(rgba + static_cast<size_t>(y) * width * 4);
-  const bool ok = write_all(png, info, f, width, height, chunks.data(), static_cast<int>(chunks.size()), rows.data(), &sink);
+  const bool ok = write_all(png, info, f, width, height, chunks.data(), static_cast<int>(chunks.size()), rows.data(), drop_alpha, &sink);
   png_destroy_write_struct(&png, &info);
   return ok ? std::string() : std::string(sink.message);
 }
@@ -263,6 +266,19 @@ static PngImage read_png_stream(FILE* f, const std::filesystem::path& name, cons
 
 static PngImage read_png_file(const std::filesystem::path& path, const PixelRule& rule) {
   return read_png_stream(open_regular_for_reading(path), path, rule);
+}
+
+std::string encode_png(const uint8_t* rgba, int width, int height, const std::vector<PngText>& texts, bool drop_alpha) {
+  char* data = nullptr;
+  size_t size = 0;
+  FILE* f = open_memstream(&data, &size);
+  if (!f) throw PngWriteError(std::string("encoding a PNG in memory: ") + std::strerror(errno), std::error_code(errno, std::generic_category()));
+  const std::string error = encode(f, rgba, width, height, texts, drop_alpha);
+  std::fclose(f);  // sets data and size
+  std::string bytes(data ? data : "", data ? size : 0);
+  std::free(data);
+  if (!error.empty()) throw PngWriteError("encoding a PNG in memory: " + error, {});
+  return bytes;
 }
 
 PngImage read_png_bytes(std::string_view bytes, const std::filesystem::path& name, bool pixels) {

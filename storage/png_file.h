@@ -86,6 +86,10 @@ PngImage read_png_info(const std::filesystem::path& path);
 // planted 16384x16384 PNG costs no more than its header.
 PngImage read_png_if_size(const std::filesystem::path& path, int width, int height);
 
+// The PNG of `rgba` with `texts`, as write_png_atomic writes it, in memory; `drop_alpha`: an RGB PNG
+// (every pixel must be opaque already). Throws PngWriteError when libpng fails.
+std::string encode_png(const uint8_t* rgba, int width, int height, const std::vector<PngText>& texts, bool drop_alpha = false);
+
 // As read_png (or read_png_info, when `pixels` is false) for a PNG already in memory; `name` names it
 // in the errors.
 PngImage read_png_bytes(std::string_view bytes, const std::filesystem::path& name, bool pixels = true);

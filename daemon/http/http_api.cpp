@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/export_csv.h"
 #include "daemon/protocol.h"
 
 namespace rgbaq::embedded {
@@ -61,32 +62,6 @@ json list_params(const RouteCall& call) {
   return p;
 }
 
-// `rgbaq export --format csv`'s columns and cells, which this must match byte for byte (the CLI's
-// writer, cli/queue_commands.cpp, cannot be shared from here without an upward include; see the test
-// that holds the two together).
-constexpr const char* kExportCsvHeader = "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,host,mark\n";
-
-// A text cell (RFC 4180: quoted when it holds a comma, a quote or a line break); one a spreadsheet would
-// take for a formula (=, +, -, @, a tab or a carriage return first) gets a leading ' (OWASP's advice).
-std::string csv_text(const std::string& s) {
-  const std::string v = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos ? "'" + s : s;
-  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
-  std::string q = "\"";
-  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
-std::string export_csv_row(const json& j) {
-  const json& m = j.contains("metadata") ? j["metadata"] : json(nullptr);
-  const double seconds = m.is_object() && m.contains("timings") ? m["timings"].value("total_s", 0.0) : 0.0;
-  const auto text = [&](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string(); };
-  std::ostringstream row;
-  row << j.value("id", 0) << "," << j.value("run", 0) << "," << csv_text(text("state")) << "," << csv_text(text("prompt")) << ","
-      << j.value("seed", uint64_t{0}) << "," << j.value("width", 0) << "," << j.value("height", 0) << "," << csv_text(text("name")) << ","
-      << csv_text(text("lora")) << "," << csv_text(text("output")) << "," << csv_text(text("error")) << "," << j.value("attempts", 0)
-      << "," << seconds << "," << csv_text(text("host")) << "," << text("mark") << "\n";
-  return row.str();
-}
 
 // A method of the core with the body's JSON (or {}) as its params, plus `extra`.
 void core_call(const std::shared_ptr<RouteCall>& call, RequestLane& lane, std::string method, json params) {

@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "storage/png_file.h"
+#include "tests/cli/child_process.h"
 #include "tests/daemon/daemon_test_helpers.h"
 
 namespace rgbaq {
@@ -269,32 +270,6 @@ TEST(CliSubmit, ResubmittingReusesFinishedImagesAndSkipDuplicatesMakesNoEmptyRun
   EXPECT_EQ(skip.out, "nothing to queue: all 2 jobs are already queued, running or done (--skip-duplicates); no run was made\n");
   EXPECT_EQ(runs(d).size(), 2u);
 }
-
-// rgbaq as a child whose output goes to files, for a signal in the middle of it.
-struct Child {
-  pid_t pid = -1;
-  fs::path out, err;
-  Child(const fs::path& dir, std::vector<std::string> argv) : out(dir / "child.out"), err(dir / "child.err") {
-    pid = fork();
-    if (pid == 0) {
-      const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(o, 1);
-      dup2(e, 2);
-      const int null = open("/dev/null", O_RDONLY);
-      dup2(null, 0);
-      std::vector<char*> a;
-      for (auto& s : argv) a.push_back(s.data());
-      a.push_back(nullptr);
-      execv(a[0], a.data());
-      _exit(127);
-    }
-  }
-  int wait() {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-};
 
 TEST(CliSubmit, CtrlCDuringWaitSaysTheRunGoesOn) {
   TempDir dir;

@@ -16,6 +16,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "tests/cli/child_process.h"
 #include "tests/daemon/daemon_test_helpers.h"
 
 namespace rgbaq {
@@ -167,32 +168,6 @@ TEST(FirstHour, LsJobsShowsNoImageForACanceledJob) {
   EXPECT_EQ(lines[3].rfind("2       1     queued", 0), 0u) << lines[3];
   EXPECT_NE(lines[4].find(out.string() + "/fox-"), std::string::npos) << "where the queued job will write: " << lines[4];
 }
-
-// rgbaq as a child with its output in files (off a terminal).
-struct Child {
-  pid_t pid = -1;
-  fs::path out, err;
-  Child(const fs::path& dir, std::vector<std::string> argv) : out(dir / "child.out"), err(dir / "child.err") {
-    pid = fork();
-    if (pid == 0) {
-      const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(o, 1);
-      dup2(e, 2);
-      const int null = open("/dev/null", O_RDONLY);
-      dup2(null, 0);
-      std::vector<char*> a;
-      for (auto& s : argv) a.push_back(s.data());
-      a.push_back(nullptr);
-      execv(a[0], a.data());
-      _exit(127);
-    }
-  }
-  int wait() {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-};
 
 TEST(FirstHour, WatchOffATerminalCountsEachLinesOwnRunNotEveryJobEver) {
   TempDir dir;
