@@ -158,7 +158,9 @@ struct StoreOptions {
   int same_step_interruptions = 3;
   // The daemon dying with one job in hand this many times in a row, at whatever steps, with no other job
   // finishing (done) in between, is that job's doing (an OOM killer or a watchdog ending every try of it
-  // somewhere around one point): it fails, naming the deaths. Every death counts, a crash's too.
+  // somewhere around one point): it fails, naming the deaths. Every death while the job rendered (its
+  // lease recorded a step) counts, a crash's too; one before any step was recorded (the daemon killed as
+  // it started) neither counts nor ends the row.
   int max_deaths = 5;
   double backoff_seconds = 2.0;  // before attempt k + 1: backoff * 2^(k - 1), at most 5 minutes
   int busy_timeout_ms = 10000;
@@ -302,12 +304,12 @@ class QueueStore {
   // interruption limit; unless it was interrupted at the same step its lease recorded (record_progress)
   // the last StoreOptions::same_step_interruptions times in a row: then it spends the attempt like a
   // crash, waits out a backoff (fail's), and at the attempt limit fails with "the daemon died at step N
-  // on each of its last tries (out of memory?)". Every expired job, the crashed one too, also counts a
-  // death in a row: the next one in its row when no other job finished (done) since its last death
-  // (the queue's count of finished jobs, forgotten runs' included, noted at each death, is unchanged),
-  // else the first of a new row; the StoreOptions::max_deaths-th in a row fails it with "the daemon died
-  // N times with this job in hand, no other job finishing in between (at steps 3, 8, ?, 5, 4)" (?: no
-  // step recorded). Which reason a job failing for several gives: the crash, the same step at the
+  // on each of its last tries (out of memory?)". Every expired job whose lease recorded a step, the
+  // crashed one too, also counts a death in a row: the next one in its row when no other job finished
+  // (done) since its last death (the queue's count of finished jobs, forgotten runs' included, noted at
+  // each death, is unchanged), else the first of a new row; the StoreOptions::max_deaths-th in a row
+  // fails it with "the daemon died N times with this job in hand, no other job finishing in between (at
+  // steps 3, 8, 3, 5, 4)". A death before any step was recorded leaves the row as it is. Which reason a job failing for several gives: the crash, the same step at the
   // attempt limit, the deaths in a row, the interruptions. A failure, a requeue or a retry ends both
   // rows. Pending runs (a submit cut off before its last batch) left alone for a lease are
   // discarded, and workers silent for a lease are forgotten. Run at start and every heartbeat.

@@ -850,12 +850,14 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
   // and only when a lease has expired.
   const std::string finished = "(SELECT n FROM finished)";
   const std::string in_row = "(deaths_in_row > 0 AND done_at_death = " + finished + ")";
-  const std::string deaths = "(CASE WHEN " + in_row + " THEN deaths_in_row + 1 ELSE 1 END)";
-  const std::string death_steps = "(CASE WHEN " + in_row + " THEN death_steps || ', ' ELSE '' END || CASE WHEN " + recorded +
-                                  " THEN step::text ELSE '?' END)";
+  // A death before any step was recorded (the daemon killed as it started) leaves the row as it is.
+  const std::string deaths = "(CASE WHEN NOT (" + std::string(recorded) + ") THEN deaths_in_row WHEN " + in_row +
+                             " THEN deaths_in_row + 1 ELSE 1 END)";
+  const std::string death_steps = "(CASE WHEN NOT (" + std::string(recorded) + ") THEN death_steps WHEN " + in_row +
+                                  " THEN death_steps || ', ' || step::text ELSE step::text END)";
   const char* failed_crash = "(id = $1 AND attempts >= $2)";
   const std::string failed_recurring = "(" + recurring + " AND attempts >= $2)";
-  const std::string failed_deaths = "(" + deaths + " >= $6)";
+  const std::string failed_deaths = "(" + std::string(recorded) + " AND " + deaths + " >= $6)";
   const std::string failed_interrupted = "(id <> $1 AND NOT " + recurring + " AND interruptions + 1 >= $3)";
   const std::string failing = std::string("(") + failed_crash + " OR " + failed_recurring + " OR " + failed_deaths + " OR " +
                               failed_interrupted + ")";
@@ -873,7 +875,8 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
         "interruptions_at_step = CASE WHEN id = $1 THEN interruptions_at_step WHEN NOT (" + recorded + ") THEN 0 "
         "WHEN step = interrupted_at_step THEN interruptions_at_step + 1 ELSE 1 END, "
         "interrupted_at_step = CASE WHEN id = $1 THEN interrupted_at_step WHEN " + recorded + " THEN step ELSE -1 END, "
-        "deaths_in_row = " + deaths + ", death_steps = " + death_steps + ", done_at_death = " + finished + ", "
+        "deaths_in_row = " + deaths + ", death_steps = " + death_steps + ", done_at_death = CASE WHEN " + recorded +
+        " THEN " + finished + " ELSE done_at_death END, "
         "not_before = CASE WHEN " + recurring + " AND NOT " + failing + " THEN rgbaq_now() + least(300, $5 * "
         "power(2, greatest(attempts - 1, 0))) ELSE not_before END, "
         "state = CASE WHEN " + failing + " THEN 'failed' ELSE 'queued' END, "

@@ -826,15 +826,17 @@ RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
     }
     return q.exec();
   };
-  // Every expired job, the crashed one too, died with the daemon (or its host): one more death in its
-  // row when no other job finished since its last (the count of finished jobs unchanged), else the
-  // first of a new row; the step its lease recorded noted ('?': none).
+  // Every expired job, the crashed one too, died with the daemon (or its host) while it rendered (its
+  // lease recorded a step): one more death in its row when no other job finished since its last (the
+  // count of finished jobs unchanged), else the first of a new row, the step noted. A death before any
+  // step was recorded (the daemon killed as it started, in the heartbeat's first second) cannot be
+  // the job's doing: it leaves the row as it is.
   {
     SQLite::Statement q(db_, std::string("UPDATE jobs SET death_steps = CASE WHEN deaths_in_row > 0 AND done_at_death = (") +
-                                 kDoneCount + ") THEN death_steps || ', ' ELSE '' END || CASE WHEN progress_at < started_at "
-                                 "THEN '?' ELSE step END, deaths_in_row = CASE WHEN deaths_in_row > 0 AND done_at_death = (" +
+                                 kDoneCount + ") THEN death_steps || ', ' ELSE '' END || step, "
+                                 "deaths_in_row = CASE WHEN deaths_in_row > 0 AND done_at_death = (" +
                                  kDoneCount + ") THEN deaths_in_row + 1 ELSE 1 END, done_at_death = (" + kDoneCount +
-                                 ") WHERE state = 'running' AND (lease_expires < ?1 OR worker_id = 0)");
+                                 ") WHERE state = 'running' AND (lease_expires < ?1 OR worker_id = 0) AND progress_at >= started_at");
     q.bind(1, now);
     q.exec();
   }

@@ -161,8 +161,8 @@ TYPED_TEST(QueueStoreRecurringKillTest, AQueueFromBeforeTheRowColumnsMigratesFor
   EXPECT_EQ(this->s_->integrity_check(), "ok");
 }
 
-// Deaths in a row: the daemon dying with one job in hand, whatever the step, again and again with no
-// other job finishing in between, is that job's doing (an OOM killer or a watchdog that ends every try
+// Deaths in a row: the daemon dying with one job in hand while it renders (its lease recorded a step),
+// whatever the step, again and again with no other job finishing in between, is that job's doing (an OOM killer or a watchdog that ends every try
 // of it somewhere around one point): the fifth such death (StoreOptions::max_deaths) fails it, naming
 // the steps. A single death, or deaths with other jobs finishing between them, are blameless.
 constexpr const char* kDiedFiveTimes = "the daemon died 5 times with this job in hand, no other job finishing in between ";
@@ -191,16 +191,18 @@ TYPED_TEST(QueueStoreRecurringKillTest, DeathsAtAMovingStepWithNoOtherJobFinishi
   const Job other = this->claim();
   EXPECT_EQ(other.prompt, "other") << "the rest of the run goes on";
   EXPECT_TRUE(s.complete(other.id, this->w_, "/o/other_2.png", "{}"));
-  // A retry starts a new row: four more deaths, one before its lease recorded a step, fail nothing.
+  // A retry starts a new row. A death before the lease recorded a step (the daemon killed as it
+  // started, before its heartbeat wrote any progress) cannot be the job's doing: it counts for nothing,
+  // nor does it end the row.
   EXPECT_EQ(s.retry(1), 1);
-  for (const int step : {0, 3, 6, 3}) {
+  for (const int step : {0, 3, 6, 0, 3, 2}) {
     ASSERT_EQ(this->claim().id, pill);
     EXPECT_EQ(this->kill(*s.job(pill), step).failed, 0) << "step " << step << " after the retry";
   }
-  // The fifth: a step unknown (none recorded) is written "?".
+  EXPECT_EQ(s.job(pill)->deaths_in_row, 4);
   ASSERT_EQ(this->claim().id, pill);
-  EXPECT_EQ(this->kill(*s.job(pill), 2).failed, 1);
-  EXPECT_EQ(s.job(pill)->error, std::string(kDiedFiveTimes) + "(at steps ?, 3, 6, 3, 2)");
+  EXPECT_EQ(this->kill(*s.job(pill), 7).failed, 1);
+  EXPECT_EQ(s.job(pill)->error, std::string(kDiedFiveTimes) + "(at steps 3, 6, 3, 2, 7)");
   EXPECT_EQ(s.integrity_check(), "ok");
 }
 
@@ -310,11 +312,13 @@ TYPED_TEST(QueueStoreRecurringKillTest, AQueueFromBeforeTheDeathColumnsMigratesF
   auto& s = *this->s_;
   EXPECT_EQ(s.schema_version(), known);
   EXPECT_EQ(s.job(1)->deaths_in_row, 0);
-  EXPECT_EQ(this->kill(*s.job(1), 0).requeued, 1);  // the death of the older daemon: the first of a row
-  EXPECT_EQ(s.job(1)->deaths_in_row, 1);
-  for (const int step : {8, 3, 5}) EXPECT_EQ(this->kill(this->claim(), step).failed, 0);
-  EXPECT_EQ(this->kill(this->claim(), 4).failed, 1);
-  EXPECT_EQ(s.job(1)->error, std::string(kDiedFiveTimes) + "(at steps ?, 8, 3, 5, 4)");
+  // The older daemon's death: its lease recorded no step, so it counts for nothing.
+  EXPECT_EQ(this->kill(*s.job(1), 0).requeued, 1);
+  EXPECT_EQ(s.job(1)->deaths_in_row, 0);
+  for (const int step : {8, 3, 5, 4}) EXPECT_EQ(this->kill(this->claim(), step).failed, 0);
+  EXPECT_EQ(s.job(1)->deaths_in_row, 4);
+  EXPECT_EQ(this->kill(this->claim(), 6).failed, 1);
+  EXPECT_EQ(s.job(1)->error, std::string(kDiedFiveTimes) + "(at steps 8, 3, 5, 4, 6)");
   const Job other = this->claim();
   EXPECT_EQ(other.prompt, "other");
   EXPECT_TRUE(s.complete(other.id, this->w_, other.output_path, "{}"));
