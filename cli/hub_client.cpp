@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <limits>
@@ -24,6 +25,10 @@ struct Transfer {
   void* response;  // HubClient::Response*, whose type is private
   const void* sink;
   std::exception_ptr error;  // thrown by the sink: kept across libcurl's C frames, rethrown after
+  const std::function<void(int)>* on_waiting = nullptr;
+  long* status = nullptr;  // the response's status: 0 until its status line came
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  int reported = 0;  // the last whole second reported
 };
 
 std::string lower(std::string s) {
@@ -150,6 +155,27 @@ HubClient::Response HubClient::perform(const std::string& url, std::optional<uin
     }
     return n;
   });
+  if (on_waiting_) {
+    t.on_waiting = &on_waiting_;
+    t.status = &r.status;
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, +[](void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int {
+      auto& tr = *static_cast<Transfer*>(user);
+      if (*tr.status != 0) return 0;  // answered
+      const int waited = static_cast<int>(std::chrono::duration<double>(std::chrono::steady_clock::now() - tr.start).count());
+      if (waited > tr.reported) {
+        tr.reported = waited;
+        try {
+          (*tr.on_waiting)(waited);
+        } catch (...) {
+          tr.error = std::current_exception();
+          return 1;  // ends the transfer
+        }
+      }
+      return 0;
+    });
+  }
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char* data, size_t, size_t n, void* user) -> size_t {
     auto& tr = *static_cast<Transfer*>(user);

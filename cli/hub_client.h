@@ -53,6 +53,11 @@ class HubClient {
 
   const std::string& endpoint() const { return endpoint_; }
 
+  // Called while a request has had no answer yet (not even a status line), with the whole seconds
+  // waited so far, about once a second: a server that takes the connection and never answers is
+  // seen to be waited for, not taken for a hang.
+  void on_waiting(std::function<void(int seconds)> report) { on_waiting_ = std::move(report); }
+
   // The commit `revision` names and every file it holds. Throws HubError; kServer for a listing with
   // a file that breaks HubFile's rules (a path that climbs out, an ETag that is not a hash, a size
   // over 2^63-1 or not a count, a path twice), naming the file, the field and the value.
@@ -78,6 +83,7 @@ class HubClient {
   [[noreturn]] void fail(const Response& r, const std::string& what) const;
 
   std::string endpoint_, token_;
+  std::function<void(int seconds)> on_waiting_;
   void* curl_;  // CURL*
 };
 

@@ -437,7 +437,20 @@ int pull(const common::Arguments& a, std::ostream& out, std::ostream& err) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--endpoint: ") + e.what());
   }
+  // Said before the first request, and the wait counted: a server that takes the connection and never
+  // answers would otherwise look like a pull that hangs (libcurl gives up after a minute of silence).
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  err << "rgbaq model pull: asking " << client->endpoint() << " for " << ref->repo << "@" << ref->revision << "\n" << std::flush;
+  client->on_waiting([&](int seconds) {
+    if (terminal) {
+      err << "\r  no answer yet: " << seconds << " s (gives up after 60 s of silence)" << std::flush;
+    } else if (seconds == 2 || seconds % 5 == 0) {
+      err << "  no answer yet from " << client->endpoint() << ": " << seconds << " s (gives up after 60 s of silence)\n" << std::flush;
+    }
+  });
   const HubRevision revision = client->revision(ref->repo, ref->revision);
+  client->on_waiting(nullptr);  // the downloads have their own progress
+  if (terminal) err << "\r\033[K" << std::flush;
   std::map<std::string, HubFile> by_path;
   for (const auto& f : revision.files) by_path[f.path] = f;
   std::set<std::string> listing;

@@ -10,9 +10,12 @@
 
 #include <signal.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <netinet/in.h>
 
 #include <chrono>
 #include <fstream>
@@ -654,6 +657,34 @@ TEST_F(ModelPull, SixPullsAtOnceIntoOneCacheAllSucceed) {
   expect_cache_holds_the_model(hub);
   for (const auto& entry : fs::recursive_directory_iterator(repo_dir()))
     EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
+}
+
+// A server that takes the connection and never answers (issue 43): the pull says first what it is
+// contacting, then counts the wait, instead of printing nothing for a minute.
+TEST(ModelPullWaiting, AServerThatNeverAnswersIsSeenToBeWaitedFor) {
+  TempDir tmp;
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);  // the kernel takes the connection; nobody ever answers
+  socklen_t length = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &length);
+  const std::string endpoint = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  const fs::path err = tmp.path() / "err";
+  setenv("HF_HUB_CACHE", (tmp.path() / "hub").c_str(), 1);
+  const pid_t pid = spawn({kRgbaq, "model", "pull", "Org/Tiny", "--endpoint", endpoint}, err.string());
+  std::string text;
+  for (int i = 0; i < 100 && text.find("no answer yet") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    text = slurp(err);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  ::close(listener);
+  EXPECT_NE(text.find("rgbaq model pull: asking " + endpoint + " for Org/Tiny@main\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  no answer yet from " + endpoint + ": 2 s (gives up after 60 s of silence)\n"), std::string::npos) << text;
 }
 
 }  // namespace
