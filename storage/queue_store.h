@@ -48,6 +48,13 @@ struct NewJob {
   // The path may pass to this job from an owner of other content whose jobs there are all finished
   // (done, failed or canceled): the submit says so when no file is at the path, or with --replace.
   bool may_take_over = false;
+  std::string template_text;  // the row's prompt template before expansion; "" when the prompt had none
+  // The template's choices, a JSON object: {"1":"red","2":"sword","style":"pixel art"} ({...} groups
+  // numbered from 1 in order, wildcards by name); "" when none.
+  std::string choices_json;
+  uint64_t row_key = 0;   // jobs of one input row (one expansion) that differ only in seed share it, in a run
+  std::string reseed_on;  // alpha-check flags that re-seed this job: "cut_off,empty"; "" for none
+  int reseed_max = 0;     // how many re-seeded jobs its row may get in all
 };
 
 // How a failed attempt counts: kRetry queues the job again after a backoff (failed at the attempt
@@ -113,6 +120,30 @@ struct Job {
   Mark mark = Mark::kNone;
   double marked_at = 0;   // when the mark was set (0 without one)
   std::string marked_by;  // who set it, as the transport names them ("uid 1000 (ann)", "http"); a label only
+  std::string template_text, choices_json;  // as NewJob's
+  uint64_t row_key = 0;
+  std::string reseed_on;
+  int reseed_max = 0;
+  int64_t replaces = 0;     // the job this one re-seeds (0: none)
+  int64_t replaced_by = 0;  // the job that re-seeds this one (0: none)
+  std::string qa_json;      // the alpha check's figures and flags as JSON ("" until done)
+  std::string qa_flags;     // "ok", or the flags joined by ',' ("cut_off,fragmented"); "" until done
+};
+
+// What a worker hands over when a job is done (QueueStore::complete).
+struct Completion {
+  std::string output_path, metadata_json;
+  std::string qa_json, qa_flags;  // as Job's
+  // When qa_flags meets the job's reseed_on, the daemon builds candidate jobs for its row (the same
+  // fields, row_key, reseed_on and reseed_max; the next seeds the row has not used (row_seeds), in order,
+  // each with its own output path and content key). In the transaction that completes the job, if its
+  // row (same run, same row_key) has fewer than the job's reseed_max re-seeded jobs (replaces <> 0), the
+  // store inserts the first candidate whose seed no job of the row has and whose output path is free
+  // (or owned by the same content key, as append_jobs shares it; never taken over), queued at the
+  // completed job's priority, and links the two (replaces / replaced_by). None fits: none is inserted.
+  // Empty: nothing is re-seeded. A candidate of another row_key is a bug: std::invalid_argument, and
+  // nothing is completed.
+  std::vector<NewJob> reseed_candidates;
 };
 
 // What list_jobs selects: each field that is set narrows it; jobs in id order, a page of them.
@@ -120,6 +151,9 @@ struct JobQuery {
   std::optional<int64_t> run;
   std::optional<JobState> state;
   std::optional<MarkFilter> marked;
+  // By the alpha check: "ok", jobs whose check found nothing; a flag name ("cut_off"), jobs whose
+  // check has that flag (the whole name, never part of another); "", jobs not checked (yet).
+  std::optional<std::string> qa_flag;
   int64_t after_id = 0;  // only jobs with a greater id: pages that jobs changing meanwhile cannot shift
   int64_t limit = 1000, offset = 0;
 };
@@ -142,11 +176,37 @@ struct JobProgress {
   bool operator==(const JobProgress&) const = default;
 };
 
+// One end of a run (issue 41): recorded in the same transaction as the transition that left the run
+// with no queued or running job (a job done, failed for good or canceled; a cancel; a recovery that
+// failed jobs; the publish of a run with no job), once per end; a retry that queues its jobs again
+// reopens the run, and its next end is a new RunEnd. What the end owes (a hook, a webhook delivery) is
+// what StoreOptions::owe_hook / owe_webhook said when it was recorded.
+struct RunEnd {
+  int64_t id = 0, run_id = 0;  // ids are never given twice: a delivery's receiver may tell repeats by it
+  double ended_at = 0;         // the store's clock (PostgreSQL: the server's)
+  int64_t done = 0, failed = 0, canceled = 0;  // the run's jobs by state at its end
+  // "" (none owed), "owed", "running" (claimed by hook_worker_id), "done", "lost" (its daemon went
+  // away while it ran: never run again, since it may have run).
+  std::string hook_state;
+  std::string hook_outcome;  // finish_run_hook's words: "exit 0", "killed at the 300 s limit", ...
+  int64_t hook_worker_id = 0, hook_pid = 0;
+  double hook_started_at = 0, hook_finished_at = 0;
+  // "" (none owed), "owed" (due at webhook_next_at), "sending" (leased to webhook_worker_id until
+  // webhook_lease_expires), "delivered", "gave_up".
+  std::string webhook_state;
+  int webhook_attempts = 0;
+  double webhook_next_at = 0;  // 0 at the end (due at once), then record_webhook_attempt's retry_at
+  int64_t webhook_worker_id = 0;
+  double webhook_lease_expires = 0;
+  std::string webhook_log_json = "[]";  // [{"at": seconds, "outcome": "..."}], one per attempt
+};
+
 struct Run {
   int64_t id = 0;
   std::string name, options_json, out_dir;
   double created_at = 0;
   StateCounts counts{};
+  std::optional<RunEnd> last_end;  // its latest end (list_runs fills it); nullopt while it never ended
   int64_t total() const;
 };
 
@@ -172,6 +232,9 @@ struct StoreOptions {
   // An existing file that is not an rgbaq queue (empty, or another database) is refused unless this is
   // set; then a new queue is made in it. A missing file is always created.
   bool create_over_invalid = false;
+  // A run's end recorded while these are set owes a hook run / a webhook delivery (the daemon sets
+  // them from its configuration).
+  bool owe_hook = false, owe_webhook = false;
 };
 
 // What forget_run did. A run with queued or running jobs is not forgotten (`active` says how many).
@@ -253,13 +316,25 @@ class QueueStore {
   //
   // complete(job) and claim(...) in one transaction: one durable commit per finished job. The job is
   // completed only while it is running under `worker_id`, the worker that claims next.
-  virtual std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path,
-                                                const std::string& metadata_json, int64_t worker_id,
+  virtual std::optional<Job> complete_and_claim(int64_t job_id, const Completion& completion, int64_t worker_id,
                                                 const std::vector<uint64_t>& preferred = {},
                                                 const std::vector<std::string>& preferred_loras = {}) = 0;
-  // running -> done. False when the job is not running under the worker.
-  virtual bool complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
-                        const std::string& metadata_json) = 0;
+  std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path, const std::string& metadata_json,
+                                        int64_t worker_id, const std::vector<uint64_t>& preferred = {},
+                                        const std::vector<std::string>& preferred_loras = {}) {
+    return complete_and_claim(job_id, Completion{.output_path = output_path, .metadata_json = metadata_json}, worker_id,
+                              preferred, preferred_loras);
+  }
+  // running -> done with its output, metadata and alpha check, and in the same transaction the re-seeded
+  // job (Completion::reseed_candidates) and, when the run has no queued or running job left, its end.
+  // False (nothing changed) when the job is not running under the worker.
+  virtual bool complete(int64_t job_id, int64_t worker_id, const Completion& completion) = 0;
+  bool complete(int64_t job_id, int64_t worker_id, const std::string& output_path, const std::string& metadata_json) {
+    return complete(job_id, worker_id, Completion{.output_path = output_path, .metadata_json = metadata_json});
+  }
+  // The seeds the row's jobs (same run, same row_key) have, in any state, ascending: what a re-seed
+  // candidate must not use.
+  virtual std::vector<uint64_t> row_seeds(int64_t run_id, uint64_t row_key) = 0;
   // running -> queued after a backoff, or failed once its attempts reach the limit; with kPermanent,
   // failed now whatever its attempts. The reason goes to error and errors_json. Returns the new state;
   // nullopt when the job is not running under the worker.
@@ -287,10 +362,12 @@ class QueueStore {
   virtual bool paused() = 0;
   // The priority of the run's queued and running jobs.
   virtual int64_t prioritize_run(int64_t run_id, int priority) = 0;
-  // The run's failed (and canceled, when asked) jobs -> queued with their attempts reset.
+  // The run's failed (and canceled, when asked) jobs -> queued with their attempts reset. A run that
+  // ended and gets a job queued again is open again: its next end is recorded anew (RunEnd).
   virtual int64_t retry(int64_t run_id, bool include_canceled = false) = 0;
-  // The failed and canceled jobs among `job_ids` -> queued, as retry() does; the others (and ids of no
-  // job) are left as they are. One transaction, in statements of a bounded number of ids.
+  // The failed and canceled jobs among `job_ids` -> queued, as retry() does (their runs reopened); the
+  // others (and ids of no job) are left as they are. One transaction, in statements of a bounded number
+  // of ids.
   virtual int64_t retry_jobs(const std::vector<int64_t>& job_ids) = 0;
   // Sets `mark` (kNone: clears it) on the jobs of `job_ids`, in any state, with `by` and the time, in one
   // transaction of statements of a bounded number of ids. A job that has this mark already keeps its own
@@ -312,8 +389,32 @@ class QueueStore {
   // steps 3, 8, 3, 5, 4)". A death before any step was recorded leaves the row as it is. Which reason a job failing for several gives: the crash, the same step at the
   // attempt limit, the deaths in a row, the interruptions. A failure, a requeue or a retry ends both
   // rows. Pending runs (a submit cut off before its last batch) left alone for a lease are
-  // discarded, and workers silent for a lease are forgotten. Run at start and every heartbeat.
+  // discarded, and workers silent for a lease are forgotten. A run its failures end gets its end
+  // (RunEnd). Run ends: a hook "running" under a worker no longer registered -> "lost" (never run
+  // again: it may have run); a webhook "sending" whose lease expired -> "owed" again, due as it was.
+  // Run at start and every heartbeat.
   virtual RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) = 0;
+
+  // Run ends' hooks and webhooks, each given to exactly one caller, also with several daemons on one
+  // queue. The oldest owed hook -> "running" under `worker_id` (registered: a hook of a worker gone is
+  // lost to recover()), with `pid` (recorded for listings) and the time; nullopt when none is owed or
+  // the worker is not registered.
+  virtual std::optional<RunEnd> claim_run_hook(int64_t worker_id, int64_t pid) = 0;
+  // A claimed hook ("running", or "lost" while its daemon lived on) -> "done" with its outcome and the
+  // time. False (nothing changed) for an end whose hook is in neither state.
+  virtual bool finish_run_hook(int64_t end_id, const std::string& outcome) = 0;
+  // The owed webhook due first by `now` (webhook_next_at <= now, the caller's clock as retry_at is)
+  // -> "sending", leased to `worker_id` (registered) for StoreOptions::lease_seconds (recover() takes
+  // it back after that: an attempt must end within it); nullopt when none is due.
+  virtual std::optional<RunEnd> claim_webhook(int64_t worker_id, double now) = 0;
+  // One delivery attempt of a webhook `worker_id` holds ("sending", leased to it): counted, and
+  // {"at", "outcome"} appended to its log. Then: `delivered` -> "delivered"; else `retry_at` set ->
+  // "owed", due then; else -> "gave_up". False (nothing changed) when the worker no longer holds it
+  // (its lease expired and it went back to owed, or to another worker).
+  virtual bool record_webhook_attempt(int64_t end_id, int64_t worker_id, const std::string& outcome, bool delivered,
+                                      std::optional<double> retry_at) = 0;
+  // The run's ends, oldest first.
+  virtual std::vector<RunEnd> run_ends(int64_t run_id) = 0;
 
   // Workers: each daemon registers once and heartbeats. heartbeat() extends the leases of `jobs` (those
   // the worker holds) and returns false when the worker is no longer registered (recovery forgot it,
@@ -403,12 +504,19 @@ inline int64_t Run::total() const {
   return t;
 }
 
-// For the stores' list_runs: a counter row (run, state name, n) into its run among `runs` (sorted by
-// id); a row of a run not listed (pending, or gone) or of an unknown state is left out.
+// For the stores' list_runs: the run of that id among `runs` (sorted by id); nullptr when it is not
+// listed (pending, or gone).
+inline Run* listed_run(std::vector<Run>& runs, int64_t run_id) {
+  const auto it = std::lower_bound(runs.begin(), runs.end(), run_id, [](const Run& r, int64_t v) { return r.id < v; });
+  return it != runs.end() && it->id == run_id ? &*it : nullptr;
+}
+
+// For the stores' list_runs: a counter row (run, state name, n) into its run among `runs`; a row of a
+// run not listed or of an unknown state is left out.
 inline void add_run_count(std::vector<Run>& runs, int64_t run_id, std::string_view state, int64_t n) {
   const auto s = parse_state(state);
-  const auto it = std::lower_bound(runs.begin(), runs.end(), run_id, [](const Run& r, int64_t v) { return r.id < v; });
-  if (s && it != runs.end() && it->id == run_id) it->counts[static_cast<int>(*s)] = n;
+  Run* r = listed_run(runs, run_id);
+  if (s && r) r->counts[static_cast<int>(*s)] = n;
 }
 
 inline OutputClashError::OutputClashError(std::vector<OutputClash> clashes)

@@ -1,198 +1,32 @@
 #include "storage/postgres/postgres_queue_store.h"
 
 #include <array>
-#include <random>
+#include <chrono>
 #include <stdexcept>
+#include <string_view>
 
 #include "storage/postgres/pg_connection.h"
+#include "storage/postgres/postgres_store_helpers.h"
 
 namespace rgbaq::storage {
+
+using postgres_store::array_literal;
+using postgres_store::migrations;
+using postgres_store::new_token;
+using postgres_store::num;
+using postgres_store::Params;
+using postgres_store::real;
+using postgres_store::transaction;
+
 namespace {
-
-using Params = std::vector<std::optional<std::string>>;
-
-// Schema versions: kMigrations[v] takes the database from version v to v + 1. Times are the server's
-// clock (rgbaq_now), so leases mean the same on every host.
-const std::vector<const char*> kMigrations = {
-    R"(
-CREATE FUNCTION rgbaq_now() RETURNS double precision LANGUAGE sql VOLATILE AS
-  $$ SELECT extract(epoch FROM clock_timestamp())::double precision $$;
-CREATE TABLE runs (
-  id BIGSERIAL PRIMARY KEY,
-  name TEXT NOT NULL,
-  options TEXT NOT NULL,
-  out_dir TEXT NOT NULL,
-  created_at DOUBLE PRECISION NOT NULL,
-  pending BOOLEAN NOT NULL DEFAULT TRUE,          -- a submit still adding batches: invisible
-  touched_at DOUBLE PRECISION NOT NULL DEFAULT 0  -- its last batch: a pending run left alone is discarded
-);
-CREATE INDEX runs_pending ON runs (id) WHERE pending;
-CREATE TABLE workers (
-  id BIGSERIAL PRIMARY KEY,
-  host TEXT NOT NULL,
-  boot_id TEXT NOT NULL,
-  pid BIGINT NOT NULL,
-  engine TEXT NOT NULL,
-  device TEXT NOT NULL,
-  started_at DOUBLE PRECISION NOT NULL,
-  heartbeat_at DOUBLE PRECISION NOT NULL,
-  images_done BIGINT NOT NULL DEFAULT 0
-);
-CREATE TABLE jobs (
-  id BIGSERIAL PRIMARY KEY,
-  run_id BIGINT NOT NULL REFERENCES runs(id),
-  prompt TEXT NOT NULL,
-  seed BIGINT NOT NULL,                 -- the uint64 seed's bits
-  width INTEGER NOT NULL,
-  height INTEGER NOT NULL,
-  name TEXT NOT NULL,
-  priority INTEGER NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'canceled')),
-  attempts INTEGER NOT NULL DEFAULT 0,
-  interruptions INTEGER NOT NULL DEFAULT 0,
-  not_before DOUBLE PRECISION NOT NULL DEFAULT 0,
-  worker TEXT NOT NULL DEFAULT '',
-  worker_id BIGINT NOT NULL DEFAULT 0,  -- the lease holder while running
-  host TEXT NOT NULL DEFAULT '',        -- the host that rendered (or renders) it
-  lease_expires DOUBLE PRECISION NOT NULL DEFAULT 0,
-  created_at DOUBLE PRECISION NOT NULL,
-  started_at DOUBLE PRECISION NOT NULL DEFAULT 0,
-  finished_at DOUBLE PRECISION NOT NULL DEFAULT 0,
-  cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
-  error TEXT NOT NULL DEFAULT '',
-  errors JSONB NOT NULL DEFAULT '[]',
-  output_path TEXT NOT NULL,
-  metadata TEXT NOT NULL DEFAULT '',
-  content_key BIGINT NOT NULL,
-  prompt_key BIGINT NOT NULL
-);
-CREATE INDEX jobs_claim ON jobs (priority DESC, id) WHERE state = 'queued';
-CREATE INDEX jobs_claim_prompt ON jobs (prompt_key, priority, id) WHERE state = 'queued';
-CREATE INDEX jobs_running ON jobs (worker_id) WHERE state = 'running';
-CREATE INDEX jobs_run ON jobs (run_id, state);
-CREATE INDEX jobs_content ON jobs (content_key);
--- Per-run counters kept by a trigger, in 16 stripes so that concurrent claims do not wait on one row;
--- a count is the sum over the stripes. (v3 changes how a stripe is chosen.)
-CREATE TABLE run_counts (
-  run_id BIGINT NOT NULL,
-  state TEXT NOT NULL,
-  stripe INTEGER NOT NULL,
-  n BIGINT NOT NULL,
-  PRIMARY KEY (run_id, state, stripe)
-);
-CREATE FUNCTION rgbaq_count_state() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF OLD.state = 'done' THEN
-    RAISE EXCEPTION 'a done job cannot change state (job %)', OLD.id;
-  END IF;
-  INSERT INTO run_counts VALUES (OLD.run_id, OLD.state, OLD.id % 16, -1)
-    ON CONFLICT (run_id, state, stripe) DO UPDATE SET n = run_counts.n - 1;
-  INSERT INTO run_counts VALUES (NEW.run_id, NEW.state, NEW.id % 16, 1)
-    ON CONFLICT (run_id, state, stripe) DO UPDATE SET n = run_counts.n + 1;
-  RETURN NEW;
-END $$;
-CREATE TRIGGER jobs_state_change BEFORE UPDATE OF state ON jobs FOR EACH ROW
-  WHEN (OLD.state IS DISTINCT FROM NEW.state) EXECUTE FUNCTION rgbaq_count_state();
-CREATE TABLE outputs (
-  path TEXT PRIMARY KEY,
-  content_key BIGINT NOT NULL,
-  run_id BIGINT NOT NULL
-);
-CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-)",
-    // v2: each job's LoRA set ("name:weight;...", '' for none), and claims that prefer a loaded set.
-    R"(
-ALTER TABLE jobs ADD COLUMN lora TEXT NOT NULL DEFAULT '';
-CREATE INDEX jobs_claim_lora ON jobs (lora, priority, id) WHERE state = 'queued';
-)",
-    // v3: the counters move once per statement, not per job: a statement-level trigger sums the state
-    // changes of all the rows a statement updated (a bulk cancel of 100,000 jobs is one upsert per state,
-    // not 200,000 upserts of the same rows), in the stripe of the connection making them
-    // (pg_backend_pid() % 16), so concurrent claims neither wait on each other's counter rows nor
-    // deadlock on them (with stripes by job id, two claimers each completing a job and claiming another
-    // could each hold the row the other wants next). A submit no longer pays a foreign-key check per job:
-    // append_jobs locks its pending run row instead and discard_run takes what a racing append added.
-    // Writes that a dropped connection makes run again are recognised: a submit's batches by their token
-    // in run_batches (kept until the run is published or discarded), a claim by its token on the job.
-    // (Each statement may run again: a test takes a queue back to version 1.)
-    R"(
-DROP TRIGGER IF EXISTS jobs_state_change ON jobs;
-DROP FUNCTION IF EXISTS rgbaq_count_state();
-CREATE OR REPLACE FUNCTION rgbaq_refuse_done_change() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  RAISE EXCEPTION 'a done job cannot change state (job %)', OLD.id;
-END $$;
-DROP TRIGGER IF EXISTS jobs_done_is_final ON jobs;
-CREATE TRIGGER jobs_done_is_final BEFORE UPDATE OF state ON jobs FOR EACH ROW
-  WHEN (OLD.state = 'done' AND NEW.state IS DISTINCT FROM 'done') EXECUTE FUNCTION rgbaq_refuse_done_change();
-CREATE OR REPLACE FUNCTION rgbaq_count_states() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  -- A row whose state did not change adds -1 and +1 to the same counter: no change, no write.
-  INSERT INTO run_counts (run_id, state, stripe, n)
-    SELECT run_id, state, pg_backend_pid() % 16, sum(d) FROM
-      (SELECT run_id, state, -1 AS d FROM old_rows UNION ALL SELECT run_id, state, 1 FROM new_rows) c
-    GROUP BY run_id, state HAVING sum(d) <> 0
-    ON CONFLICT (run_id, state, stripe) DO UPDATE SET n = run_counts.n + excluded.n;
-  RETURN NULL;
-END $$;
-DROP TRIGGER IF EXISTS jobs_count_states ON jobs;
-CREATE TRIGGER jobs_count_states AFTER UPDATE ON jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION rgbaq_count_states();
-ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_run_id_fkey;
-ALTER TABLE jobs ADD COLUMN IF NOT EXISTS claim_token BIGINT NOT NULL DEFAULT 0;
-CREATE TABLE IF NOT EXISTS run_batches (
-  run_id BIGINT NOT NULL,
-  token BIGINT NOT NULL,
-  inserted BIGINT NOT NULL,
-  skipped BIGINT NOT NULL,
-  PRIMARY KEY (run_id, token)
-);
-)",
-    // v4: a running job's progress, recorded by its worker so that watchers on any host see it. Progress
-    // written before the job's current lease began (progress_at < started_at) is an earlier lease's.
-    R"(
-ALTER TABLE jobs ADD COLUMN step INTEGER NOT NULL DEFAULT 0, ADD COLUMN steps INTEGER NOT NULL DEFAULT 0,
-  ADD COLUMN decoding BOOLEAN NOT NULL DEFAULT FALSE, ADD COLUMN progress_at DOUBLE PRECISION NOT NULL DEFAULT 0;
-)",
-    // v5: running jobs indexed by (worker, job). Every fenced transition reads "job N, while worker W
-    // holds it", and the planner takes this small partial index for it: keyed by the worker alone, a
-    // complete read the entries the worker's earlier jobs left there, until vacuum removed them.
-    R"(
-DROP INDEX IF EXISTS jobs_running;
-CREATE INDEX jobs_running ON jobs (worker_id, id) WHERE state = 'running';
-)",
-    // v6: a person's mark on a job ('' none, 'star', 'reject'), when and by whom it was set. The index
-    // holds marked jobs only, and a claim or a completion never changes its columns.
-    R"(
-ALTER TABLE jobs ADD COLUMN mark TEXT NOT NULL DEFAULT '' CHECK (mark IN ('', 'star', 'reject')),
-  ADD COLUMN marked_at DOUBLE PRECISION NOT NULL DEFAULT 0, ADD COLUMN marked_by TEXT NOT NULL DEFAULT '';
-CREATE INDEX jobs_marked ON jobs (mark, id) WHERE mark <> '';
-)",
-    // v7: an interruption that recurs at one step of a job (the kernel killing every try of a job too
-    // big for memory) is the job's fault: the step its lease last recorded when it was last interrupted
-    // (-1: none recorded), and how many interruptions in a row happened at that step.
-    R"(
-ALTER TABLE jobs ADD COLUMN IF NOT EXISTS interrupted_at_step INTEGER NOT NULL DEFAULT -1,
-  ADD COLUMN IF NOT EXISTS interruptions_at_step INTEGER NOT NULL DEFAULT 0;
-)",
-    // v8: the daemon dying with a job in hand again and again while no other job finishes is the job's
-    // doing, wherever in its render it dies: the deaths in its current row, their steps ("3, 8, ?"), and
-    // the queue's count of finished jobs at the last of them (grown by the next death: another job
-    // finished in between, a new row). Forgotten runs' finished jobs are tallied in settings
-    // ('forgotten_done'), so that the count never goes back.
-    R"(
-ALTER TABLE jobs ADD COLUMN IF NOT EXISTS deaths_in_row INTEGER NOT NULL DEFAULT 0,
-  ADD COLUMN IF NOT EXISTS death_steps TEXT NOT NULL DEFAULT '',
-  ADD COLUMN IF NOT EXISTS done_at_death BIGINT NOT NULL DEFAULT 0;
-)",
-};
 
 constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE pending)";
 
 constexpr const char* kJobColumns =
     "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
     "finished_at, cancel_requested, error, errors::text, output_path, metadata, prompt_key, content_key, interruptions, "
-    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at, mark, marked_at, marked_by, deaths_in_row";
+    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at, mark, marked_at, marked_by, deaths_in_row, "
+    "template_text, choices_json, row_key, reseed_on, reseed_max, replaces, replaced_by, qa_json, qa_flags";
 
 Job read_job(const pg::Result& r, int row) {
   Job j;
@@ -231,33 +65,16 @@ Job read_job(const pg::Result& r, int row) {
   j.marked_at = r.real(row, 31);
   j.marked_by = r.text(row, 32);
   j.deaths_in_row = static_cast<int>(r.int64(row, 33));
+  j.template_text = r.text(row, 34);
+  j.choices_json = r.text(row, 35);
+  j.row_key = static_cast<uint64_t>(r.int64(row, 36));
+  j.reseed_on = r.text(row, 37);
+  j.reseed_max = static_cast<int>(r.int64(row, 38));
+  j.replaces = r.int64(row, 39);
+  j.replaced_by = r.int64(row, 40);
+  j.qa_json = r.text(row, 41);
+  j.qa_flags = r.text(row, 42);
   return j;
-}
-
-// A write's token, recorded with it, by which a run after a dropped connection learns whether the
-// first one committed. Random: writers on many hosts need no coordination.
-int64_t new_token() {
-  thread_local std::mt19937_64 random{std::random_device{}()};
-  return static_cast<int64_t>(random() >> 1) | 1;  // positive, never 0 (a job not claimed by token)
-}
-
-std::string num(int64_t v) { return std::to_string(v); }
-std::string num(uint64_t v) { return std::to_string(static_cast<int64_t>(v)); }  // the bits, as BIGINT holds them
-std::string num(int v) { return std::to_string(v); }
-std::string real(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-template <class T>
-std::string array_literal(const std::vector<T>& values) {
-  std::string a = "{";
-  for (const auto v : values) {
-    if (a.size() > 1) a += ',';
-    a += num(v);
-  }
-  return a + "}";
 }
 
 // Statements over a list of job ids take at most this many (a bigint[] parameter) each: no one
@@ -297,22 +114,6 @@ std::string text_array_literal(const std::vector<std::string>& values) {
     a += '"';
   }
   return a + "}";
-}
-
-// BEGIN, op, COMMIT; ROLLBACK if op throws. `op` may run again after a dropped connection.
-template <class Op>
-auto transaction(pg::Connection& db, Op&& op) {
-  return db.retrying([&] {
-    try {
-      db.exec("BEGIN");
-      auto result = op();
-      db.exec("COMMIT");
-      return result;
-    } catch (...) {
-      db.rollback_quietly();
-      throw;
-    }
-  });
 }
 
 // A queued job that may be claimed now: its backoff over, its run published.
@@ -373,13 +174,15 @@ Params claim_params(int64_t worker_id, double lease_seconds, const std::string& 
   return params;
 }
 
-// The complete as CTEs: `done` (the job, if it still runs under the worker) and `counted` (the worker's
-// image count). The arguments name the parameters: the job, its output path, its metadata, the worker.
+// The complete as CTEs: `done` (the job, if it still runs under the worker, with what a re-seed needs)
+// and `counted` (the worker's image count). The arguments name the parameters: the job, its output path,
+// its metadata, the worker, its alpha check's JSON and flags.
 std::string complete_ctes(const std::string& job, const std::string& path, const std::string& metadata,
-                          const std::string& worker) {
+                          const std::string& worker, const std::string& qa_json, const std::string& qa_flags) {
   return "done AS (UPDATE jobs SET state = 'done', finished_at = rgbaq_now(), output_path = " + path +
-         ", metadata = " + metadata + ", error = '', lease_expires = 0 WHERE id = " + job +
-         " AND state = 'running' AND worker_id = " + worker + " RETURNING worker_id), "
+         ", metadata = " + metadata + ", error = '', lease_expires = 0, qa_json = " + qa_json + ", qa_flags = " + qa_flags +
+         " WHERE id = " + job + " AND state = 'running' AND worker_id = " + worker +
+         " RETURNING worker_id, run_id, row_key, reseed_max, priority), "
          "counted AS (UPDATE workers SET images_done = images_done + 1 WHERE id IN (SELECT worker_id FROM done))";
 }
 
@@ -411,11 +214,11 @@ void PostgresQueueStore::migrate() {
     } else {
       version = static_cast<int>(r.int64(0, 0));
     }
-    if (version > static_cast<int>(kMigrations.size())) {
+    if (version > static_cast<int>(migrations().size())) {
       throw std::runtime_error(location() + ": the queue database has schema version " + std::to_string(version) +
-                               "; this rgbaq knows versions up to " + std::to_string(kMigrations.size()));
+                               "; this rgbaq knows versions up to " + std::to_string(migrations().size()));
     }
-    for (; version < static_cast<int>(kMigrations.size()); ++version) db_->exec(kMigrations[version]);
+    for (; version < static_cast<int>(migrations().size()); ++version) db_->exec(migrations()[version]);
     db_->exec("UPDATE rgbaq_schema_version SET version = $1", {num(version)});
     return 0;
   });
@@ -452,7 +255,13 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
     pg::copy_escape(rows, j.output_path);
     rows += '\t' + num(j.content_key) + '\t' + num(j.prompt_key) + '\t' + num(ord++) + '\t';
     pg::copy_escape(rows, j.lora);
-    rows += j.may_take_over ? "\tt\n" : "\tf\n";
+    rows += j.may_take_over ? "\tt\t" : "\tf\t";
+    pg::copy_escape(rows, j.template_text);
+    rows += '\t';
+    pg::copy_escape(rows, j.choices_json);
+    rows += '\t' + num(j.row_key) + '\t';
+    pg::copy_escape(rows, j.reseed_on);
+    rows += '\t' + num(j.reseed_max) + '\n';
   }
   const std::string token = num(new_token());
   int runs = 0;
@@ -476,7 +285,8 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
     }
     db_->exec("CREATE TEMP TABLE IF NOT EXISTS new_jobs (line INTEGER, prompt TEXT, seed BIGINT, width INTEGER, "
               "height INTEGER, name TEXT, priority INTEGER, output_path TEXT, content_key BIGINT, prompt_key BIGINT, "
-              "ord INTEGER, lora TEXT, take_over BOOLEAN) ON COMMIT DELETE ROWS");
+              "ord INTEGER, lora TEXT, take_over BOOLEAN, template_text TEXT, choices_json TEXT, row_key BIGINT, "
+              "reseed_on TEXT, reseed_max INTEGER) ON COMMIT DELETE ROWS");
     db_->copy_in("COPY new_jobs FROM STDIN", rows);
     if (run.skip_duplicates) {
       result.skipped = static_cast<uint64_t>(
@@ -519,8 +329,10 @@ SubmitResult PostgresQueueStore::append_jobs(int64_t run_id, const RunOptions& r
     }
     result.inserted = static_cast<uint64_t>(
         db_->exec("INSERT INTO jobs (run_id, prompt, seed, width, height, name, priority, state, created_at, "
-                  "output_path, content_key, prompt_key, lora) SELECT $1, prompt, seed, width, height, name, priority, "
-                  "'queued', (SELECT rgbaq_now()), output_path, content_key, prompt_key, lora FROM new_jobs ORDER BY ord",
+                  "output_path, content_key, prompt_key, lora, template_text, choices_json, row_key, reseed_on, reseed_max) "
+                  "SELECT $1, prompt, seed, width, height, name, priority, 'queued', (SELECT rgbaq_now()), output_path, "
+                  "content_key, prompt_key, lora, template_text, choices_json, row_key, reseed_on, reseed_max FROM new_jobs "
+                  "ORDER BY ord",
                   {num(run_id)})
             .affected());
     db_->exec("INSERT INTO run_batches (run_id, token, inserted, skipped) VALUES ($1, $2, $3, $4)",
@@ -537,6 +349,7 @@ void PostgresQueueStore::publish_run(int64_t run_id, uint64_t inserted) {
                 "ON CONFLICT (run_id, state, stripe) DO UPDATE SET n = run_counts.n + excluded.n",
                 {num(run_id), num(inserted)});
       db_->exec("DELETE FROM run_batches WHERE run_id = $1", {num(run_id)});  // no batch can run again now
+      end_runs_in_transaction({run_id});  // a run with no job to run (every one a duplicate) ends as it is published
     }
     return 0;
   });
@@ -557,7 +370,7 @@ int64_t PostgresQueueStore::discard_run(int64_t run_id) {
     const bool was_pending = db_->exec("DELETE FROM runs WHERE id = $1 AND pending", {num(run_id)}).affected() == 1;
     const int64_t late = was_pending ? db_->exec("DELETE FROM jobs WHERE run_id = $1", {num(run_id)}).affected() : 0;
     for (const char* sql : {"DELETE FROM outputs WHERE run_id = $1", "DELETE FROM run_counts WHERE run_id = $1",
-                            "DELETE FROM run_batches WHERE run_id = $1"}) {
+                            "DELETE FROM run_batches WHERE run_id = $1", "DELETE FROM run_ends WHERE run_id = $1"}) {
       db_->exec(sql, {num(run_id)});
     }
     return late;
@@ -590,7 +403,8 @@ ForgottenRun PostgresQueueStore::forget_run(int64_t run_id) {
                             "INSERT INTO settings (key, value) SELECT 'forgotten_done', coalesce(sum(n), 0)::text FROM "
                             "run_counts WHERE run_id = $1 AND state = 'done' ON CONFLICT (key) DO UPDATE SET "
                             "value = (settings.value::bigint + excluded.value::bigint)::text",
-                            "DELETE FROM run_counts WHERE run_id = $1", "DELETE FROM runs WHERE id = $1"}) {
+                            "DELETE FROM run_counts WHERE run_id = $1", "DELETE FROM run_ends WHERE run_id = $1",
+                            "DELETE FROM runs WHERE id = $1"}) {
       db_->exec(sql, {num(run_id)});
     }
     return r;
@@ -637,19 +451,25 @@ std::optional<Job> PostgresQueueStore::claim(int64_t worker_id, const std::vecto
   });
 }
 
-bool PostgresQueueStore::complete_in_transaction(int64_t job_id, int64_t worker_id, const std::string& output_path,
-                                                 const std::string& metadata_json) {
-  static const std::string statement = "WITH " + complete_ctes("$1", "$2", "$3", "$4") + " SELECT count(*) FROM done";
-  const auto r = db_->exec(statement, {num(job_id), output_path, metadata_json, num(worker_id)}, "complete");
-  return r.int64(0, 0) == 1;
+bool PostgresQueueStore::complete_in_transaction(int64_t job_id, int64_t worker_id, const Completion& c) {
+  static const std::string statement =
+      "WITH " + complete_ctes("$1", "$2", "$3", "$4", "$5", "$6") + " SELECT run_id, row_key, reseed_max, priority FROM done";
+  const auto r = db_->exec(statement, {num(job_id), c.output_path, c.metadata_json, num(worker_id), c.qa_json, c.qa_flags},
+                           "complete");
+  if (r.empty()) return false;
+  const CompletedJob done{.id = job_id, .run_id = r.int64(0, 0), .row_key = static_cast<uint64_t>(r.int64(0, 1)),
+                          .reseed_max = static_cast<int>(r.int64(0, 2)), .priority = static_cast<int>(r.int64(0, 3))};
+  // The re-seeded job first: a run that gets one has not ended.
+  if (!c.reseed_candidates.empty()) reseed_in_transaction(done, c.reseed_candidates);
+  end_runs_in_transaction({done.run_id});
+  return true;
 }
 
-bool PostgresQueueStore::complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
-                                  const std::string& metadata_json) {
+bool PostgresQueueStore::complete(int64_t job_id, int64_t worker_id, const Completion& c) {
   int runs = 0;
-  return db_->retrying([&] {
+  return transaction(*db_, [&] {
     ++runs;
-    if (complete_in_transaction(job_id, worker_id, output_path, metadata_json)) return true;
+    if (complete_in_transaction(job_id, worker_id, c)) return true;
     // Run again after a dropped connection: the first run may have committed. A done job keeps its worker
     // id, and worker ids are never given twice, so done under this worker means this worker did it.
     return runs > 1 && !db_->exec("SELECT 1 FROM jobs WHERE id = $1 AND state = 'done' AND worker_id = $2",
@@ -658,20 +478,34 @@ bool PostgresQueueStore::complete(int64_t job_id, int64_t worker_id, const std::
   });
 }
 
-std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
-                                                          const std::string& metadata_json, int64_t worker_id,
+std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const Completion& c, int64_t worker_id,
                                                           const std::vector<uint64_t>& preferred,
                                                           const std::vector<std::string>& preferred_loras) {
-  // One statement: one round trip, one commit, and one firing of the counter trigger (the updates of one
-  // statement share its transition tables). The claim reads the snapshot from before the complete; the
-  // job completed was running, not one it could take. The complete's parameters follow the claim's.
+  // Run again after a dropped connection, it first looks for the job its first run claimed.
+  const std::string token = num(new_token());
+  int runs = 0;
+  if (!c.reseed_candidates.empty()) {
+    // A re-seed's statements read the row after the complete: a transaction of several statements.
+    return transaction(*db_, [&]() -> std::optional<Job> {
+      if (++runs > 1) {
+        if (auto job = claimed_by_token(worker_id, token)) return job;
+      }
+      complete_in_transaction(job_id, worker_id, c);
+      return claim_in_transaction(worker_id, preferred, preferred_loras, token);
+    });
+  }
+  // Else the complete and the claim are one statement: one round trip and one firing of the counter
+  // trigger (the updates of one statement share its transition tables); then the run's end, if this was
+  // its last job, and one commit. The claim reads the snapshot from before the complete; the job
+  // completed was running, not one it could take. The complete's parameters follow the claim's.
   static const auto statements = [] {
     std::array<std::string, 4> s;
     for (int v = 0; v < 4; ++v) {
       const int next = 4 + (v & 1) + (v >> 1);  // after the claim's arrays
       const auto param = [](int n) { return "$" + std::to_string(n); };
       const ClaimSql claim = claim_sql(v);
-      s[v] = "WITH " + complete_ctes(param(next), param(next + 1), param(next + 2), "$1") + ", " + claim.top +
+      s[v] = "WITH " + complete_ctes(param(next), param(next + 1), param(next + 2), "$1", param(next + 3), param(next + 4)) +
+             ", " + claim.top +
              ", claimed AS (" + claim.update + " RETURNING " + kJobColumns +
              ") SELECT * FROM claimed";  // the complete runs whether or not a job is claimed
     }
@@ -679,15 +513,14 @@ std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const 
   }();
   static const char* const names[4] = {"complete_claim", "complete_claim_p", "complete_claim_l", "complete_claim_pl"};
   const int variant = claim_variant(preferred, preferred_loras);
-  const std::string token = num(new_token());
   Params params = claim_params(worker_id, options_.lease_seconds, token, preferred, preferred_loras);
-  params.insert(params.end(), {num(job_id), output_path, metadata_json});
-  int runs = 0;
-  return db_->retrying([&]() -> std::optional<Job> {
+  params.insert(params.end(), {num(job_id), c.output_path, c.metadata_json, c.qa_json, c.qa_flags});
+  return transaction(*db_, [&]() -> std::optional<Job> {
     if (++runs > 1) {
       if (auto job = claimed_by_token(worker_id, token)) return job;  // the first run committed
     }
     const auto r = db_->exec(statements[variant], params, names[variant]);
+    end_runs_of_job_in_transaction(job_id);
     if (r.empty()) return std::nullopt;
     return read_job(r, 0);
   });
@@ -695,7 +528,7 @@ std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const 
 
 std::optional<JobState> PostgresQueueStore::fail(int64_t job_id, int64_t worker_id, const std::string& reason,
                                                  Failure failure) {
-  return db_->retrying([&]() -> std::optional<JobState> {
+  return transaction(*db_, [&]() -> std::optional<JobState> {
     const auto r = db_->exec(
         "UPDATE jobs SET state = CASE WHEN $5 OR attempts >= $3 THEN 'failed' ELSE 'queued' END, error = $2, "
         "not_before = CASE WHEN $5 OR attempts >= $3 THEN 0 ELSE rgbaq_now() + least(300, $4 * power(2, attempts - 1)) END, "
@@ -703,11 +536,13 @@ std::optional<JobState> PostgresQueueStore::fail(int64_t job_id, int64_t worker_
         "errors = errors || jsonb_build_array(jsonb_build_object('attempt', attempts, 'at', rgbaq_now(), 'reason', $2::text)), "
         "interruptions_at_step = 0, deaths_in_row = 0, death_steps = '', worker_id = 0, lease_expires = 0 "
         "WHERE id = $1 AND state = 'running' AND worker_id = $6 "
-        "RETURNING state",
+        "RETURNING state, run_id",
         {num(job_id), reason, num(options_.max_attempts), real(options_.backoff_seconds),
          failure == Failure::kPermanent ? "true" : "false", num(worker_id)});
     if (r.empty()) return std::nullopt;
-    return parse_state(r.text(0, 0)).value_or(JobState::kFailed);
+    const JobState state = parse_state(r.text(0, 0)).value_or(JobState::kFailed);
+    if (state == JobState::kFailed) end_runs_in_transaction({r.int64(0, 1)});
+    return state;
   });
 }
 
@@ -722,11 +557,13 @@ bool PostgresQueueStore::requeue(int64_t job_id, int64_t worker_id) {
 }
 
 bool PostgresQueueStore::finish_canceled(int64_t job_id, int64_t worker_id) {
-  return db_->retrying([&] {
-    return db_->exec("UPDATE jobs SET state = 'canceled', finished_at = rgbaq_now(), worker_id = 0, lease_expires = 0 "
-                     "WHERE id = $1 AND state = 'running' AND worker_id = $2 AND cancel_requested",
-                     {num(job_id), num(worker_id)})
-               .affected() == 1;
+  return transaction(*db_, [&] {
+    const auto r = db_->exec("UPDATE jobs SET state = 'canceled', finished_at = rgbaq_now(), worker_id = 0, lease_expires = 0 "
+                             "WHERE id = $1 AND state = 'running' AND worker_id = $2 AND cancel_requested RETURNING run_id",
+                             {num(job_id), num(worker_id)});
+    if (r.empty()) return false;
+    end_runs_in_transaction({r.int64(0, 0)});
+    return true;
   });
 }
 
@@ -740,6 +577,11 @@ QueueStore::Canceled PostgresQueueStore::cancel_where(const char* column, int64_
     n.stopping = db_->exec(std::string("UPDATE jobs SET cancel_requested = TRUE WHERE ") + column + " = $1 AND state = 'running'",
                            {num(id)})
                      .affected();
+    if (std::string_view(column) == "run_id") {
+      end_runs_in_transaction({id});
+    } else {
+      end_runs_of_job_in_transaction(id);
+    }
     return n;
   });
 }
@@ -782,11 +624,14 @@ int64_t PostgresQueueStore::prioritize_run(int64_t run_id, int priority) {
 }
 
 int64_t PostgresQueueStore::retry(int64_t run_id, bool include_canceled) {
-  return db_->retrying([&] {
-    return db_->exec(std::string("UPDATE jobs SET ") + kRetrySet + " WHERE run_id = $1 AND state IN ('failed'" +
-                         (include_canceled ? ", 'canceled')" : ")") + kStillOwner,
-                     {num(run_id)})
-        .affected();
+  return transaction(*db_, [&] {
+    lock_runs_in_transaction({run_id});
+    const int64_t n = db_->exec(std::string("UPDATE jobs SET ") + kRetrySet + " WHERE run_id = $1 AND state IN ('failed'" +
+                                    (include_canceled ? ", 'canceled')" : ")") + kStillOwner,
+                                {num(run_id)})
+                          .affected();
+    reopen_runs_in_transaction({run_id});
+    return n;
   });
 }
 
@@ -795,12 +640,19 @@ int64_t PostgresQueueStore::retry(int64_t run_id, bool include_canceled) {
 int64_t PostgresQueueStore::retry_jobs(const std::vector<int64_t>& job_ids) {
   const auto slices = id_slices(job_ids);
   return transaction(*db_, [&] {
+    std::vector<int64_t> runs;
+    for (const std::string& slice : slices) {
+      const auto r = db_->exec("SELECT DISTINCT run_id FROM jobs WHERE id = ANY($1::bigint[])", {slice});
+      for (int i = 0; i < r.rows(); ++i) runs.push_back(r.int64(i, 0));
+    }
+    lock_runs_in_transaction(runs);
     int64_t n = 0;
     for (const std::string& slice : slices) {
       n += db_->exec(std::string("UPDATE jobs SET ") + kRetrySet + " WHERE id = ANY($1::bigint[]) AND state IN ('failed', 'canceled')" + kStillOwner,
                      {slice})
                .affected();
     }
+    reopen_runs_in_transaction(runs);
     return n;
   });
 }
@@ -866,8 +718,8 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
                              "tries (out of memory?)' WHEN " + failed_deaths + " THEN 'the daemon died ' || " + deaths +
                              " || ' times with this job in hand, no other job finishing in between (at steps ' || " +
                              death_steps + " || ')' ELSE 'interrupted ' || (interruptions + 1) || ' times' END";
-  const auto states = db_->retrying([&] {
-    return db_->exec(
+  const auto states = transaction(*db_, [&] {
+    auto changed = db_->exec(
         "WITH finished AS MATERIALIZED (SELECT (SELECT coalesce(sum(n), 0) FROM run_counts WHERE state = 'done')::bigint + "
         "coalesce((SELECT value::bigint FROM settings WHERE key = 'forgotten_done'), 0) AS n) "
         "UPDATE jobs SET attempts = CASE WHEN id = $1 OR " + recurring + " THEN attempts ELSE greatest(attempts - 1, 0) END, "
@@ -885,14 +737,21 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
         "'at', rgbaq_now(), 'reason', " + reason + ")) ELSE errors END, "
         "finished_at = CASE WHEN " + failing + " THEN rgbaq_now() ELSE finished_at END, "
         "worker = '', worker_id = 0, lease_expires = 0 "
-        "WHERE state = 'running' AND (lease_expires < rgbaq_now() OR worker_id = 0) RETURNING state",
+        "WHERE state = 'running' AND (lease_expires < rgbaq_now() OR worker_id = 0) RETURNING state, run_id",
         {crashed, num(options_.max_attempts), num(options_.max_interruptions), num(options_.same_step_interruptions),
          real(options_.backoff_seconds), num(options_.max_deaths)});
+    std::vector<int64_t> failed_runs;  // the runs its failures may have ended
+    for (int i = 0; i < changed.rows(); ++i) {
+      if (changed.text(i, 0) == "failed") failed_runs.push_back(changed.int64(i, 1));
+    }
+    if (!failed_runs.empty()) end_runs_in_transaction(failed_runs);
+    return changed;
   });
   for (int i = 0; i < states.rows(); ++i) ++(states.text(i, 0) == "failed" ? r.failed : r.requeued);
   db_->retrying([&] {
     return db_->exec("DELETE FROM workers WHERE heartbeat_at < rgbaq_now() - $1", {real(options_.lease_seconds)}).affected();
   });
+  recover_run_ends();
   return r;
 }
 
@@ -983,6 +842,9 @@ std::vector<Run> PostgresQueueStore::list_runs() {
     }
     const auto c = db_->exec("SELECT run_id, state, sum(n) FROM run_counts GROUP BY run_id, state");
     for (int i = 0; i < c.rows(); ++i) add_run_count(runs, c.int64(i, 0), c.text(i, 1), c.int64(i, 2));
+    for (RunEnd& end : last_ends_in_transaction()) {
+      if (Run* r = listed_run(runs, end.run_id)) r->last_end = std::move(end);
+    }
     return runs;
   });
 }
@@ -1022,6 +884,12 @@ std::vector<Job> PostgresQueueStore::list_jobs(const JobQuery& query) {
   // (pg_connection.cpp), and a plan that knows them can take their partial indexes.
   if (query.state) sql += " AND state = '" + std::string(state_name(*query.state)) + "'";
   if (query.marked) sql += std::string(" AND ") + mark_filter_sql(*query.marked);
+  // A flag is a whole name between commas; "" is a job not checked yet.
+  if (query.qa_flag && query.qa_flag->empty()) sql += " AND qa_flags = ''";
+  if (query.qa_flag && !query.qa_flag->empty()) {
+    params.push_back(*query.qa_flag);
+    sql += " AND $" + std::to_string(params.size()) + "::text = ANY(string_to_array(qa_flags, ','))";
+  }
   if (query.after_id > 0) {
     params.push_back(num(query.after_id));
     sql += " AND id > $" + std::to_string(params.size());
@@ -1066,6 +934,14 @@ std::string PostgresQueueStore::integrity_check() {
     if (orphans.int64(0, 0) != 0) {
       if (!problems.empty()) problems += "; ";
       problems += orphans.text(0, 0) + " running job(s) without a live lease (the first: job " + orphans.text(0, 1) + ")";
+    }
+    // A published run is marked ended exactly when it has no queued or running job.
+    const auto ends = db_->exec("SELECT id, ended FROM runs r WHERE NOT pending AND ended = EXISTS (SELECT 1 FROM jobs j "
+                                "WHERE j.run_id = r.id AND j.state IN ('queued', 'running')) ORDER BY id LIMIT 1");
+    if (!ends.empty()) {
+      if (!problems.empty()) problems += "; ";
+      problems += "run " + ends.text(0, 0) +
+                  (ends.boolean(0, 1) ? " is marked ended with jobs queued or running" : " has no job left to run but no end recorded");
     }
     return problems.empty() ? "ok" : problems;
   });

@@ -19,7 +19,7 @@ class Connection;
 
 class PostgresQueueStore final : public QueueStore {
  public:
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
 
   // Connects and migrates. Throws std::runtime_error naming the URL (password masked).
   explicit PostgresQueueStore(const std::string& url, StoreOptions options = {});
@@ -32,11 +32,13 @@ class PostgresQueueStore final : public QueueStore {
   ForgottenRun forget_run(int64_t run_id) override;
   std::optional<Job> claim(int64_t worker_id, const std::vector<uint64_t>& preferred = {},
                            const std::vector<std::string>& preferred_loras = {}) override;
-  std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path, const std::string& metadata_json,
-                                        int64_t worker_id, const std::vector<uint64_t>& preferred = {},
+  using QueueStore::complete_and_claim;
+  std::optional<Job> complete_and_claim(int64_t job_id, const Completion& completion, int64_t worker_id,
+                                        const std::vector<uint64_t>& preferred = {},
                                         const std::vector<std::string>& preferred_loras = {}) override;
-  bool complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
-                const std::string& metadata_json) override;
+  using QueueStore::complete;
+  bool complete(int64_t job_id, int64_t worker_id, const Completion& completion) override;
+  std::vector<uint64_t> row_seeds(int64_t run_id, uint64_t row_key) override;
   std::optional<JobState> fail(int64_t job_id, int64_t worker_id, const std::string& reason,
                                Failure failure = Failure::kRetry) override;
   bool requeue(int64_t job_id, int64_t worker_id) override;
@@ -51,6 +53,12 @@ class PostgresQueueStore final : public QueueStore {
   int64_t retry_jobs(const std::vector<int64_t>& job_ids) override;
   int64_t set_marks(const std::vector<int64_t>& job_ids, Mark mark, const std::string& by) override;
   RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) override;
+  std::optional<RunEnd> claim_run_hook(int64_t worker_id, int64_t pid) override;
+  bool finish_run_hook(int64_t end_id, const std::string& outcome) override;
+  std::optional<RunEnd> claim_webhook(int64_t worker_id, double now) override;
+  bool record_webhook_attempt(int64_t end_id, int64_t worker_id, const std::string& outcome, bool delivered,
+                              std::optional<double> retry_at) override;
+  std::vector<RunEnd> run_ends(int64_t run_id) override;
   int64_t register_worker(const WorkerInfo& info) override;
   bool heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) override;
   void unregister_worker(int64_t worker_id) override;
@@ -73,8 +81,29 @@ class PostgresQueueStore final : public QueueStore {
                                           const std::vector<std::string>& preferred_loras, const std::string& token);
   // The running job `worker_id` claimed with `token`, if that claim committed.
   std::optional<Job> claimed_by_token(int64_t worker_id, const std::string& token);
-  bool complete_in_transaction(int64_t job_id, int64_t worker_id, const std::string& output_path,
-                               const std::string& metadata_json);
+  // The job just completed, as a re-seed needs it.
+  struct CompletedJob {
+    int64_t id = 0, run_id = 0;
+    uint64_t row_key = 0;
+    int reseed_max = 0, priority = 0;
+  };
+  // In an open transaction (as are the other *_in_transaction): the complete, its re-seed and the end
+  // of its run. False when the job is not running under the worker.
+  bool complete_in_transaction(int64_t job_id, int64_t worker_id, const Completion& completion);
+  // postgres_reseed.cpp: the first candidate that fits the completed job's row, inserted (Completion).
+  void reseed_in_transaction(const CompletedJob& done, const std::vector<NewJob>& candidates);
+  // postgres_run_ends.cpp. The ends of those runs that have no queued or running job left, recorded
+  // with what they owe, once per end (rgbaq_end_runs; runs.ended).
+  void end_runs_in_transaction(const std::vector<int64_t>& run_ids);
+  void end_runs_of_job_in_transaction(int64_t job_id);  // of the job's run
+  // The runs' rows, in id order: a retry takes them before their jobs, as forget_run does.
+  void lock_runs_in_transaction(const std::vector<int64_t>& run_ids);
+  // Runs marked ended that have a queued job again (a retry): open, their next end a new one.
+  void reopen_runs_in_transaction(const std::vector<int64_t>& run_ids);
+  // recover()'s part: hooks of workers gone -> lost; webhooks whose lease expired -> owed.
+  void recover_run_ends();
+  // Each run's latest end, for list_runs.
+  std::vector<RunEnd> last_ends_in_transaction();
   Canceled cancel_where(const char* column, int64_t id);
   void migrate();
 

@@ -1,7 +1,6 @@
 #include "storage/sqlite/sqlite_queue_store.h"
 
 #include <algorithm>
-#include <chrono>
 #include <stdexcept>
 
 #include <sys/stat.h>
@@ -11,140 +10,15 @@
 #include <cstring>
 #include <random>
 
+#include "storage/sqlite/sqlite_store_helpers.h"
+
 namespace rgbaq::storage {
+
+using sqlite_store::migrations;
+using sqlite_store::now_seconds;
+using sqlite_store::Use;
+
 namespace {
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// Schema versions: kMigrations[v] takes the database from version v to v + 1.
-const std::vector<const char*> kMigrations = {
-    R"(
-CREATE TABLE runs (
-  id INTEGER PRIMARY KEY,
-  name TEXT NOT NULL,
-  options TEXT NOT NULL,
-  out_dir TEXT NOT NULL,
-  created_at REAL NOT NULL
-);
-CREATE TABLE jobs (
-  id INTEGER PRIMARY KEY,
-  run_id INTEGER NOT NULL REFERENCES runs(id),
-  prompt TEXT NOT NULL,
-  seed INTEGER NOT NULL,              -- the uint64 seed's bits as int64
-  width INTEGER NOT NULL,
-  height INTEGER NOT NULL,
-  name TEXT NOT NULL,
-  priority INTEGER NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'canceled')),
-  attempts INTEGER NOT NULL DEFAULT 0,
-  not_before REAL NOT NULL DEFAULT 0, -- backoff after a failure
-  worker TEXT NOT NULL DEFAULT '',
-  created_at REAL NOT NULL,
-  started_at REAL NOT NULL DEFAULT 0,
-  finished_at REAL NOT NULL DEFAULT 0,
-  cancel_requested INTEGER NOT NULL DEFAULT 0,
-  error TEXT NOT NULL DEFAULT '',
-  errors TEXT NOT NULL DEFAULT '[]',
-  output_path TEXT NOT NULL,
-  metadata TEXT NOT NULL DEFAULT '',
-  content_key INTEGER NOT NULL,        -- 64-bit keys as int64
-  prompt_key INTEGER NOT NULL
-);
--- Few indexes, and those a state change touches are partial over queued jobs only: every index a
--- claim updates costs its page in every durable commit.
-CREATE INDEX jobs_claim ON jobs (priority DESC, id) WHERE state = 'queued';
-CREATE INDEX jobs_claim_prompt ON jobs (prompt_key, priority, id) WHERE state = 'queued';
-CREATE INDEX jobs_run ON jobs (run_id);
-CREATE INDEX jobs_content ON jobs (content_key);
--- Per-run counters kept by a trigger, so status never scans the jobs.
-CREATE TABLE run_counts (
-  run_id INTEGER NOT NULL,
-  state TEXT NOT NULL,
-  n INTEGER NOT NULL,
-  PRIMARY KEY (run_id, state)
-) WITHOUT ROWID;
-CREATE TRIGGER jobs_state_change AFTER UPDATE OF state ON jobs WHEN OLD.state != NEW.state BEGIN
-  UPDATE run_counts SET n = n - 1 WHERE run_id = OLD.run_id AND state = OLD.state;
-  INSERT INTO run_counts (run_id, state, n) VALUES (NEW.run_id, NEW.state, 1)
-    ON CONFLICT (run_id, state) DO UPDATE SET n = n + 1;
-END;
--- A done job never changes state again.
-CREATE TRIGGER jobs_done_is_final BEFORE UPDATE OF state ON jobs WHEN OLD.state = 'done' AND NEW.state != 'done' BEGIN
-  SELECT RAISE(ABORT, 'a done job cannot change state');
-END;
-CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-)",
-    // v2: submits in batches (a run stays pending until its last batch), output paths owned once.
-    R"(
-ALTER TABLE runs ADD COLUMN pending INTEGER NOT NULL DEFAULT 0;
-CREATE TABLE outputs (
-  path TEXT PRIMARY KEY,
-  content_key INTEGER NOT NULL,  -- the job content that owns it: the same image may be resubmitted
-  run_id INTEGER NOT NULL
-) WITHOUT ROWID;
-INSERT OR IGNORE INTO outputs (path, content_key, run_id) SELECT output_path, content_key, run_id FROM jobs ORDER BY id;
-ALTER TABLE jobs ADD COLUMN interruptions INTEGER NOT NULL DEFAULT 0;
-)",
-    // v3: workers with heartbeats, and leases that recovery takes back only once they expire.
-    R"(
-CREATE TABLE workers (
-  id INTEGER PRIMARY KEY,
-  host TEXT NOT NULL,
-  boot_id TEXT NOT NULL,
-  pid INTEGER NOT NULL,
-  engine TEXT NOT NULL,
-  device TEXT NOT NULL,
-  started_at REAL NOT NULL,
-  heartbeat_at REAL NOT NULL,
-  images_done INTEGER NOT NULL DEFAULT 0
-);
-ALTER TABLE jobs ADD COLUMN worker_id INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE jobs ADD COLUMN host TEXT NOT NULL DEFAULT '';
-ALTER TABLE jobs ADD COLUMN lease_expires REAL NOT NULL DEFAULT 0;  -- 0 for jobs running before v3: expired
-CREATE INDEX jobs_running ON jobs (worker_id) WHERE state = 'running';
-ALTER TABLE runs ADD COLUMN touched_at REAL NOT NULL DEFAULT 0;
-)",
-    // v4: each job's LoRA set ("name:weight;...", '' for none), and claims that prefer a loaded set.
-    R"(
-ALTER TABLE jobs ADD COLUMN lora TEXT NOT NULL DEFAULT '';
-CREATE INDEX jobs_claim_lora ON jobs (lora, priority, id) WHERE state = 'queued';
-)",
-    // v5: a running job's progress, recorded by its worker so that watchers on any host see it. Progress
-    // written before the job's current lease began (progress_at < started_at) is an earlier lease's.
-    R"(
-ALTER TABLE jobs ADD COLUMN step INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE jobs ADD COLUMN steps INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE jobs ADD COLUMN decoding INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE jobs ADD COLUMN progress_at REAL NOT NULL DEFAULT 0;
-)",
-    // v6: a person's mark on a job ('' none, 'star', 'reject'), when and by whom it was set. The index
-    // holds marked jobs only, and a claim or a completion never changes its columns.
-    R"(
-ALTER TABLE jobs ADD COLUMN mark TEXT NOT NULL DEFAULT '' CHECK (mark IN ('', 'star', 'reject'));
-ALTER TABLE jobs ADD COLUMN marked_at REAL NOT NULL DEFAULT 0;
-ALTER TABLE jobs ADD COLUMN marked_by TEXT NOT NULL DEFAULT '';
-CREATE INDEX jobs_marked ON jobs (mark, id) WHERE mark <> '';
-)",
-    // v7: an interruption that recurs at one step of a job (the kernel killing every try of a job too
-    // big for memory) is the job's fault: the step its lease last recorded when it was last interrupted
-    // (-1: none recorded), and how many interruptions in a row happened at that step.
-    R"(
-ALTER TABLE jobs ADD COLUMN interrupted_at_step INTEGER NOT NULL DEFAULT -1;
-ALTER TABLE jobs ADD COLUMN interruptions_at_step INTEGER NOT NULL DEFAULT 0;
-)",
-    // v8: the daemon dying with a job in hand again and again while no other job finishes is the job's
-    // doing, wherever in its render it dies: the deaths in its current row, their steps ("3, 8, ?"), and
-    // the queue's count of finished jobs at the last of them (grown by the next death: another job
-    // finished in between, a new row). Forgotten runs' finished jobs are tallied in settings
-    // ('forgotten_done'), so that the count never goes back.
-    R"(
-ALTER TABLE jobs ADD COLUMN deaths_in_row INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE jobs ADD COLUMN death_steps TEXT NOT NULL DEFAULT '';
-ALTER TABLE jobs ADD COLUMN done_at_death INTEGER NOT NULL DEFAULT 0;
-)",
-};
 
 // The queue's count of finished (done) jobs ever, those of forgotten runs included: it only grows, and
 // grows with each job done. From the run counters, no write per completion.
@@ -163,7 +37,8 @@ constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE 
 const char* kJobColumns =
     "id, run_id, prompt, seed, width, height, name, priority, state, attempts, worker, created_at, started_at, "
     "finished_at, cancel_requested, error, errors, output_path, metadata, prompt_key, content_key, interruptions, "
-    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at, mark, marked_at, marked_by, deaths_in_row";
+    "worker_id, host, lease_expires, lora, step, steps, decoding, progress_at, mark, marked_at, marked_by, deaths_in_row, "
+    "template_text, choices_json, row_key, reseed_on, reseed_max, replaces, replaced_by, qa_json, qa_flags";
 
 Job read_job(SQLite::Statement& q) {
   Job j;
@@ -202,6 +77,15 @@ Job read_job(SQLite::Statement& q) {
   j.marked_at = q.getColumn(31).getDouble();
   j.marked_by = q.getColumn(32).getString();
   j.deaths_in_row = q.getColumn(33).getInt();
+  j.template_text = q.getColumn(34).getString();
+  j.choices_json = q.getColumn(35).getString();
+  j.row_key = static_cast<uint64_t>(q.getColumn(36).getInt64());
+  j.reseed_on = q.getColumn(37).getString();
+  j.reseed_max = q.getColumn(38).getInt();
+  j.replaces = q.getColumn(39).getInt64();
+  j.replaced_by = q.getColumn(40).getInt64();
+  j.qa_json = q.getColumn(41).getString();
+  j.qa_flags = q.getColumn(42).getString();
   return j;
 }
 
@@ -241,32 +125,14 @@ struct SqliteQueueStore::Statements {
                   "lease_expires = ?2 + ?4, worker = coalesce((SELECT host || ':' || pid FROM workers WHERE id = ?1), ''), "
                   "host = coalesce((SELECT host FROM workers WHERE id = ?1), '') WHERE id = ?3 AND state = 'queued'"),
         select_job(db, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?"),
-        complete(db, "UPDATE jobs SET state = 'done', finished_at = ?, output_path = ?, metadata = ?, error = '', "
-                     "lease_expires = 0 WHERE id = ? AND state = 'running' AND worker_id = ?"),
+        complete(db, "UPDATE jobs SET state = 'done', finished_at = ?1, output_path = ?2, metadata = ?3, error = '', "
+                     "lease_expires = 0, qa_json = ?6, qa_flags = ?7 WHERE id = ?4 AND state = 'running' AND worker_id = ?5 "
+                     "RETURNING run_id, row_key, reseed_max, priority"),
         count_image(db, "UPDATE workers SET images_done = images_done + 1 WHERE id = ?"),
         step_hold(db, "SELECT cancel_requested FROM jobs WHERE id = ? AND state = 'running' AND worker_id = ?") {}
 
   SQLite::Statement paused, top, preferred, preferred_lora, lease, select_job, complete, count_image, step_hold;
 };
-
-namespace {
-
-// Resets a cached statement when it goes out of scope, so the next use starts clean.
-class Use {
- public:
-  explicit Use(SQLite::Statement& s) : s_(s) {}
-  ~Use() {
-    s_.tryReset();
-    s_.clearBindings();
-  }
-  SQLite::Statement* operator->() { return &s_; }
-  SQLite::Statement& operator*() { return s_; }
-
- private:
-  SQLite::Statement& s_;
-};
-
-}  // namespace
 
 SqliteQueueStore::~SqliteQueueStore() = default;
 
@@ -287,11 +153,11 @@ void migrate_database(SQLite::Database& db, const std::filesystem::path& path) {
   } else {
     db.exec("INSERT INTO schema_version (version) VALUES (0)");
   }
-  if (version > static_cast<int>(kMigrations.size())) {
+  if (version > static_cast<int>(migrations().size())) {
     throw std::runtime_error(path.string() + ": the queue database has schema version " + std::to_string(version) +
-                             "; this rgbaq knows versions up to " + std::to_string(kMigrations.size()));
+                             "; this rgbaq knows versions up to " + std::to_string(migrations().size()));
   }
-  for (; version < static_cast<int>(kMigrations.size()); ++version) db.exec(kMigrations[version]);
+  for (; version < static_cast<int>(migrations().size()); ++version) db.exec(migrations()[version]);
   SQLite::Statement set(db, "UPDATE schema_version SET version = ?");
   set.bind(1, version);
   set.exec();
@@ -386,9 +252,7 @@ SubmitResult SqliteQueueStore::append_jobs(int64_t run_id, const RunOptions& run
                            "SELECT 1 FROM jobs WHERE content_key = ? AND state IN ('queued', 'running', 'done') LIMIT 1");
   SQLite::Statement claim(db_, "INSERT INTO outputs (path, content_key, run_id) VALUES (?, ?, ?) ON CONFLICT (path) DO NOTHING");
   SQLite::Statement owner(db_, "SELECT content_key, run_id FROM outputs WHERE path = ?");
-  SQLite::Statement ins(db_,
-                        "INSERT INTO jobs (run_id, prompt, seed, width, height, name, priority, state, created_at, "
-                        "output_path, content_key, prompt_key, lora) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)");
+  SQLite::Statement ins(db_, sqlite_store::kInsertJob);
   SQLite::Statement take(db_, "UPDATE outputs SET content_key = ?, run_id = ? WHERE path = ?");
   // The run of a queued or running job of the owner's content at the path (0 when none): such a path
   // is not taken over, whatever the submit says.
@@ -440,18 +304,7 @@ SubmitResult SqliteQueueStore::append_jobs(int64_t run_id, const RunOptions& run
         }
       }
     }
-    ins.bind(1, run_id);
-    ins.bindNoCopy(2, j.prompt);
-    ins.bind(3, static_cast<int64_t>(j.seed));
-    ins.bind(4, j.width);
-    ins.bind(5, j.height);
-    ins.bindNoCopy(6, j.name);
-    ins.bind(7, j.priority);
-    ins.bind(8, now);
-    ins.bindNoCopy(9, j.output_path);
-    ins.bind(10, static_cast<int64_t>(j.content_key));
-    ins.bind(11, static_cast<int64_t>(j.prompt_key));
-    ins.bindNoCopy(12, j.lora);
+    sqlite_store::bind_new_job(ins, run_id, j, j.priority, now, 0);
     ins.exec();
     ins.reset();
     ++result.inserted;
@@ -476,6 +329,7 @@ void SqliteQueueStore::publish_run(int64_t run_id, uint64_t inserted) {
   SQLite::Statement visible(db_, "UPDATE runs SET pending = 0 WHERE id = ?");
   visible.bind(1, run_id);
   visible.exec();
+  record_ends_locked(run_id);  // a run with no job to run (every one a duplicate) ends as it is published
   tx.commit();
 }
 
@@ -493,7 +347,7 @@ int64_t SqliteQueueStore::discard_run(int64_t run_id) {
   }
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   for (const char* sql : {"DELETE FROM outputs WHERE run_id = ?", "DELETE FROM run_counts WHERE run_id = ?",
-                          "DELETE FROM runs WHERE id = ? AND pending = 1"}) {
+                          "DELETE FROM run_ends WHERE run_id = ?", "DELETE FROM runs WHERE id = ? AND pending = 1"}) {
     SQLite::Statement q(db_, sql);
     q.bind(1, run_id);
     q.exec();
@@ -533,7 +387,8 @@ ForgottenRun SqliteQueueStore::forget_run(int64_t run_id) {
                           "INSERT INTO settings (key, value) VALUES ('forgotten_done', (SELECT coalesce(sum(n), 0) FROM "
                           "run_counts WHERE run_id = ?1 AND state = 'done')) ON CONFLICT (key) DO UPDATE SET "
                           "value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
-                          "DELETE FROM run_counts WHERE run_id = ?1", "DELETE FROM runs WHERE id = ?1"}) {
+                          "DELETE FROM run_counts WHERE run_id = ?1", "DELETE FROM run_ends WHERE run_id = ?1",
+                          "DELETE FROM runs WHERE id = ?1"}) {
     SQLite::Statement q(db_, sql);
     q.bind(1, run_id);
     q.exec();
@@ -610,39 +465,48 @@ std::optional<Job> SqliteQueueStore::claim(int64_t worker_id, const std::vector<
   return job;
 }
 
-bool SqliteQueueStore::complete_locked(int64_t job_id, int64_t worker_id, const std::string& output_path,
-                                       const std::string& metadata_json) {
+bool SqliteQueueStore::complete_locked(int64_t job_id, int64_t worker_id, const Completion& c) {
+  CompletedJob done{.id = job_id};
   {
     Use q(st_->complete);
     q->bind(1, now_seconds());
-    q->bindNoCopy(2, output_path);
-    q->bindNoCopy(3, metadata_json);
+    q->bindNoCopy(2, c.output_path);
+    q->bindNoCopy(3, c.metadata_json);
     q->bind(4, job_id);
     q->bind(5, worker_id);
-    if (q->exec() != 1) return false;
+    q->bindNoCopy(6, c.qa_json);
+    q->bindNoCopy(7, c.qa_flags);
+    if (!q->executeStep()) return false;
+    done.run_id = q->getColumn(0).getInt64();
+    done.row_key = static_cast<uint64_t>(q->getColumn(1).getInt64());
+    done.reseed_max = q->getColumn(2).getInt();
+    done.priority = q->getColumn(3).getInt();
   }
-  Use count(st_->count_image);
-  count->bind(1, worker_id);
-  count->exec();
+  {
+    Use count(st_->count_image);
+    count->bind(1, worker_id);
+    count->exec();
+  }
+  // The re-seeded job first: a run that gets one has not ended.
+  if (!c.reseed_candidates.empty()) reseed_locked(done, c.reseed_candidates);
+  record_ends_locked(done.run_id);
   return true;
 }
 
-bool SqliteQueueStore::complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
-                                const std::string& metadata_json) {
+bool SqliteQueueStore::complete(int64_t job_id, int64_t worker_id, const Completion& c) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  const bool ok = complete_locked(job_id, worker_id, output_path, metadata_json);
+  const bool ok = complete_locked(job_id, worker_id, c);
   tx.commit();
   return ok;
 }
 
-std::optional<Job> SqliteQueueStore::complete_and_claim(int64_t job_id, const std::string& output_path,
-                                                        const std::string& metadata_json, int64_t worker_id,
+std::optional<Job> SqliteQueueStore::complete_and_claim(int64_t job_id, const Completion& c, int64_t worker_id,
                                                         const std::vector<uint64_t>& preferred,
                                                         const std::vector<std::string>& preferred_loras) {
   check_file_identity();
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  complete_locked(job_id, worker_id, output_path, metadata_json);
+  complete_locked(job_id, worker_id, c);
   auto next = claim_locked(worker_id, preferred, preferred_loras);
   tx.commit();
   return next;
@@ -651,6 +515,7 @@ std::optional<Job> SqliteQueueStore::complete_and_claim(int64_t job_id, const st
 std::optional<JobState> SqliteQueueStore::fail(int64_t job_id, int64_t worker_id, const std::string& reason,
                                                Failure failure) {
   check_file_identity();
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   // One statement: the attempt count it judges is the one it updates. Backoff before attempt k + 1:
   // backoff * 2^(k - 1), at most 5 minutes.
   SQLite::Statement q(db_,
@@ -660,7 +525,7 @@ std::optional<JobState> SqliteQueueStore::fail(int64_t job_id, int64_t worker_id
                       "finished_at = CASE WHEN ?1 OR attempts >= ?2 THEN ?4 ELSE 0 END, "
                       "errors = json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', ?4, 'reason', ?3)), "
                       "interruptions_at_step = 0, deaths_in_row = 0, death_steps = '', worker_id = 0, lease_expires = 0 "
-                      "WHERE id = ?6 AND state = 'running' AND worker_id = ?7 RETURNING state");
+                      "WHERE id = ?6 AND state = 'running' AND worker_id = ?7 RETURNING state, run_id");
   q.bind(1, static_cast<int>(failure == Failure::kPermanent));
   q.bind(2, options_.max_attempts);
   q.bind(3, reason);
@@ -669,7 +534,12 @@ std::optional<JobState> SqliteQueueStore::fail(int64_t job_id, int64_t worker_id
   q.bind(6, job_id);
   q.bind(7, worker_id);
   if (!q.executeStep()) return std::nullopt;
-  return parse_state(q.getColumn(0).getString()).value_or(JobState::kFailed);
+  const JobState state = parse_state(q.getColumn(0).getString()).value_or(JobState::kFailed);
+  const int64_t run_id = q.getColumn(1).getInt64();
+  q.reset();
+  if (state == JobState::kFailed) record_ends_locked(run_id);
+  tx.commit();
+  return state;
 }
 
 bool SqliteQueueStore::requeue(int64_t job_id, int64_t worker_id) {
@@ -685,13 +555,19 @@ bool SqliteQueueStore::requeue(int64_t job_id, int64_t worker_id) {
 
 bool SqliteQueueStore::finish_canceled(int64_t job_id, int64_t worker_id) {
   check_file_identity();
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement q(db_,
                       "UPDATE jobs SET state = 'canceled', finished_at = ?, worker_id = 0, lease_expires = 0 WHERE id = ? AND "
-                      "state = 'running' AND worker_id = ? AND cancel_requested = 1");
+                      "state = 'running' AND worker_id = ? AND cancel_requested = 1 RETURNING run_id");
   q.bind(1, now_seconds());
   q.bind(2, job_id);
   q.bind(3, worker_id);
-  return q.exec() == 1;
+  if (!q.executeStep()) return false;
+  const int64_t run_id = q.getColumn(0).getInt64();
+  q.reset();
+  record_ends_locked(run_id);
+  tx.commit();
+  return true;
 }
 
 QueueStore::Canceled SqliteQueueStore::cancel_where(const char* column, int64_t id) {
@@ -706,6 +582,7 @@ QueueStore::Canceled SqliteQueueStore::cancel_where(const char* column, int64_t 
   SQLite::Statement running(db_, std::string("UPDATE jobs SET cancel_requested = 1 WHERE ") + column + " = ? AND state = 'running'");
   running.bind(1, id);
   n.stopping = running.exec();
+  record_ends_locked(std::nullopt);
   tx.commit();
   return n;
 }
@@ -745,10 +622,14 @@ int64_t SqliteQueueStore::prioritize_run(int64_t run_id, int priority) {
 
 int64_t SqliteQueueStore::retry(int64_t run_id, bool include_canceled) {
   check_file_identity();
+  SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   SQLite::Statement q(db_, std::string("UPDATE jobs SET ") + kRetrySet + " WHERE run_id = ? AND state IN ('failed'" +
                                (include_canceled ? ", 'canceled')" : ")") + kStillOwner);
   q.bind(1, run_id);
-  return q.exec();
+  const int64_t n = q.exec();
+  reopen_runs_locked(run_id);
+  tx.commit();
+  return n;
 }
 
 int64_t SqliteQueueStore::retry_jobs(const std::vector<int64_t>& job_ids) {
@@ -762,6 +643,7 @@ int64_t SqliteQueueStore::retry_jobs(const std::vector<int64_t>& job_ids) {
     n += q.exec();
     q.reset();
   }
+  reopen_runs_locked(std::nullopt);
   tx.commit();
   return n;
 }
@@ -883,6 +765,8 @@ RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
   SQLite::Statement forget(db_, "DELETE FROM workers WHERE heartbeat_at < ?");
   forget.bind(1, now - options_.lease_seconds);
   forget.exec();
+  if (r.failed > 0) record_ends_locked(std::nullopt);
+  recover_run_ends_locked(now);
   tx.commit();
   return r;
 }
@@ -1003,6 +887,9 @@ std::vector<Run> SqliteQueueStore::list_runs() {
   }
   SQLite::Statement c(db_, "SELECT run_id, state, n FROM run_counts");
   while (c.executeStep()) add_run_count(runs, c.getColumn(0).getInt64(), c.getColumn(1).getString(), c.getColumn(2).getInt64());
+  for (RunEnd& end : last_ends()) {
+    if (Run* r = listed_run(runs, end.run_id)) r->last_end = std::move(end);
+  }
   return runs;
 }
 
@@ -1019,9 +906,12 @@ std::vector<Job> SqliteQueueStore::list_jobs(const JobQuery& query) {
   if (query.run) sql += " AND run_id = :run";
   if (query.state) sql += " AND state = :state";
   if (query.marked) sql += std::string(" AND ") + mark_filter_sql(*query.marked);
+  // A flag is a whole name between commas; "" is a job not checked yet.
+  if (query.qa_flag) sql += query.qa_flag->empty() ? " AND qa_flags = ''" : " AND instr(',' || qa_flags || ',', ',' || :qa || ',') > 0";
   if (query.after_id > 0) sql += " AND id > :after";
   sql += " ORDER BY id LIMIT :limit OFFSET :offset";
   SQLite::Statement q(db_, sql);
+  if (query.qa_flag && !query.qa_flag->empty()) q.bind(":qa", *query.qa_flag);
   if (query.run) q.bind(":run", *query.run);
   if (query.after_id > 0) q.bind(":after", query.after_id);
   if (query.state) q.bind(":state", std::string(state_name(*query.state)));
@@ -1061,6 +951,13 @@ std::string SqliteQueueStore::integrity_check() {
                         "LEFT JOIN run_counts c USING (run_id, state) WHERE c.n IS NULL OR c.n != j.n");
   cmp.executeStep();
   if (cmp.getColumn(0).getInt64() != 0) return "run counters disagree with the jobs";
+  // A published run is marked ended exactly when it has no queued or running job.
+  SQLite::Statement ends(db_, "SELECT id, ended FROM runs r WHERE pending = 0 AND ended = EXISTS (SELECT 1 FROM jobs j "
+                              "WHERE j.run_id = r.id AND j.state IN ('queued', 'running')) ORDER BY id LIMIT 1");
+  if (ends.executeStep()) {
+    return "run " + std::to_string(ends.getColumn(0).getInt64()) +
+           (ends.getColumn(1).getInt() != 0 ? " is marked ended with jobs queued or running" : " has no job left to run but no end recorded");
+  }
   SQLite::Statement orphans(db_, "SELECT count(*), min(id) FROM jobs j WHERE state = 'running' AND (lease_expires < ? OR "
                                  "NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = j.worker_id))");
   orphans.bind(1, now_seconds());

@@ -13,7 +13,7 @@ namespace rgbaq::storage {
 
 class SqliteQueueStore final : public QueueStore {
  public:
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
 
   // Opens or creates the database and migrates it forward. Throws std::runtime_error naming the file
   // when it cannot, when its schema is newer than this build knows, or when an existing file is not an
@@ -28,11 +28,13 @@ class SqliteQueueStore final : public QueueStore {
   ForgottenRun forget_run(int64_t run_id) override;
   std::optional<Job> claim(int64_t worker_id, const std::vector<uint64_t>& preferred = {},
                            const std::vector<std::string>& preferred_loras = {}) override;
-  std::optional<Job> complete_and_claim(int64_t job_id, const std::string& output_path, const std::string& metadata_json,
-                                        int64_t worker_id, const std::vector<uint64_t>& preferred = {},
+  using QueueStore::complete_and_claim;
+  std::optional<Job> complete_and_claim(int64_t job_id, const Completion& completion, int64_t worker_id,
+                                        const std::vector<uint64_t>& preferred = {},
                                         const std::vector<std::string>& preferred_loras = {}) override;
-  bool complete(int64_t job_id, int64_t worker_id, const std::string& output_path,
-                const std::string& metadata_json) override;
+  using QueueStore::complete;
+  bool complete(int64_t job_id, int64_t worker_id, const Completion& completion) override;
+  std::vector<uint64_t> row_seeds(int64_t run_id, uint64_t row_key) override;
   std::optional<JobState> fail(int64_t job_id, int64_t worker_id, const std::string& reason,
                                Failure failure = Failure::kRetry) override;
   bool requeue(int64_t job_id, int64_t worker_id) override;
@@ -47,6 +49,12 @@ class SqliteQueueStore final : public QueueStore {
   int64_t retry_jobs(const std::vector<int64_t>& job_ids) override;
   int64_t set_marks(const std::vector<int64_t>& job_ids, Mark mark, const std::string& by) override;
   RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) override;
+  std::optional<RunEnd> claim_run_hook(int64_t worker_id, int64_t pid) override;
+  bool finish_run_hook(int64_t end_id, const std::string& outcome) override;
+  std::optional<RunEnd> claim_webhook(int64_t worker_id, double now) override;
+  bool record_webhook_attempt(int64_t end_id, int64_t worker_id, const std::string& outcome, bool delivered,
+                              std::optional<double> retry_at) override;
+  std::vector<RunEnd> run_ends(int64_t run_id) override;
   int64_t register_worker(const WorkerInfo& info) override;
   bool heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) override;
   void unregister_worker(int64_t worker_id) override;
@@ -75,7 +83,25 @@ class SqliteQueueStore final : public QueueStore {
   struct Statements;
   std::optional<Job> claim_locked(int64_t worker_id, const std::vector<uint64_t>& preferred,
                                   const std::vector<std::string>& preferred_loras);
-  bool complete_locked(int64_t job_id, int64_t worker_id, const std::string& output_path, const std::string& metadata_json);
+  // The job just completed, as a re-seed needs it.
+  struct CompletedJob {
+    int64_t id = 0, run_id = 0;
+    uint64_t row_key = 0;
+    int reseed_max = 0, priority = 0;
+  };
+  // In an open transaction (as are the other *_locked).
+  bool complete_locked(int64_t job_id, int64_t worker_id, const Completion& completion);
+  // sqlite_reseed.cpp: the first candidate that fits the completed job's row, inserted (Completion).
+  void reseed_locked(const CompletedJob& done, const std::vector<NewJob>& candidates);
+  // sqlite_run_ends.cpp. The end of the run (of every open run: nullopt) that has no queued or running
+  // job left, recorded with what it owes; once per end (runs.ended).
+  void record_ends_locked(std::optional<int64_t> run_id);
+  // Runs marked ended that have a queued job again (a retry): open, their next end a new one.
+  void reopen_runs_locked(std::optional<int64_t> run_id);
+  // recover()'s part: hooks of workers gone -> lost; webhooks whose lease expired -> owed.
+  void recover_run_ends_locked(double now);
+  // Each run's latest end, for list_runs.
+  std::vector<RunEnd> last_ends();
   // Queued jobs where `column` (id or run_id) = id -> canceled; running ones get a cancel request.
   Canceled cancel_where(const char* column, int64_t id);
   void migrate();
@@ -86,6 +112,8 @@ class SqliteQueueStore final : public QueueStore {
   uint64_t file_dev_ = 0, file_ino_ = 0;  // the opened file's identity
   SQLite::Database db_;
   std::unique_ptr<Statements> st_;  // prepared once: claims and completions run thousands of times a second
+  // record_ends_locked's, prepared at its first use (every completion runs them).
+  std::unique_ptr<SQLite::Statement> record_ends_, mark_ended_;
 };
 
 }  // namespace rgbaq::storage

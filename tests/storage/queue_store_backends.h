@@ -70,6 +70,15 @@ inline constexpr const char* kDropDeathColumns =
     "ALTER TABLE jobs DROP COLUMN deaths_in_row; ALTER TABLE jobs DROP COLUMN death_steps; "
     "ALTER TABLE jobs DROP COLUMN done_at_death; ";
 
+// SQL (for either store) that takes a queue back to before templates, the alpha check, re-seeding and
+// run ends (schema v9 of both); the tests that migrate from an older version run it first.
+inline constexpr const char* kDropV9Schema =
+    "DROP INDEX jobs_row; DROP INDEX IF EXISTS runs_open; DROP TABLE run_ends; ALTER TABLE runs DROP COLUMN ended; "
+    "ALTER TABLE jobs DROP COLUMN template_text; ALTER TABLE jobs DROP COLUMN choices_json; "
+    "ALTER TABLE jobs DROP COLUMN row_key; ALTER TABLE jobs DROP COLUMN reseed_on; ALTER TABLE jobs DROP COLUMN reseed_max; "
+    "ALTER TABLE jobs DROP COLUMN replaces; ALTER TABLE jobs DROP COLUMN replaced_by; ALTER TABLE jobs DROP COLUMN qa_json; "
+    "ALTER TABLE jobs DROP COLUMN qa_flags; ";
+
 // The typed fixture: backend() opens stores on one queue (several stores = several connections).
 template <class Backend>
 class QueueStoreTest : public ::testing::Test {

@@ -55,7 +55,7 @@ TYPED_TEST(QueueStoreLoraTest, AQueueFromBeforeTheLoraColumnMigratesForwardWithN
     s->submit({"r", "{}", "/o"}, {job("old", 1, "")});
   }
   // Back to the schema before the LoRA column (the migrations after it run again too).
-  this->backend().exec(std::string(kDropDeathColumns) + kDropMarkColumns +
+  this->backend().exec(std::string(kDropV9Schema) + kDropDeathColumns + kDropMarkColumns +
                        "ALTER TABLE jobs DROP COLUMN step; ALTER TABLE jobs DROP COLUMN steps; "
                        "ALTER TABLE jobs DROP COLUMN decoding; ALTER TABLE jobs DROP COLUMN progress_at; "
                        "ALTER TABLE jobs DROP COLUMN interrupted_at_step; ALTER TABLE jobs DROP COLUMN interruptions_at_step; "

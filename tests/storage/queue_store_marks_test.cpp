@@ -179,7 +179,7 @@ TYPED_TEST(QueueStoreMarksTest, AQueueFromBeforeTheMarksMigratesForwardWithNoMar
     auto s = this->open();
     s->submit({"r", "{}", "/o"}, {job("old", 1)});
   }
-  this->backend().exec(std::string(kDropDeathColumns) + kDropMarkColumns +
+  this->backend().exec(std::string(kDropV9Schema) + kDropDeathColumns + kDropMarkColumns +
                        "ALTER TABLE jobs DROP COLUMN interrupted_at_step; ALTER TABLE jobs DROP COLUMN interruptions_at_step");
   // Both stores' version before the marks (v6), the same-step kills (v7) and the deaths in a row (v8).
   this->backend().set_schema_version(5);

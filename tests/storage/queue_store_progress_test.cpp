@@ -68,7 +68,7 @@ TYPED_TEST(QueueStoreProgressTest, AQueueFromBeforeTheProgressColumnsMigratesFor
   }
   // Back to the schema before the progress columns (the migrations after it run again too).
   const int before_progress = std::is_same_v<TypeParam, PostgresBackend> ? 3 : 4;
-  this->backend().exec(std::string(kDropDeathColumns) + kDropMarkColumns +
+  this->backend().exec(std::string(kDropV9Schema) + kDropDeathColumns + kDropMarkColumns +
                        "ALTER TABLE jobs DROP COLUMN step; ALTER TABLE jobs DROP COLUMN steps; "
                        "ALTER TABLE jobs DROP COLUMN decoding; ALTER TABLE jobs DROP COLUMN progress_at; "
                        "ALTER TABLE jobs DROP COLUMN interrupted_at_step; ALTER TABLE jobs DROP COLUMN interruptions_at_step");

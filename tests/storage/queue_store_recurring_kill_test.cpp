@@ -147,9 +147,9 @@ TYPED_TEST(QueueStoreRecurringKillTest, AQueueFromBeforeTheRowColumnsMigratesFor
     auto s = this->open();
     s->submit({"r", "{}", "/o"}, {job("old", 1)});
   }
-  this->backend().exec(std::string(kDropDeathColumns) +
+  this->backend().exec(std::string(kDropV9Schema) + kDropDeathColumns +
                        "ALTER TABLE jobs DROP COLUMN interrupted_at_step; ALTER TABLE jobs DROP COLUMN interruptions_at_step");
-  this->backend().set_schema_version(known - 2);  // both stores' v6: before the same-step row (v7) and the deaths (v8)
+  this->backend().set_schema_version(6);  // both stores' v6: before the same-step row (v7), the deaths (v8) and v9
   this->open_queue();
   EXPECT_EQ(this->s_->schema_version(), known);
   for (int kill = 1; kill <= 3; ++kill) {
@@ -306,8 +306,8 @@ TYPED_TEST(QueueStoreRecurringKillTest, AQueueFromBeforeTheDeathColumnsMigratesF
     s->submit({"r", "{}", "/o"}, {job("old", 1), job("other", 2)});
     ASSERT_TRUE(s->claim(s->register_worker(worker_info("h"))));
   }
-  this->backend().exec(kDropDeathColumns);
-  this->backend().set_schema_version(known - 1);
+  this->backend().exec(std::string(kDropV9Schema) + kDropDeathColumns);
+  this->backend().set_schema_version(7);  // both stores' v7: before the deaths (v8) and v9
   this->open_queue();
   auto& s = *this->s_;
   EXPECT_EQ(s.schema_version(), known);
