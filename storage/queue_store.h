@@ -134,15 +134,17 @@ struct Job {
 struct Completion {
   std::string output_path, metadata_json;
   std::string qa_json, qa_flags;  // as Job's
-  // When qa_flags meets the job's reseed_on, the daemon builds candidate jobs for its row (the same
-  // fields, row_key, reseed_on and reseed_max; the next seeds the row has not used (row_seeds), in order,
-  // each with its own output path and content key). In the transaction that completes the job, if its
-  // row (same run, same row_key) has fewer than the job's reseed_max re-seeded jobs (replaces <> 0), the
-  // store inserts the first candidate whose seed no job of the row has and whose output path is free
-  // (or owned by the same content key, as append_jobs shares it; never taken over), queued at the
-  // completed job's priority, and links the two (replaces / replaced_by). None fits: none is inserted.
-  // Empty: nothing is re-seeded. A candidate of another row_key is a bug: std::invalid_argument, and
-  // nothing is completed.
+  // When qa_flags meets the job's reseed_on, the daemon builds candidate jobs for its row: the job's
+  // fields (prompt, size, name, LoRA set, template, choices, row_key, reseed_on, reseed_max) with the next
+  // seeds the row has not used (row_seeds), in order, each with its own output path and content key.
+  // Every candidate is checked first: one whose row_key is not the job's is a bug, std::invalid_argument,
+  // and nothing is completed. In the transaction that completes the job, unless a cancel was requested
+  // for it (a canceled run gets no new job), and if its row (same run, same row_key) has fewer re-seeded
+  // jobs (replaces <> 0) than the completed job's stored reseed_max, the store inserts the first candidate
+  // whose seed no job of the row has and whose output path is free (or owned by the same content key, as
+  // append_jobs shares it; never taken over) into the job's run, queued at the completed job's priority
+  // (the candidate's own priority is not used), counted in the run's counters, and links the two
+  // (replaces / replaced_by). None fits: none is inserted. Empty: nothing is re-seeded.
   std::vector<NewJob> reseed_candidates;
 };
 
@@ -152,7 +154,8 @@ struct JobQuery {
   std::optional<JobState> state;
   std::optional<MarkFilter> marked;
   // By the alpha check: "ok", jobs whose check found nothing; a flag name ("cut_off"), jobs whose
-  // check has that flag (the whole name, never part of another); "", jobs not checked (yet).
+  // check has that flag (the whole name, never part of another); "", jobs not checked (yet). Anything
+  // but letters a-z and '_' (a list "a,b", a wildcard) is refused: list_jobs throws std::invalid_argument.
   std::optional<std::string> qa_flag;
   int64_t after_id = 0;  // only jobs with a greater id: pages that jobs changing meanwhile cannot shift
   int64_t limit = 1000, offset = 0;
@@ -179,8 +182,11 @@ struct JobProgress {
 // One end of a run (issue 41): recorded in the same transaction as the transition that left the run
 // with no queued or running job (a job done, failed for good or canceled; a cancel; a recovery that
 // failed jobs; the publish of a run with no job), once per end; a retry that queues its jobs again
-// reopens the run, and its next end is a new RunEnd. What the end owes (a hook, a webhook delivery) is
-// what StoreOptions::owe_hook / owe_webhook said when it was recorded.
+// reopens the run, and its next end is a new RunEnd. The end owes a hook when, as it is recorded, any
+// registered worker can run hooks (StoreOptions::owe_hook as it registered) or the store recording it
+// can; a webhook delivery likewise (owe_webhook): whichever daemon finished the last job, an end owes
+// what the daemons on the queue can do. recover() records the end of any run left open with nothing to
+// run, so a missed end heals.
 struct RunEnd {
   int64_t id = 0, run_id = 0;  // ids are never given twice: a delivery's receiver may tell repeats by it
   double ended_at = 0;         // the store's clock (PostgreSQL: the server's)
@@ -199,6 +205,9 @@ struct RunEnd {
   int64_t webhook_worker_id = 0;
   double webhook_lease_expires = 0;
   std::string webhook_log_json = "[]";  // [{"at": seconds, "outcome": "..."}], one per attempt
+  // The current webhook claim's token (claim_webhook), which record_webhook_attempt must present: an
+  // attempt made under an earlier claim (whose lease ran out, even by the same worker) is not recorded.
+  int64_t webhook_claim = 0;
 };
 
 struct Run {
@@ -232,15 +241,18 @@ struct StoreOptions {
   // An existing file that is not an rgbaq queue (empty, or another database) is refused unless this is
   // set; then a new queue is made in it. A missing file is always created.
   bool create_over_invalid = false;
-  // A run's end recorded while these are set owes a hook run / a webhook delivery (the daemon sets
-  // them from its configuration).
+  // What this daemon can do at a run's end (the daemon sets them from its configuration): run a hook /
+  // send a webhook. register_worker records them on the worker; an end owes a hook / a webhook when
+  // any registered worker, or the store recording the end, can (RunEnd).
   bool owe_hook = false, owe_webhook = false;
 };
 
-// What forget_run did. A run with queued or running jobs is not forgotten (`active` says how many).
+// What forget_run did. A run with queued or running jobs is not forgotten (`active` says how many), nor
+// one with an end that still owes its hook or webhook (`owed_hooks`): forgetting it would drop them.
 struct ForgottenRun {
   bool found = false;  // a published run of that id
   int64_t active = 0;
+  int64_t owed_hooks = 0;  // its ends whose hook is owed or running, or whose webhook is owed or being sent
   int64_t jobs = 0;    // jobs deleted
   struct Image {
     int64_t job = 0;
@@ -251,6 +263,7 @@ struct ForgottenRun {
 
 struct RecoverResult {
   int64_t requeued = 0, failed = 0;
+  int64_t canceled = 0;  // expired jobs whose cancel had been requested
   int64_t discarded_jobs = 0;  // of submits interrupted before their last batch
 };
 
@@ -299,8 +312,9 @@ class QueueStore {
   virtual int64_t discard_run(int64_t run_id) = 0;
   // A published run, forgotten: its jobs, counters and run row deleted in one transaction, and its
   // output paths released unless another run's job with the same content still uses them. Nothing
-  // changes while any of its jobs is queued or running. Its done jobs still count in the queue's count
-  // of finished jobs (recover's deaths in a row).
+  // changes while any of its jobs is queued or running, or while an end of it still owes its hook or
+  // webhook (ForgottenRun::owed_hooks). Its done jobs still count in the queue's count of finished jobs
+  // (recover's deaths in a row).
   virtual ForgottenRun forget_run(int64_t run_id) = 0;
 
   // The next job by priority, then submit order; among the jobs of the top priority, one whose LoRA set
@@ -374,7 +388,8 @@ class QueueStore {
   // time and setter. Returns the jobs whose mark changed. Throws NoSuchJobError naming the first id in
   // the list's order that is no job, and changes nothing.
   virtual int64_t set_marks(const std::vector<int64_t>& job_ids, Mark mark, const std::string& by) = 0;
-  // Running jobs whose lease expired -> queued; a live worker's job is never touched. `crashed_job` (the
+  // Running jobs whose lease expired -> queued (canceled, when a cancel was requested for it); a live
+  // worker's job is never touched. `crashed_job` (the
   // job this daemon was rendering when a crash signal ended it) spends the attempt, failing with "crashed
   // the daemon N times" at the attempt limit; any other expired job was merely interrupted (SIGKILL, a
   // reboot, a host gone): its attempt is given back and it fails only at the separate, higher
@@ -389,8 +404,9 @@ class QueueStore {
   // steps 3, 8, 3, 5, 4)". A death before any step was recorded leaves the row as it is. Which reason a job failing for several gives: the crash, the same step at the
   // attempt limit, the deaths in a row, the interruptions. A failure, a requeue or a retry ends both
   // rows. Pending runs (a submit cut off before its last batch) left alone for a lease are
-  // discarded, and workers silent for a lease are forgotten. A run its failures end gets its end
-  // (RunEnd). Run ends: a hook "running" under a worker no longer registered -> "lost" (never run
+  // discarded, and workers silent for a lease are forgotten. A run its failures or cancels end gets its
+  // end (RunEnd), and so does every other open run with nothing left to run (an end a crash or an older
+  // rgbaq missed). Run ends: a hook "running" under a worker no longer registered -> "lost" (never run
   // again: it may have run); a webhook "sending" whose lease expired -> "owed" again, due as it was.
   // Run at start and every heartbeat.
   virtual RecoverResult recover(std::optional<int64_t> crashed_job = std::nullopt) = 0;
@@ -407,18 +423,20 @@ class QueueStore {
   // -> "sending", leased to `worker_id` (registered) for StoreOptions::lease_seconds (recover() takes
   // it back after that: an attempt must end within it); nullopt when none is due.
   virtual std::optional<RunEnd> claim_webhook(int64_t worker_id, double now) = 0;
-  // One delivery attempt of a webhook `worker_id` holds ("sending", leased to it): counted, and
-  // {"at", "outcome"} appended to its log. Then: `delivered` -> "delivered"; else `retry_at` set ->
-  // "owed", due then; else -> "gave_up". False (nothing changed) when the worker no longer holds it
-  // (its lease expired and it went back to owed, or to another worker).
-  virtual bool record_webhook_attempt(int64_t end_id, int64_t worker_id, const std::string& outcome, bool delivered,
+  // One delivery attempt of the webhook `claimed` (claim_webhook's answer) while that claim still holds
+  // it ("sending" under claimed.webhook_claim): counted, and {"at", "outcome"} appended to its log. Then:
+  // `delivered` -> "delivered"; else `retry_at` set -> "owed", due then; else -> "gave_up". False
+  // (nothing changed) when the claim no longer holds it (its lease expired and it went back to owed, or
+  // was claimed again, by another worker or by the same one).
+  virtual bool record_webhook_attempt(const RunEnd& claimed, const std::string& outcome, bool delivered,
                                       std::optional<double> retry_at) = 0;
   // The run's ends, oldest first.
   virtual std::vector<RunEnd> run_ends(int64_t run_id) = 0;
 
   // Workers: each daemon registers once and heartbeats. heartbeat() extends the leases of `jobs` (those
   // the worker holds) and returns false when the worker is no longer registered (recovery forgot it,
-  // its leases are gone): it must register again.
+  // its leases are gone): it must register again. The worker is recorded with what the store's options
+  // say its daemon can do at a run's end (StoreOptions::owe_hook / owe_webhook).
   virtual int64_t register_worker(const WorkerInfo& info) = 0;
   virtual bool heartbeat(int64_t worker_id, const std::vector<int64_t>& jobs) = 0;
   virtual void unregister_worker(int64_t worker_id) = 0;

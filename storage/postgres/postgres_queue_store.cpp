@@ -11,12 +11,12 @@
 namespace rgbaq::storage {
 
 using postgres_store::array_literal;
-using postgres_store::migrations;
-using postgres_store::new_token;
 using postgres_store::num;
 using postgres_store::Params;
 using postgres_store::real;
 using postgres_store::transaction;
+using store_shared::kStillOwner;
+using store_shared::new_token;
 
 namespace {
 
@@ -96,10 +96,6 @@ constexpr const char* kRetrySet =
     "state = 'queued', attempts = 0, interruptions = 0, not_before = 0, error = '', cancel_requested = FALSE, "
     "finished_at = 0, worker_id = 0, lease_expires = 0, interrupted_at_step = -1, interruptions_at_step = 0, "
     "deaths_in_row = 0, death_steps = ''";
-// A retry requeues only jobs whose output path their content still owns: one taken over by a later
-// submit (--replace, or its file gone) would write over the new owner's image.
-constexpr const char* kStillOwner =
-    " AND EXISTS (SELECT 1 FROM outputs o WHERE o.path = jobs.output_path AND o.content_key = jobs.content_key)";
 
 // A text[] literal: each element double-quoted, with its quotes and backslashes escaped.
 std::string text_array_literal(const std::vector<std::string>& values) {
@@ -182,7 +178,7 @@ std::string complete_ctes(const std::string& job, const std::string& path, const
   return "done AS (UPDATE jobs SET state = 'done', finished_at = rgbaq_now(), output_path = " + path +
          ", metadata = " + metadata + ", error = '', lease_expires = 0, qa_json = " + qa_json + ", qa_flags = " + qa_flags +
          " WHERE id = " + job + " AND state = 'running' AND worker_id = " + worker +
-         " RETURNING worker_id, run_id, row_key, reseed_max, priority), "
+         " RETURNING worker_id, run_id, row_key, reseed_max, priority, cancel_requested), "
          "counted AS (UPDATE workers SET images_done = images_done + 1 WHERE id IN (SELECT worker_id FROM done))";
 }
 
@@ -202,26 +198,11 @@ PostgresQueueStore::~PostgresQueueStore() = default;
 
 std::string PostgresQueueStore::location() const { return db_->location(); }
 
-void PostgresQueueStore::migrate() {
-  transaction(*db_, [&] {
-    // Daemons starting together migrate one at a time.
-    db_->exec("SELECT pg_advisory_xact_lock(7366616)");
-    db_->exec("CREATE TABLE IF NOT EXISTS rgbaq_schema_version (version INTEGER NOT NULL)");
-    auto r = db_->exec("SELECT version FROM rgbaq_schema_version");
-    int version = 0;
-    if (r.empty()) {
-      db_->exec("INSERT INTO rgbaq_schema_version (version) VALUES (0)");
-    } else {
-      version = static_cast<int>(r.int64(0, 0));
-    }
-    if (version > static_cast<int>(migrations().size())) {
-      throw std::runtime_error(location() + ": the queue database has schema version " + std::to_string(version) +
-                               "; this rgbaq knows versions up to " + std::to_string(migrations().size()));
-    }
-    for (; version < static_cast<int>(migrations().size()); ++version) db_->exec(migrations()[version]);
-    db_->exec("UPDATE rgbaq_schema_version SET version = $1", {num(version)});
-    return 0;
-  });
+void PostgresQueueStore::migrate() { postgres_store::migrate(*db_, postgres_store::schema_versions()); }
+
+void PostgresQueueStore::create_at_version(const std::string& url, int version) {
+  pg::Connection db(url, std::chrono::milliseconds(0));
+  postgres_store::migrate(db, static_cast<size_t>(version));
 }
 
 int PostgresQueueStore::schema_version() {
@@ -387,6 +368,11 @@ ForgottenRun PostgresQueueStore::forget_run(int64_t run_id) {
     r.active = db_->exec("SELECT count(*) FROM jobs WHERE run_id = $1 AND state IN ('queued', 'running')", {num(run_id)})
                    .int64(0, 0);
     if (r.active > 0) return r;
+    // A hook or webhook claim of its ends locks their rows, not the run's: this reads what committed.
+    r.owed_hooks = db_->exec(std::string("SELECT count(*) FROM run_ends WHERE run_id = $1 AND ") + store_shared::kEndStillOwes,
+                             {num(run_id)})
+                       .int64(0, 0);
+    if (r.owed_hooks > 0) return r;
     // An image another run's job shares (a resubmit that reused it) stays that run's.
     const auto images = db_->exec("SELECT id, output_path FROM jobs j WHERE run_id = $1 AND state = 'done' AND NOT EXISTS ("
                                   "SELECT 1 FROM jobs o WHERE o.content_key = j.content_key AND o.output_path = j.output_path "
@@ -453,19 +439,23 @@ std::optional<Job> PostgresQueueStore::claim(int64_t worker_id, const std::vecto
 
 bool PostgresQueueStore::complete_in_transaction(int64_t job_id, int64_t worker_id, const Completion& c) {
   static const std::string statement =
-      "WITH " + complete_ctes("$1", "$2", "$3", "$4", "$5", "$6") + " SELECT run_id, row_key, reseed_max, priority FROM done";
+      "WITH " + complete_ctes("$1", "$2", "$3", "$4", "$5", "$6") +
+      " SELECT run_id, row_key, reseed_max, priority, cancel_requested FROM done";
   const auto r = db_->exec(statement, {num(job_id), c.output_path, c.metadata_json, num(worker_id), c.qa_json, c.qa_flags},
                            "complete");
   if (r.empty()) return false;
-  const CompletedJob done{.id = job_id, .run_id = r.int64(0, 0), .row_key = static_cast<uint64_t>(r.int64(0, 1)),
-                          .reseed_max = static_cast<int>(r.int64(0, 2)), .priority = static_cast<int>(r.int64(0, 3))};
-  // The re-seeded job first: a run that gets one has not ended.
-  if (!c.reseed_candidates.empty()) reseed_in_transaction(done, c.reseed_candidates);
+  const store_shared::CompletedJob done{.id = job_id, .run_id = r.int64(0, 0), .row_key = static_cast<uint64_t>(r.int64(0, 1)),
+                                        .reseed_max = static_cast<int>(r.int64(0, 2)),
+                                        .priority = static_cast<int>(r.int64(0, 3)), .cancel_requested = r.boolean(0, 4)};
+  // The re-seeded job first: a run that gets one has not ended. A job canceled as it finished gets none
+  // (a cancel of its run that waited on its row sees it done, then cancels what it queued: cancel_where).
+  if (!c.reseed_candidates.empty() && !done.cancel_requested) reseed_in_transaction(done, c.reseed_candidates);
   end_runs_in_transaction({done.run_id});
   return true;
 }
 
 bool PostgresQueueStore::complete(int64_t job_id, int64_t worker_id, const Completion& c) {
+  store_shared::check_reseed_candidates(*this, job_id, c);
   int runs = 0;
   return transaction(*db_, [&] {
     ++runs;
@@ -481,6 +471,7 @@ bool PostgresQueueStore::complete(int64_t job_id, int64_t worker_id, const Compl
 std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const Completion& c, int64_t worker_id,
                                                           const std::vector<uint64_t>& preferred,
                                                           const std::vector<std::string>& preferred_loras) {
+  store_shared::check_reseed_candidates(*this, job_id, c);
   // Run again after a dropped connection, it first looks for the job its first run claimed.
   const std::string token = num(new_token());
   int runs = 0;
@@ -494,10 +485,10 @@ std::optional<Job> PostgresQueueStore::complete_and_claim(int64_t job_id, const 
       return claim_in_transaction(worker_id, preferred, preferred_loras, token);
     });
   }
-  // Else the complete and the claim are one statement: one round trip and one firing of the counter
-  // trigger (the updates of one statement share its transition tables); then the run's end, if this was
-  // its last job, and one commit. The claim reads the snapshot from before the complete; the job
-  // completed was running, not one it could take. The complete's parameters follow the claim's.
+  // Else the complete and the claim are one statement, and one firing of the counter trigger (the updates
+  // of one statement share its transition tables); then a second statement records the run's end, if
+  // this was its last job; then one commit. The claim reads the snapshot from before the complete; the
+  // job completed was running, not one it could take. The complete's parameters follow the claim's.
   static const auto statements = [] {
     std::array<std::string, 4> s;
     for (int v = 0; v < 4; ++v) {
@@ -570,11 +561,14 @@ bool PostgresQueueStore::finish_canceled(int64_t job_id, int64_t worker_id) {
 QueueStore::Canceled PostgresQueueStore::cancel_where(const char* column, int64_t id) {
   return transaction(*db_, [&] {
     Canceled n;
-    n.canceled = db_->exec(std::string("UPDATE jobs SET state = 'canceled', finished_at = rgbaq_now() WHERE ") + column +
-                               " = $1 AND state = 'queued'" + kVisible,
+    // The running jobs first: one being completed holds its row, and this waits for that transaction;
+    // the next statement's snapshot, taken after it, then sees the job it re-seeded (if any) and cancels
+    // it too. (Neither this nor the complete locks the run before its jobs: no deadlock.)
+    n.stopping = db_->exec(std::string("UPDATE jobs SET cancel_requested = TRUE WHERE ") + column + " = $1 AND state = 'running'",
                            {num(id)})
                      .affected();
-    n.stopping = db_->exec(std::string("UPDATE jobs SET cancel_requested = TRUE WHERE ") + column + " = $1 AND state = 'running'",
+    n.canceled = db_->exec(std::string("UPDATE jobs SET state = 'canceled', finished_at = rgbaq_now() WHERE ") + column +
+                               " = $1 AND state = 'queued'" + kVisible,
                            {num(id)})
                      .affected();
     if (std::string_view(column) == "run_id") {
@@ -718,7 +712,16 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
                              "tries (out of memory?)' WHEN " + failed_deaths + " THEN 'the daemon died ' || " + deaths +
                              " || ' times with this job in hand, no other job finishing in between (at steps ' || " +
                              death_steps + " || ')' ELSE 'interrupted ' || (interruptions + 1) || ' times' END";
+  int64_t canceled = 0;
   const auto states = transaction(*db_, [&] {
+    // An expired job whose cancel was requested is canceled, as its worker would have done: not queued
+    // again, and no death of its counted. (The statement below then finds it no longer running.)
+    const auto cancels = db_->exec("UPDATE jobs SET state = 'canceled', finished_at = rgbaq_now(), worker_id = 0, lease_expires = 0 "
+                                   "WHERE state = 'running' AND (lease_expires < rgbaq_now() OR worker_id = 0) AND "
+                                   "cancel_requested RETURNING run_id");
+    canceled = cancels.rows();
+    std::vector<int64_t> ended_runs;  // the runs its cancels and failures may have ended
+    for (int i = 0; i < cancels.rows(); ++i) ended_runs.push_back(cancels.int64(i, 0));
     auto changed = db_->exec(
         "WITH finished AS MATERIALIZED (SELECT (SELECT coalesce(sum(n), 0) FROM run_counts WHERE state = 'done')::bigint + "
         "coalesce((SELECT value::bigint FROM settings WHERE key = 'forgotten_done'), 0) AS n) "
@@ -740,13 +743,13 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
         "WHERE state = 'running' AND (lease_expires < rgbaq_now() OR worker_id = 0) RETURNING state, run_id",
         {crashed, num(options_.max_attempts), num(options_.max_interruptions), num(options_.same_step_interruptions),
          real(options_.backoff_seconds), num(options_.max_deaths)});
-    std::vector<int64_t> failed_runs;  // the runs its failures may have ended
     for (int i = 0; i < changed.rows(); ++i) {
-      if (changed.text(i, 0) == "failed") failed_runs.push_back(changed.int64(i, 1));
+      if (changed.text(i, 0) == "failed") ended_runs.push_back(changed.int64(i, 1));
     }
-    if (!failed_runs.empty()) end_runs_in_transaction(failed_runs);
+    if (!ended_runs.empty()) end_runs_in_transaction(ended_runs);
     return changed;
   });
+  r.canceled = canceled;
   for (int i = 0; i < states.rows(); ++i) ++(states.text(i, 0) == "failed" ? r.failed : r.requeued);
   db_->retrying([&] {
     return db_->exec("DELETE FROM workers WHERE heartbeat_at < rgbaq_now() - $1", {real(options_.lease_seconds)}).affected();
@@ -757,9 +760,11 @@ RecoverResult PostgresQueueStore::recover(std::optional<int64_t> crashed_job) {
 
 int64_t PostgresQueueStore::register_worker(const WorkerInfo& info) {
   return db_->retrying([&] {
-    return db_->exec("INSERT INTO workers (host, boot_id, pid, engine, device, started_at, heartbeat_at) "
-                     "VALUES ($1, $2, $3, $4, $5, rgbaq_now(), rgbaq_now()) RETURNING id",
-                     {info.host, info.boot_id, num(info.pid), info.engine, info.device})
+    // With what its daemon can do at a run's end.
+    return db_->exec("INSERT INTO workers (host, boot_id, pid, engine, device, started_at, heartbeat_at, runs_hooks, "
+                     "sends_webhooks) VALUES ($1, $2, $3, $4, $5, rgbaq_now(), rgbaq_now(), $6, $7) RETURNING id",
+                     {info.host, info.boot_id, num(info.pid), info.engine, info.device, options_.owe_hook ? "true" : "false",
+                      options_.owe_webhook ? "true" : "false"})
         .int64(0, 0);
   });
 }
@@ -874,6 +879,7 @@ std::vector<Job> select_jobs(pg::Connection& db, const std::string& where, const
 }  // namespace
 
 std::vector<Job> PostgresQueueStore::list_jobs(const JobQuery& query) {
+  store_shared::check_qa_flag_filter(query.qa_flag);
   std::string sql = "TRUE";
   Params params;
   if (query.run) {
@@ -929,19 +935,15 @@ std::string PostgresQueueStore::integrity_check() {
         " GROUP BY run_id, state) j FULL JOIN (SELECT run_id, state, sum(n) AS n FROM run_counts GROUP BY run_id, state) c "
         "USING (run_id, state) WHERE coalesce(j.n, 0) <> coalesce(c.n, 0)");
     if (counters.int64(0, 0) != 0) problems = "run counters disagree with the jobs (" + counters.text(0, 0) + " run/state pairs)";
-    const auto orphans = db_->exec("SELECT count(*), min(id) FROM jobs j WHERE state = 'running' AND (lease_expires < "
-                                   "rgbaq_now() OR NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = j.worker_id))");
+    const auto orphans = db_->exec(store_shared::orphans_sql("rgbaq_now()"));
     if (orphans.int64(0, 0) != 0) {
       if (!problems.empty()) problems += "; ";
-      problems += orphans.text(0, 0) + " running job(s) without a live lease (the first: job " + orphans.text(0, 1) + ")";
+      problems += store_shared::orphans_problem(orphans.int64(0, 0), orphans.int64(0, 1));
     }
-    // A published run is marked ended exactly when it has no queued or running job.
-    const auto ends = db_->exec("SELECT id, ended FROM runs r WHERE NOT pending AND ended = EXISTS (SELECT 1 FROM jobs j "
-                                "WHERE j.run_id = r.id AND j.state IN ('queued', 'running')) ORDER BY id LIMIT 1");
+    const auto ends = db_->exec(store_shared::kEndedMismatch);
     if (!ends.empty()) {
       if (!problems.empty()) problems += "; ";
-      problems += "run " + ends.text(0, 0) +
-                  (ends.boolean(0, 1) ? " is marked ended with jobs queued or running" : " has no job left to run but no end recorded");
+      problems += store_shared::ended_mismatch_problem(ends.int64(0, 0), ends.boolean(0, 1));
     }
     return problems.empty() ? "ok" : problems;
   });

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "storage/queue_store.h"
+#include "storage/queue_store_shared.h"
 
 namespace rgbaq::storage {
 
@@ -24,6 +25,10 @@ class PostgresQueueStore final : public QueueStore {
   // Connects and migrates. Throws std::runtime_error naming the URL (password masked).
   explicit PostgresQueueStore(const std::string& url, StoreOptions options = {});
   ~PostgresQueueStore() override;
+  // Tests: the (empty) database at `url` made a queue by this build's first `version` migrations only,
+  // as an older rgbaq made it (its data is then written in that version's schema, and a store opened on
+  // it migrates it forward).
+  static void create_at_version(const std::string& url, int version);
 
   int64_t begin_run(const RunOptions& run) override;
   SubmitResult append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) override;
@@ -56,7 +61,7 @@ class PostgresQueueStore final : public QueueStore {
   std::optional<RunEnd> claim_run_hook(int64_t worker_id, int64_t pid) override;
   bool finish_run_hook(int64_t end_id, const std::string& outcome) override;
   std::optional<RunEnd> claim_webhook(int64_t worker_id, double now) override;
-  bool record_webhook_attempt(int64_t end_id, int64_t worker_id, const std::string& outcome, bool delivered,
+  bool record_webhook_attempt(const RunEnd& claimed, const std::string& outcome, bool delivered,
                               std::optional<double> retry_at) override;
   std::vector<RunEnd> run_ends(int64_t run_id) override;
   int64_t register_worker(const WorkerInfo& info) override;
@@ -81,26 +86,22 @@ class PostgresQueueStore final : public QueueStore {
                                           const std::vector<std::string>& preferred_loras, const std::string& token);
   // The running job `worker_id` claimed with `token`, if that claim committed.
   std::optional<Job> claimed_by_token(int64_t worker_id, const std::string& token);
-  // The job just completed, as a re-seed needs it.
-  struct CompletedJob {
-    int64_t id = 0, run_id = 0;
-    uint64_t row_key = 0;
-    int reseed_max = 0, priority = 0;
-  };
   // In an open transaction (as are the other *_in_transaction): the complete, its re-seed and the end
   // of its run. False when the job is not running under the worker.
   bool complete_in_transaction(int64_t job_id, int64_t worker_id, const Completion& completion);
   // postgres_reseed.cpp: the first candidate that fits the completed job's row, inserted (Completion).
-  void reseed_in_transaction(const CompletedJob& done, const std::vector<NewJob>& candidates);
+  void reseed_in_transaction(const store_shared::CompletedJob& done, const std::vector<NewJob>& candidates);
   // postgres_run_ends.cpp. The ends of those runs that have no queued or running job left, recorded
   // with what they owe, once per end (rgbaq_end_runs; runs.ended).
   void end_runs_in_transaction(const std::vector<int64_t>& run_ids);
   void end_runs_of_job_in_transaction(int64_t job_id);  // of the job's run
-  // The runs' rows, in id order: a retry takes them before their jobs, as forget_run does.
+  // The runs' rows (FOR NO KEY UPDATE), in id order: a retry takes them before their jobs, as forget_run
+  // does.
   void lock_runs_in_transaction(const std::vector<int64_t>& run_ids);
   // Runs marked ended that have a queued job again (a retry): open, their next end a new one.
   void reopen_runs_in_transaction(const std::vector<int64_t>& run_ids);
-  // recover()'s part: hooks of workers gone -> lost; webhooks whose lease expired -> owed.
+  // recover()'s part: the end of every open run with nothing left to run (an end a crash missed); hooks
+  // of workers gone -> lost; webhooks whose lease expired -> owed.
   void recover_run_ends();
   // Each run's latest end, for list_runs.
   std::vector<RunEnd> last_ends_in_transaction();

@@ -3,7 +3,6 @@
 // run's row is locked first, and each statement after it reads what committed before (READ COMMITTED),
 // so two workers finishing jobs of one row at once never pick the same seed, nor both the last place.
 #include <algorithm>
-#include <stdexcept>
 
 #include "storage/postgres/postgres_queue_store.h"
 #include "storage/postgres/postgres_store_helpers.h"
@@ -12,17 +11,13 @@ namespace rgbaq::storage {
 
 using postgres_store::num;
 
-void PostgresQueueStore::reseed_in_transaction(const CompletedJob& done, const std::vector<NewJob>& candidates) {
+void PostgresQueueStore::reseed_in_transaction(const store_shared::CompletedJob& done, const std::vector<NewJob>& candidates) {
   const std::string run = num(done.run_id), row = num(done.row_key);
-  db_->exec("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", {run});
+  db_->exec("SELECT 1 FROM runs WHERE id = $1 FOR NO KEY UPDATE", {run});
   const int64_t reseeded =
       db_->exec("SELECT count(*) FROM jobs WHERE run_id = $1 AND row_key = $2 AND replaces <> 0", {run, row}).int64(0, 0);
   if (reseeded >= done.reseed_max) return;
-  for (const NewJob& j : candidates) {
-    if (j.row_key != done.row_key) {
-      throw std::invalid_argument("re-seed candidate (seed " + std::to_string(j.seed) + ") of job " + std::to_string(done.id) +
-                                  " has row key " + std::to_string(j.row_key) + ", not its row's " + std::to_string(done.row_key));
-    }
+  for (const NewJob& j : candidates) {  // of the row: check_reseed_candidates
     if (!db_->exec("SELECT 1 FROM jobs WHERE run_id = $1 AND row_key = $2 AND seed = $3", {run, row, num(j.seed)}).empty()) {
       continue;
     }

@@ -10,40 +10,15 @@
 namespace rgbaq::storage {
 
 using postgres_store::array_literal;
-using postgres_store::new_token;
 using postgres_store::num;
 using postgres_store::real;
 using postgres_store::transaction;
+using store_shared::kRunEndColumns;
+using store_shared::new_token;
 
 namespace {
 
-constexpr const char* kRunEndColumns =
-    "id, run_id, ended_at, done, failed, canceled, hook_state, hook_outcome, hook_worker_id, hook_pid, hook_started_at, "
-    "hook_finished_at, webhook_state, webhook_attempts, webhook_next_at, webhook_worker_id, webhook_lease_expires, "
-    "webhook_log::text";
-
-RunEnd read_run_end(const pg::Result& r, int row) {
-  RunEnd e;
-  e.id = r.int64(row, 0);
-  e.run_id = r.int64(row, 1);
-  e.ended_at = r.real(row, 2);
-  e.done = r.int64(row, 3);
-  e.failed = r.int64(row, 4);
-  e.canceled = r.int64(row, 5);
-  e.hook_state = r.text(row, 6);
-  e.hook_outcome = r.text(row, 7);
-  e.hook_worker_id = r.int64(row, 8);
-  e.hook_pid = r.int64(row, 9);
-  e.hook_started_at = r.real(row, 10);
-  e.hook_finished_at = r.real(row, 11);
-  e.webhook_state = r.text(row, 12);
-  e.webhook_attempts = static_cast<int>(r.int64(row, 13));
-  e.webhook_next_at = r.real(row, 14);
-  e.webhook_worker_id = r.int64(row, 15);
-  e.webhook_lease_expires = r.real(row, 16);
-  e.webhook_log_json = r.text(row, 17);
-  return e;
-}
+RunEnd read_run_end(const pg::Result& r, int row) { return store_shared::read_run_end(postgres_store::Row{r, row}); }
 
 std::vector<RunEnd> read_run_ends(const pg::Result& r) {
   std::vector<RunEnd> ends;
@@ -68,7 +43,7 @@ void PostgresQueueStore::end_runs_of_job_in_transaction(int64_t job_id) {
 void PostgresQueueStore::lock_runs_in_transaction(const std::vector<int64_t>& run_ids) {
   std::vector<int64_t> sorted = run_ids;
   std::sort(sorted.begin(), sorted.end());
-  db_->exec("SELECT 1 FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE", {array_literal(sorted)});
+  db_->exec("SELECT 1 FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE", {array_literal(sorted)});
 }
 
 void PostgresQueueStore::reopen_runs_in_transaction(const std::vector<int64_t>& run_ids) {
@@ -79,6 +54,11 @@ void PostgresQueueStore::reopen_runs_in_transaction(const std::vector<int64_t>& 
 
 void PostgresQueueStore::recover_run_ends() {
   transaction(*db_, [&] {
+    // Open runs that look finished (the open-runs index, then each run's jobs by the run index);
+    // rgbaq_end_runs locks them and looks again.
+    db_->exec("SELECT rgbaq_end_runs(ARRAY(SELECT id FROM runs r WHERE NOT ended AND NOT pending AND NOT EXISTS (SELECT 1 "
+              "FROM jobs j WHERE j.run_id = r.id AND j.state IN ('queued', 'running')) ORDER BY id), $1::boolean, $2::boolean)",
+              {boolean(options_.owe_hook), boolean(options_.owe_webhook)});
     // A hook whose daemon is gone may have run, wholly or in part: never run again.
     db_->exec("UPDATE run_ends SET hook_state = 'lost', hook_finished_at = rgbaq_now() WHERE hook_state = 'running' "
               "AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = run_ends.hook_worker_id)");
@@ -156,7 +136,7 @@ std::optional<RunEnd> PostgresQueueStore::claim_webhook(int64_t worker_id, doubl
   });
 }
 
-bool PostgresQueueStore::record_webhook_attempt(int64_t end_id, int64_t worker_id, const std::string& outcome, bool delivered,
+bool PostgresQueueStore::record_webhook_attempt(const RunEnd& claimed, const std::string& outcome, bool delivered,
                                                 std::optional<double> retry_at) {
   const std::string next_state = delivered ? "delivered" : retry_at ? "owed" : "gave_up";
   int runs = 0;
@@ -165,16 +145,16 @@ bool PostgresQueueStore::record_webhook_attempt(int64_t end_id, int64_t worker_i
     if (db_->exec("UPDATE run_ends SET webhook_attempts = webhook_attempts + 1, webhook_log = webhook_log || "
                   "jsonb_build_array(jsonb_build_object('at', rgbaq_now(), 'outcome', $3::text)), webhook_state = $4, "
                   "webhook_next_at = coalesce($5::double precision, webhook_next_at), webhook_lease_expires = 0 "
-                  "WHERE id = $1 AND webhook_state = 'sending' AND webhook_worker_id = $2",
-                  {num(end_id), num(worker_id), outcome, next_state,
+                  "WHERE id = $1 AND webhook_state = 'sending' AND webhook_token = $2",
+                  {num(claimed.id), num(claimed.webhook_claim), outcome, next_state,
                    delivered || !retry_at ? std::nullopt : std::optional<std::string>(real(*retry_at))})
             .affected() == 1) {
       return true;
     }
     // Run again after a dropped connection: the first run may have committed (its attempt is the last).
-    return runs > 1 && !db_->exec("SELECT 1 FROM run_ends WHERE id = $1 AND webhook_worker_id = $2 AND webhook_state = $3 "
+    return runs > 1 && !db_->exec("SELECT 1 FROM run_ends WHERE id = $1 AND webhook_token = $2 AND webhook_state = $3 "
                                     "AND webhook_log -> -1 ->> 'outcome' = $4",
-                                    {num(end_id), num(worker_id), next_state, outcome})
+                                    {num(claimed.id), num(claimed.webhook_claim), next_state, outcome})
                               .empty();
   });
 }

@@ -1,7 +1,12 @@
-// The PostgreSQL queue's schema, version by version (postgres_queue_store.cpp migrates a database forward).
+// The PostgreSQL queue's schema, version by version, and the migration that takes a database forward.
+#include <algorithm>
+#include <stdexcept>
+
 #include "storage/postgres/postgres_store_helpers.h"
 
 namespace rgbaq::storage::postgres_store {
+
+namespace {
 
 // Schema versions: migrations()[v] takes the database from version v to v + 1. Times are the server's
 // clock (rgbaq_now), so leases mean the same on every host.
@@ -184,8 +189,11 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS deaths_in_row INTEGER NOT NULL DEFAULT
     // between a job and the one re-seeding it; its alpha check. A run's ends: each end of a run (no job
     // queued or running) is a row in run_ends, recorded in the transaction that ended it, with the hook
     // and webhook it owes; `ended` marks a run whose latest end is recorded (a retry clears it). Runs
-    // that had ended before this version owe nothing. A claim of a hook or a webhook carries a token,
-    // as a job's does, by which a claim run again after a dropped connection finds what the first took.
+    // that had ended before this version owe nothing; open runs are indexed, for recover()'s sweep of
+    // the ends a crash missed. A worker says whether its daemon runs hooks and sends webhooks: an end
+    // owes what any registered worker can do. A claim of a hook or a webhook carries a token, as a job's
+    // does, by which a claim run again after a dropped connection finds what the first took, and which
+    // fences a webhook's attempt to the claim it was made under.
     R"(
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS template_text TEXT NOT NULL DEFAULT '',
   ADD COLUMN IF NOT EXISTS choices_json TEXT NOT NULL DEFAULT '',
@@ -200,6 +208,9 @@ CREATE INDEX IF NOT EXISTS jobs_row ON jobs (run_id, row_key, seed);
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS ended BOOLEAN NOT NULL DEFAULT FALSE;
 UPDATE runs SET ended = TRUE WHERE NOT pending AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.run_id = runs.id AND
   jobs.state IN ('queued', 'running'));
+CREATE INDEX IF NOT EXISTS runs_open ON runs (id) WHERE NOT ended;
+ALTER TABLE workers ADD COLUMN IF NOT EXISTS runs_hooks BOOLEAN NOT NULL DEFAULT FALSE,
+  ADD COLUMN IF NOT EXISTS sends_webhooks BOOLEAN NOT NULL DEFAULT FALSE;
 CREATE TABLE IF NOT EXISTS run_ends (
   id BIGSERIAL PRIMARY KEY,
   run_id BIGINT NOT NULL,
@@ -227,16 +238,17 @@ CREATE INDEX IF NOT EXISTS run_ends_hook ON run_ends (hook_state, id) WHERE hook
 CREATE INDEX IF NOT EXISTS run_ends_webhook ON run_ends (webhook_state, webhook_next_at)
   WHERE webhook_state IN ('owed', 'sending');
 -- The ends of those of the runs `ids` that have no queued or running job left, recorded once each, owing
--- what the two flags say. Whoever may end a run calls it after its own change, in its transaction: it
--- locks the runs' rows, and each statement of a VOLATILE function in READ COMMITTED takes a new
--- snapshot, so of two transactions finishing a run's last jobs at once the second to get the lock sees
--- the first's jobs as committed, and records the end the first could not see.
+-- a hook / a webhook when the caller can run one (the two flags) or any registered worker can. Whoever
+-- may end a run calls it after its own change, in its transaction: it locks the runs' rows (FOR NO KEY
+-- UPDATE: nothing here changes a key), and each statement of a VOLATILE function in READ COMMITTED
+-- takes a new snapshot, so of two transactions finishing a run's last jobs at once the second to get
+-- the lock sees the first's jobs as committed, and records the end the first could not see.
 CREATE OR REPLACE FUNCTION rgbaq_end_runs(ids BIGINT[], owe_hook BOOLEAN, owe_webhook BOOLEAN) RETURNS BIGINT
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   recorded BIGINT;
 BEGIN
-  PERFORM 1 FROM runs WHERE id = ANY(ids) AND NOT ended AND NOT pending ORDER BY id FOR UPDATE;
+  PERFORM 1 FROM runs WHERE id = ANY(ids) AND NOT ended AND NOT pending ORDER BY id FOR NO KEY UPDATE;
   WITH closed AS (
     UPDATE runs r SET ended = TRUE WHERE r.id = ANY(ids) AND NOT r.ended AND NOT r.pending AND NOT EXISTS (
       SELECT 1 FROM jobs j WHERE j.run_id = r.id AND j.state IN ('queued', 'running')) RETURNING r.id)
@@ -245,7 +257,8 @@ BEGIN
       (SELECT coalesce(sum(c.n), 0) FROM run_counts c WHERE c.run_id = e.id AND c.state = 'done'),
       (SELECT coalesce(sum(c.n), 0) FROM run_counts c WHERE c.run_id = e.id AND c.state = 'failed'),
       (SELECT coalesce(sum(c.n), 0) FROM run_counts c WHERE c.run_id = e.id AND c.state = 'canceled'),
-      CASE WHEN owe_hook THEN 'owed' ELSE '' END, CASE WHEN owe_webhook THEN 'owed' ELSE '' END, 0
+      CASE WHEN owe_hook OR EXISTS (SELECT 1 FROM workers WHERE runs_hooks) THEN 'owed' ELSE '' END,
+      CASE WHEN owe_webhook OR EXISTS (SELECT 1 FROM workers WHERE sends_webhooks) THEN 'owed' ELSE '' END, 0
     FROM closed e ORDER BY e.id;
   GET DIAGNOSTICS recorded = ROW_COUNT;
   RETURN recorded;
@@ -253,6 +266,32 @@ END $$;
 )",
   };
   return kMigrations;
+}
+
+}  // namespace
+
+size_t schema_versions() { return migrations().size(); }
+
+void migrate(pg::Connection& db, size_t up_to) {
+  transaction(db, [&] {
+    // Daemons starting together migrate one at a time.
+    db.exec("SELECT pg_advisory_xact_lock(7366616)");
+    db.exec("CREATE TABLE IF NOT EXISTS rgbaq_schema_version (version INTEGER NOT NULL)");
+    auto r = db.exec("SELECT version FROM rgbaq_schema_version");
+    size_t version = 0;
+    if (r.empty()) {
+      db.exec("INSERT INTO rgbaq_schema_version (version) VALUES (0)");
+    } else {
+      version = static_cast<size_t>(r.int64(0, 0));
+    }
+    if (version > migrations().size()) {
+      throw std::runtime_error(db.location() + ": the queue database has schema version " + std::to_string(version) +
+                               "; this rgbaq knows versions up to " + std::to_string(migrations().size()));
+    }
+    for (; version < std::min(up_to, migrations().size()); ++version) db.exec(migrations()[version]);
+    db.exec("UPDATE rgbaq_schema_version SET version = $1", {std::to_string(version)});
+    return 0;
+  });
 }
 
 }  // namespace rgbaq::storage::postgres_store

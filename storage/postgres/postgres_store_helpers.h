@@ -1,9 +1,8 @@
 #pragma once
 // Pieces the PostgreSQL queue store's files share (postgres_queue_store.cpp, postgres_run_ends.cpp,
-// postgres_reseed.cpp); not part of the store's interface.
+// postgres_reseed.cpp, postgres_schema.cpp); not part of the store's interface.
 #include <cstdio>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -32,13 +31,6 @@ std::string array_literal(const std::vector<T>& values) {
   return a + "}";
 }
 
-// A write's token, recorded with it, by which a run after a dropped connection learns whether the
-// first one committed. Random: writers on many hosts need no coordination.
-inline int64_t new_token() {
-  thread_local std::mt19937_64 random{std::random_device{}()};
-  return static_cast<int64_t>(random() >> 1) | 1;  // positive, never 0 (a job not claimed by token)
-}
-
 // BEGIN, op, COMMIT; ROLLBACK if op throws. `op` may run again after a dropped connection.
 template <class Op>
 auto transaction(pg::Connection& db, Op&& op) {
@@ -55,7 +47,19 @@ auto transaction(pg::Connection& db, Op&& op) {
   });
 }
 
-// Schema versions, each taking a database from its index to the next (postgres_schema.cpp).
-const std::vector<const char*>& migrations();
+// postgres_schema.cpp: how many schema versions this build knows, and the migration that takes the
+// database forward to version `up_to` (at most the last) in one transaction, one migrating process at a
+// time. Throws std::runtime_error naming the database when its version is newer than this build knows.
+size_t schema_versions();
+void migrate(pg::Connection& db, size_t up_to);
+
+// A row of a result as store_shared::read_run_end reads it.
+struct Row {
+  const pg::Result& r;
+  int row;
+  int64_t int64(int c) const { return r.int64(row, c); }
+  double real(int c) const { return r.real(row, c); }
+  std::string text(int c) const { return r.text(row, c); }
+};
 
 }  // namespace rgbaq::storage::postgres_store

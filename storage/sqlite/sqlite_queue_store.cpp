@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string_view>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,9 +15,9 @@
 
 namespace rgbaq::storage {
 
-using sqlite_store::migrations;
 using sqlite_store::now_seconds;
 using sqlite_store::Use;
+using store_shared::kStillOwner;
 
 namespace {
 
@@ -25,11 +26,6 @@ namespace {
 constexpr const char* kDoneCount =
     "(SELECT coalesce(sum(n), 0) FROM run_counts WHERE state = 'done') + "
     "coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'forgotten_done'), 0)";
-
-// A retry requeues only jobs whose output path their content still owns: one taken over by a later
-// submit (--replace, or its file gone) would write over the new owner's image.
-constexpr const char* kStillOwner =
-    " AND EXISTS (SELECT 1 FROM outputs o WHERE o.path = jobs.output_path AND o.content_key = jobs.content_key)";
 
 // Claims skip the jobs of runs whose submit has not committed its last batch.
 constexpr const char* kVisible = " AND run_id NOT IN (SELECT id FROM runs WHERE pending = 1)";
@@ -127,7 +123,7 @@ struct SqliteQueueStore::Statements {
         select_job(db, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?"),
         complete(db, "UPDATE jobs SET state = 'done', finished_at = ?1, output_path = ?2, metadata = ?3, error = '', "
                      "lease_expires = 0, qa_json = ?6, qa_flags = ?7 WHERE id = ?4 AND state = 'running' AND worker_id = ?5 "
-                     "RETURNING run_id, row_key, reseed_max, priority"),
+                     "RETURNING run_id, row_key, reseed_max, priority, cancel_requested"),
         count_image(db, "UPDATE workers SET images_done = images_done + 1 WHERE id = ?"),
         step_hold(db, "SELECT cancel_requested FROM jobs WHERE id = ? AND state = 'running' AND worker_id = ?") {}
 
@@ -143,27 +139,6 @@ bool existing_file(const std::filesystem::path& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-void migrate_database(SQLite::Database& db, const std::filesystem::path& path) {
-  SQLite::Transaction tx(db, SQLite::TransactionBehavior::IMMEDIATE);
-  db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-  SQLite::Statement q(db, "SELECT version FROM schema_version");
-  int version = 0;
-  if (q.executeStep()) {
-    version = q.getColumn(0).getInt();
-  } else {
-    db.exec("INSERT INTO schema_version (version) VALUES (0)");
-  }
-  if (version > static_cast<int>(migrations().size())) {
-    throw std::runtime_error(path.string() + ": the queue database has schema version " + std::to_string(version) +
-                             "; this rgbaq knows versions up to " + std::to_string(migrations().size()));
-  }
-  for (; version < static_cast<int>(migrations().size()); ++version) db.exec(migrations()[version]);
-  SQLite::Statement set(db, "UPDATE schema_version SET version = ?");
-  set.bind(1, version);
-  set.exec();
-  tx.commit();
-}
-
 // A missing queue is made whole under a temporary name and linked into place, so that a file at the
 // path is never a half-made queue (a process killed while creating it leaves only the temporary), and
 // an existing file that is not a queue can be told apart. Returns whether the path existed before.
@@ -174,7 +149,7 @@ bool create_if_missing(const std::filesystem::path& path) {
                                          std::to_string(rd()));
   {
     SQLite::Database db(tmp.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-    migrate_database(db, path);
+    sqlite_store::migrate(db, path, sqlite_store::schema_versions());
   }
   const bool linked = ::link(tmp.c_str(), path.c_str()) == 0 || errno == EEXIST;  // EEXIST: another process won
   const int link_errno = errno;
@@ -212,7 +187,12 @@ SqliteQueueStore::SqliteQueueStore(const std::filesystem::path& path, StoreOptio
   throw std::runtime_error(path.string() + ": cannot open the queue database: " + e.what());
 }
 
-void SqliteQueueStore::migrate() { migrate_database(db_, path_); }
+void SqliteQueueStore::migrate() { sqlite_store::migrate(db_, path_, sqlite_store::schema_versions()); }
+
+void SqliteQueueStore::create_at_version(const std::filesystem::path& path, int version) {
+  SQLite::Database db(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+  sqlite_store::migrate(db, path, static_cast<size_t>(version));
+}
 
 void SqliteQueueStore::check_file_identity() const {
   struct stat st {};
@@ -369,6 +349,11 @@ ForgottenRun SqliteQueueStore::forget_run(int64_t run_id) {
   active.executeStep();
   r.active = active.getColumn(0).getInt64();
   if (r.active > 0) return r;
+  SQLite::Statement owed(db_, std::string("SELECT count(*) FROM run_ends WHERE run_id = ? AND ") + store_shared::kEndStillOwes);
+  owed.bind(1, run_id);
+  owed.executeStep();
+  r.owed_hooks = owed.getColumn(0).getInt64();
+  if (r.owed_hooks > 0) return r;
   // An image another run's job shares (a resubmit that reused it) stays that run's.
   SQLite::Statement images(db_, "SELECT id, output_path FROM jobs j WHERE run_id = ? AND state = 'done' AND NOT EXISTS ("
                                 "SELECT 1 FROM jobs o WHERE o.content_key = j.content_key AND o.output_path = j.output_path "
@@ -466,7 +451,7 @@ std::optional<Job> SqliteQueueStore::claim(int64_t worker_id, const std::vector<
 }
 
 bool SqliteQueueStore::complete_locked(int64_t job_id, int64_t worker_id, const Completion& c) {
-  CompletedJob done{.id = job_id};
+  store_shared::CompletedJob done{.id = job_id};
   {
     Use q(st_->complete);
     q->bind(1, now_seconds());
@@ -481,20 +466,22 @@ bool SqliteQueueStore::complete_locked(int64_t job_id, int64_t worker_id, const 
     done.row_key = static_cast<uint64_t>(q->getColumn(1).getInt64());
     done.reseed_max = q->getColumn(2).getInt();
     done.priority = q->getColumn(3).getInt();
+    done.cancel_requested = q->getColumn(4).getInt() != 0;
   }
   {
     Use count(st_->count_image);
     count->bind(1, worker_id);
     count->exec();
   }
-  // The re-seeded job first: a run that gets one has not ended.
-  if (!c.reseed_candidates.empty()) reseed_locked(done, c.reseed_candidates);
+  // The re-seeded job first: a run that gets one has not ended. A job canceled as it finished gets none.
+  if (!c.reseed_candidates.empty() && !done.cancel_requested) reseed_locked(done, c.reseed_candidates);
   record_ends_locked(done.run_id);
   return true;
 }
 
 bool SqliteQueueStore::complete(int64_t job_id, int64_t worker_id, const Completion& c) {
   check_file_identity();
+  store_shared::check_reseed_candidates(*this, job_id, c);
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   const bool ok = complete_locked(job_id, worker_id, c);
   tx.commit();
@@ -505,6 +492,7 @@ std::optional<Job> SqliteQueueStore::complete_and_claim(int64_t job_id, const Co
                                                         const std::vector<uint64_t>& preferred,
                                                         const std::vector<std::string>& preferred_loras) {
   check_file_identity();
+  store_shared::check_reseed_candidates(*this, job_id, c);
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   complete_locked(job_id, worker_id, c);
   auto next = claim_locked(worker_id, preferred, preferred_loras);
@@ -582,7 +570,13 @@ QueueStore::Canceled SqliteQueueStore::cancel_where(const char* column, int64_t 
   SQLite::Statement running(db_, std::string("UPDATE jobs SET cancel_requested = 1 WHERE ") + column + " = ? AND state = 'running'");
   running.bind(1, id);
   n.stopping = running.exec();
-  record_ends_locked(std::nullopt);
+  int64_t run_id = id;
+  if (std::string_view(column) == "id") {  // the job's run
+    SQLite::Statement run(db_, "SELECT run_id FROM jobs WHERE id = ?");
+    run.bind(1, id);
+    run_id = run.executeStep() ? run.getColumn(0).getInt64() : 0;
+  }
+  if (run_id != 0) record_ends_locked(run_id);
   tx.commit();
   return n;
 }
@@ -708,6 +702,14 @@ RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
     }
     return q.exec();
   };
+  // An expired job whose cancel was requested is canceled, as its worker would have done: not queued
+  // again, and no death of its counted.
+  {
+    SQLite::Statement q(db_, "UPDATE jobs SET state = 'canceled', finished_at = ?1, worker_id = 0, lease_expires = 0 "
+                             "WHERE state = 'running' AND (lease_expires < ?1 OR worker_id = 0) AND cancel_requested = 1");
+    q.bind(1, now);
+    r.canceled = q.exec();
+  }
   // Every expired job, the crashed one too, died with the daemon (or its host) while it rendered (its
   // lease recorded a step): one more death in its row when no other job finished since its last (the
   // count of finished jobs unchanged), else the first of a new row, the step noted. A death before any
@@ -765,7 +767,9 @@ RecoverResult SqliteQueueStore::recover(std::optional<int64_t> crashed_job) {
   SQLite::Statement forget(db_, "DELETE FROM workers WHERE heartbeat_at < ?");
   forget.bind(1, now - options_.lease_seconds);
   forget.exec();
-  if (r.failed > 0) record_ends_locked(std::nullopt);
+  // The ends its failures and cancels made, and any other open run's with nothing left to run (an end
+  // a crash or an older rgbaq missed): every open run's, through the open-runs index.
+  record_ends_locked(std::nullopt);
   recover_run_ends_locked(now);
   tx.commit();
   return r;
@@ -776,15 +780,17 @@ int64_t SqliteQueueStore::register_worker(const WorkerInfo& info) {
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   // Never an id given before: a job's transitions are fenced by its worker's id, and SQLite would give a
   // forgotten worker's id (the highest) to the next one. The last id given is kept in settings.
-  SQLite::Statement q(db_, "INSERT INTO workers (id, host, boot_id, pid, engine, device, started_at, heartbeat_at) "
-                           "VALUES (max(coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'last_worker_id'), 0), "
-                           "coalesce((SELECT max(id) FROM workers), 0)) + 1, ?, ?, ?, ?, ?, ?6, ?6)");
+  SQLite::Statement q(db_, "INSERT INTO workers (id, host, boot_id, pid, engine, device, started_at, heartbeat_at, runs_hooks, "
+                           "sends_webhooks) VALUES (max(coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = "
+                           "'last_worker_id'), 0), coalesce((SELECT max(id) FROM workers), 0)) + 1, ?, ?, ?, ?, ?, ?6, ?6, ?7, ?8)");
   q.bind(1, info.host);
   q.bind(2, info.boot_id);
   q.bind(3, info.pid);
   q.bind(4, info.engine);
   q.bind(5, info.device);
   q.bind(6, now_seconds());
+  q.bind(7, options_.owe_hook ? 1 : 0);  // what its daemon can do at a run's end
+  q.bind(8, options_.owe_webhook ? 1 : 0);
   q.exec();
   const int64_t id = db_.getLastInsertRowid();
   SQLite::Statement last(db_, "INSERT INTO settings (key, value) VALUES ('last_worker_id', ?) "
@@ -902,6 +908,7 @@ std::map<int64_t, double> SqliteQueueStore::finish_times() {
 }
 
 std::vector<Job> SqliteQueueStore::list_jobs(const JobQuery& query) {
+  store_shared::check_qa_flag_filter(query.qa_flag);
   std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE 1 = 1";
   if (query.run) sql += " AND run_id = :run";
   if (query.state) sql += " AND state = :state";
@@ -951,21 +958,12 @@ std::string SqliteQueueStore::integrity_check() {
                         "LEFT JOIN run_counts c USING (run_id, state) WHERE c.n IS NULL OR c.n != j.n");
   cmp.executeStep();
   if (cmp.getColumn(0).getInt64() != 0) return "run counters disagree with the jobs";
-  // A published run is marked ended exactly when it has no queued or running job.
-  SQLite::Statement ends(db_, "SELECT id, ended FROM runs r WHERE pending = 0 AND ended = EXISTS (SELECT 1 FROM jobs j "
-                              "WHERE j.run_id = r.id AND j.state IN ('queued', 'running')) ORDER BY id LIMIT 1");
-  if (ends.executeStep()) {
-    return "run " + std::to_string(ends.getColumn(0).getInt64()) +
-           (ends.getColumn(1).getInt() != 0 ? " is marked ended with jobs queued or running" : " has no job left to run but no end recorded");
-  }
-  SQLite::Statement orphans(db_, "SELECT count(*), min(id) FROM jobs j WHERE state = 'running' AND (lease_expires < ? OR "
-                                 "NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = j.worker_id))");
+  SQLite::Statement ends(db_, store_shared::kEndedMismatch);
+  if (ends.executeStep()) return store_shared::ended_mismatch_problem(ends.getColumn(0).getInt64(), ends.getColumn(1).getInt() != 0);
+  SQLite::Statement orphans(db_, store_shared::orphans_sql("?"));
   orphans.bind(1, now_seconds());
   orphans.executeStep();
-  if (const int64_t n = orphans.getColumn(0).getInt64()) {
-    return std::to_string(n) + " running job(s) without a live lease (the first: job " +
-           std::to_string(orphans.getColumn(1).getInt64()) + ")";
-  }
+  if (const int64_t n = orphans.getColumn(0).getInt64()) return store_shared::orphans_problem(n, orphans.getColumn(1).getInt64());
   return "ok";
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "storage/queue_store.h"
+#include "storage/queue_store_shared.h"
 
 namespace rgbaq::storage {
 
@@ -20,6 +21,10 @@ class SqliteQueueStore final : public QueueStore {
   // rgbaq queue (see StoreOptions::create_over_invalid).
   explicit SqliteQueueStore(const std::filesystem::path& path, StoreOptions options = {});
   ~SqliteQueueStore() override;
+  // Tests: a new queue at `path` made by this build's first `version` migrations only, as an older
+  // rgbaq made it (its data is then written in that version's schema, and a store opened on it
+  // migrates it forward).
+  static void create_at_version(const std::filesystem::path& path, int version);
 
   int64_t begin_run(const RunOptions& run) override;
   SubmitResult append_jobs(int64_t run_id, const RunOptions& run, const std::vector<NewJob>& jobs) override;
@@ -52,7 +57,7 @@ class SqliteQueueStore final : public QueueStore {
   std::optional<RunEnd> claim_run_hook(int64_t worker_id, int64_t pid) override;
   bool finish_run_hook(int64_t end_id, const std::string& outcome) override;
   std::optional<RunEnd> claim_webhook(int64_t worker_id, double now) override;
-  bool record_webhook_attempt(int64_t end_id, int64_t worker_id, const std::string& outcome, bool delivered,
+  bool record_webhook_attempt(const RunEnd& claimed, const std::string& outcome, bool delivered,
                               std::optional<double> retry_at) override;
   std::vector<RunEnd> run_ends(int64_t run_id) override;
   int64_t register_worker(const WorkerInfo& info) override;
@@ -83,16 +88,10 @@ class SqliteQueueStore final : public QueueStore {
   struct Statements;
   std::optional<Job> claim_locked(int64_t worker_id, const std::vector<uint64_t>& preferred,
                                   const std::vector<std::string>& preferred_loras);
-  // The job just completed, as a re-seed needs it.
-  struct CompletedJob {
-    int64_t id = 0, run_id = 0;
-    uint64_t row_key = 0;
-    int reseed_max = 0, priority = 0;
-  };
   // In an open transaction (as are the other *_locked).
   bool complete_locked(int64_t job_id, int64_t worker_id, const Completion& completion);
   // sqlite_reseed.cpp: the first candidate that fits the completed job's row, inserted (Completion).
-  void reseed_locked(const CompletedJob& done, const std::vector<NewJob>& candidates);
+  void reseed_locked(const store_shared::CompletedJob& done, const std::vector<NewJob>& candidates);
   // sqlite_run_ends.cpp. The end of the run (of every open run: nullopt) that has no queued or running
   // job left, recorded with what it owes; once per end (runs.ended).
   void record_ends_locked(std::optional<int64_t> run_id);
@@ -112,8 +111,9 @@ class SqliteQueueStore final : public QueueStore {
   uint64_t file_dev_ = 0, file_ino_ = 0;  // the opened file's identity
   SQLite::Database db_;
   std::unique_ptr<Statements> st_;  // prepared once: claims and completions run thousands of times a second
-  // record_ends_locked's, prepared at its first use (every completion runs them).
-  std::unique_ptr<SQLite::Statement> record_ends_, mark_ended_;
+  // record_ends_locked's, prepared at their first use (every completion runs them): [0] of one run by
+  // its id, [1] of every open run.
+  std::unique_ptr<SQLite::Statement> record_ends_[2], mark_ended_[2];
 };
 
 }  // namespace rgbaq::storage

@@ -2,14 +2,13 @@
 // for its row, with a seed the row has not used and an output path nobody else's content owns. BEGIN
 // IMMEDIATE serializes completions, so two workers finishing jobs of one row never pick the same seed.
 #include <algorithm>
-#include <stdexcept>
 
 #include "storage/sqlite/sqlite_queue_store.h"
 #include "storage/sqlite/sqlite_store_helpers.h"
 
 namespace rgbaq::storage {
 
-void SqliteQueueStore::reseed_locked(const CompletedJob& done, const std::vector<NewJob>& candidates) {
+void SqliteQueueStore::reseed_locked(const store_shared::CompletedJob& done, const std::vector<NewJob>& candidates) {
   SQLite::Statement reseeded(db_, "SELECT count(*) FROM jobs WHERE run_id = ? AND row_key = ? AND replaces <> 0");
   reseeded.bind(1, done.run_id);
   reseeded.bind(2, static_cast<int64_t>(done.row_key));
@@ -17,11 +16,7 @@ void SqliteQueueStore::reseed_locked(const CompletedJob& done, const std::vector
   if (reseeded.getColumn(0).getInt64() >= done.reseed_max) return;
   SQLite::Statement seed_used(db_, "SELECT 1 FROM jobs WHERE run_id = ? AND row_key = ? AND seed = ?");
   SQLite::Statement owner(db_, "SELECT content_key FROM outputs WHERE path = ?");
-  for (const NewJob& j : candidates) {
-    if (j.row_key != done.row_key) {
-      throw std::invalid_argument("re-seed candidate (seed " + std::to_string(j.seed) + ") of job " + std::to_string(done.id) +
-                                  " has row key " + std::to_string(j.row_key) + ", not its row's " + std::to_string(done.row_key));
-    }
+  for (const NewJob& j : candidates) {  // of the row: check_reseed_candidates
     seed_used.bind(1, done.run_id);
     seed_used.bind(2, static_cast<int64_t>(done.row_key));
     seed_used.bind(3, static_cast<int64_t>(j.seed));

@@ -1,52 +1,35 @@
 // The SQLite queue's run ends (issue 41): recorded in the transaction of the transition that ended the
-// run, and their hooks and webhooks given out one at a time. Every write here runs under BEGIN
-// IMMEDIATE, so two processes sharing the file never both see an owed item as theirs.
+// run, and their hooks and webhooks given out one at a time. A claim reads and writes under BEGIN
+// IMMEDIATE, and every other write here is one statement, so two processes sharing the file never both
+// see an owed item as theirs.
 #include "storage/sqlite/sqlite_queue_store.h"
 #include "storage/sqlite/sqlite_store_helpers.h"
 
 namespace rgbaq::storage {
 
 using sqlite_store::now_seconds;
+using sqlite_store::Row;
 using sqlite_store::Use;
+using store_shared::kRunEndColumns;
 
 namespace {
 
-constexpr const char* kRunEndColumns =
-    "id, run_id, ended_at, done, failed, canceled, hook_state, hook_outcome, hook_worker_id, hook_pid, hook_started_at, "
-    "hook_finished_at, webhook_state, webhook_attempts, webhook_next_at, webhook_worker_id, webhook_lease_expires, webhook_log";
-
-RunEnd read_run_end(SQLite::Statement& q) {
-  RunEnd e;
-  e.id = q.getColumn(0).getInt64();
-  e.run_id = q.getColumn(1).getInt64();
-  e.ended_at = q.getColumn(2).getDouble();
-  e.done = q.getColumn(3).getInt64();
-  e.failed = q.getColumn(4).getInt64();
-  e.canceled = q.getColumn(5).getInt64();
-  e.hook_state = q.getColumn(6).getString();
-  e.hook_outcome = q.getColumn(7).getString();
-  e.hook_worker_id = q.getColumn(8).getInt64();
-  e.hook_pid = q.getColumn(9).getInt64();
-  e.hook_started_at = q.getColumn(10).getDouble();
-  e.hook_finished_at = q.getColumn(11).getDouble();
-  e.webhook_state = q.getColumn(12).getString();
-  e.webhook_attempts = q.getColumn(13).getInt();
-  e.webhook_next_at = q.getColumn(14).getDouble();
-  e.webhook_worker_id = q.getColumn(15).getInt64();
-  e.webhook_lease_expires = q.getColumn(16).getDouble();
-  e.webhook_log_json = q.getColumn(17).getString();
-  return e;
-}
+RunEnd read_run_end(SQLite::Statement& q) { return store_shared::read_run_end(Row{q}); }
 
 // A run's count of jobs in a state, from the counters.
 std::string run_count(const char* state) {
   return std::string("coalesce((SELECT n FROM run_counts c WHERE c.run_id = r.id AND c.state = '") + state + "'), 0)";
 }
 
-// A published run still marked open (or any: ?1 NULL) that has no queued or running job left.
+// A published run still marked open that has no queued or running job left.
 constexpr const char* kOpenRunWithNothingLeft =
-    "r.ended = 0 AND r.pending = 0 AND (?1 IS NULL OR r.id = ?1) AND NOT EXISTS (SELECT 1 FROM run_counts c WHERE "
-    "c.run_id = r.id AND c.state IN ('queued', 'running') AND c.n > 0)";
+    "r.ended = 0 AND r.pending = 0 AND NOT EXISTS (SELECT 1 FROM run_counts c WHERE c.run_id = r.id AND "
+    "c.state IN ('queued', 'running') AND c.n > 0)";
+
+// What an end owes: ?3 / ?4, this store's own abilities, or any registered worker's.
+constexpr const char* kOwed =
+    "CASE WHEN ?3 OR EXISTS (SELECT 1 FROM workers WHERE runs_hooks) THEN 'owed' ELSE '' END, "
+    "CASE WHEN ?4 OR EXISTS (SELECT 1 FROM workers WHERE sends_webhooks) THEN 'owed' ELSE '' END";
 
 bool worker_registered(SQLite::Database& db, int64_t worker_id) {
   SQLite::Statement q(db, "SELECT 1 FROM workers WHERE id = ?");
@@ -58,22 +41,23 @@ bool worker_registered(SQLite::Database& db, int64_t worker_id) {
 
 void SqliteQueueStore::record_ends_locked(std::optional<int64_t> run_id) {
   // One statement inserting the ends and one marking their runs (the same condition, in the same
-  // transaction).
-  if (!record_ends_) {
-    record_ends_ = std::make_unique<SQLite::Statement>(
-        db_, std::string("INSERT INTO run_ends (run_id, ended_at, done, failed, canceled, hook_state, webhook_state, "
-                         "webhook_next_at) SELECT r.id, ?2, ") +
-                 run_count("done") + ", " + run_count("failed") + ", " + run_count("canceled") + ", ?3, ?4, 0 FROM runs r WHERE " +
-                 kOpenRunWithNothingLeft + " ORDER BY r.id");
-    mark_ended_ = std::make_unique<SQLite::Statement>(db_, std::string("UPDATE runs AS r SET ended = 1 WHERE ") + kOpenRunWithNothingLeft);
+  // transaction); of one run by its id (?1), or of every open run (the open-runs index).
+  const int k = run_id ? 0 : 1;
+  if (!record_ends_[k]) {
+    const std::string where = std::string(run_id ? "r.id = ?1 AND " : "") + kOpenRunWithNothingLeft;
+    record_ends_[k] = std::make_unique<SQLite::Statement>(
+        db_, "INSERT INTO run_ends (run_id, ended_at, done, failed, canceled, hook_state, webhook_state, webhook_next_at) "
+             "SELECT r.id, ?2, " + run_count("done") + ", " + run_count("failed") + ", " + run_count("canceled") + ", " +
+                 kOwed + ", 0 FROM runs r WHERE " + where + " ORDER BY r.id");
+    mark_ended_[k] = std::make_unique<SQLite::Statement>(db_, "UPDATE runs AS r SET ended = 1 WHERE " + where);
   }
-  Use ends(*record_ends_);
-  if (run_id) ends->bind(1, *run_id);  // else NULL: every open run
+  Use ends(*record_ends_[k]);
+  if (run_id) ends->bind(1, *run_id);
   ends->bind(2, now_seconds());
-  ends->bind(3, options_.owe_hook ? "owed" : "");
-  ends->bind(4, options_.owe_webhook ? "owed" : "");
+  ends->bind(3, options_.owe_hook ? 1 : 0);
+  ends->bind(4, options_.owe_webhook ? 1 : 0);
   if (ends->exec() == 0) return;
-  Use mark(*mark_ended_);
+  Use mark(*mark_ended_[k]);
   if (run_id) mark->bind(1, *run_id);
   mark->exec();
 }
@@ -143,12 +127,14 @@ std::optional<RunEnd> SqliteQueueStore::claim_webhook(int64_t worker_id, double 
   SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
   if (!worker_registered(db_, worker_id)) return std::nullopt;
   SQLite::Statement q(db_, std::string("UPDATE run_ends SET webhook_state = 'sending', webhook_worker_id = ?1, "
-                                       "webhook_lease_expires = ?2 WHERE id = (SELECT id FROM run_ends WHERE webhook_state = "
-                                       "'owed' AND webhook_next_at <= ?3 ORDER BY webhook_next_at, id LIMIT 1) RETURNING ") +
+                                       "webhook_lease_expires = ?2, webhook_token = ?4 WHERE id = (SELECT id FROM run_ends WHERE "
+                                       "webhook_state = 'owed' AND webhook_next_at <= ?3 ORDER BY webhook_next_at, id LIMIT 1) "
+                                       "RETURNING ") +
                                kRunEndColumns);
   q.bind(1, worker_id);
   q.bind(2, now_seconds() + options_.lease_seconds);
   q.bind(3, now);
+  q.bind(4, store_shared::new_token());
   if (!q.executeStep()) return std::nullopt;
   RunEnd end = read_run_end(q);
   q.reset();
@@ -156,14 +142,14 @@ std::optional<RunEnd> SqliteQueueStore::claim_webhook(int64_t worker_id, double 
   return end;
 }
 
-bool SqliteQueueStore::record_webhook_attempt(int64_t end_id, int64_t worker_id, const std::string& outcome, bool delivered,
+bool SqliteQueueStore::record_webhook_attempt(const RunEnd& claimed, const std::string& outcome, bool delivered,
                                               std::optional<double> retry_at) {
   check_file_identity();
   SQLite::Statement q(db_, "UPDATE run_ends SET webhook_attempts = webhook_attempts + 1, "
                            "webhook_log = json_insert(webhook_log, '$[#]', json_object('at', ?1, 'outcome', ?2)), "
                            "webhook_state = CASE WHEN ?3 THEN 'delivered' WHEN ?4 IS NOT NULL THEN 'owed' ELSE 'gave_up' END, "
                            "webhook_next_at = CASE WHEN NOT ?3 AND ?4 IS NOT NULL THEN ?4 ELSE webhook_next_at END, "
-                           "webhook_lease_expires = 0 WHERE id = ?5 AND webhook_state = 'sending' AND webhook_worker_id = ?6");
+                           "webhook_lease_expires = 0 WHERE id = ?5 AND webhook_state = 'sending' AND webhook_token = ?6");
   q.bind(1, now_seconds());
   q.bind(2, outcome);
   q.bind(3, delivered ? 1 : 0);
@@ -172,8 +158,8 @@ bool SqliteQueueStore::record_webhook_attempt(int64_t end_id, int64_t worker_id,
   } else {
     q.bind(4);
   }
-  q.bind(5, end_id);
-  q.bind(6, worker_id);
+  q.bind(5, claimed.id);
+  q.bind(6, claimed.webhook_claim);
   return q.exec() == 1;
 }
 

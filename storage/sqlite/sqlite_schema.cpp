@@ -1,7 +1,12 @@
-// The SQLite queue's schema, version by version (sqlite_queue_store.cpp migrates a file forward).
+// The SQLite queue's schema, version by version, and the migration that takes a file forward.
+#include <algorithm>
+#include <stdexcept>
+
 #include "storage/sqlite/sqlite_store_helpers.h"
 
 namespace rgbaq::storage::sqlite_store {
+
+namespace {
 
 // Schema versions: migrations()[v] takes the database from version v to v + 1.
 const std::vector<const char*>& migrations() {
@@ -136,7 +141,10 @@ ALTER TABLE jobs ADD COLUMN done_at_death INTEGER NOT NULL DEFAULT 0;
     // between a job and the one re-seeding it; its alpha check. A run's ends: each end of a run (no job
     // queued or running) is a row in run_ends, recorded in the transaction that ended it, with the hook
     // and webhook it owes; `ended` marks a run whose latest end is recorded (a retry clears it). Runs
-    // that had ended before this version owe nothing.
+    // that had ended before this version owe nothing. A worker says whether its daemon runs hooks and
+    // sends webhooks: an end owes what any registered worker can do. A webhook claim's token fences the
+    // attempt made under it. (jobs_run stays: its implicit rowid gives a run's jobs in id order, which
+    // listings and their pages after an id read without a sort; jobs_row, by row and seed, would not.)
     R"(
 ALTER TABLE jobs ADD COLUMN template_text TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN choices_json TEXT NOT NULL DEFAULT '';
@@ -148,6 +156,8 @@ ALTER TABLE jobs ADD COLUMN replaced_by INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN qa_json TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN qa_flags TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_row ON jobs (run_id, row_key, seed);
+ALTER TABLE workers ADD COLUMN runs_hooks INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN sends_webhooks INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN ended INTEGER NOT NULL DEFAULT 0;
 UPDATE runs SET ended = 1 WHERE pending = 0 AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.run_id = runs.id AND
   jobs.state IN ('queued', 'running'));
@@ -170,6 +180,7 @@ CREATE TABLE run_ends (
   webhook_next_at REAL NOT NULL DEFAULT 0,
   webhook_worker_id INTEGER NOT NULL DEFAULT 0,
   webhook_lease_expires REAL NOT NULL DEFAULT 0,
+  webhook_token INTEGER NOT NULL DEFAULT 0,
   webhook_log TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX run_ends_run ON run_ends (run_id, id);
@@ -178,6 +189,31 @@ CREATE INDEX run_ends_webhook ON run_ends (webhook_state, webhook_next_at) WHERE
 )",
   };
   return kMigrations;
+}
+
+}  // namespace
+
+size_t schema_versions() { return migrations().size(); }
+
+void migrate(SQLite::Database& db, const std::filesystem::path& path, size_t up_to) {
+  SQLite::Transaction tx(db, SQLite::TransactionBehavior::IMMEDIATE);
+  db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  size_t version = 0;
+  {
+    // Done reading before the migrations run: a read left open makes a DROP in them fail ("table is locked").
+    SQLite::Statement q(db, "SELECT version FROM schema_version");
+    if (q.executeStep()) version = static_cast<size_t>(q.getColumn(0).getInt());
+  }
+  if (version == 0) db.exec("INSERT INTO schema_version (version) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM schema_version)");
+  if (version > migrations().size()) {
+    throw std::runtime_error(path.string() + ": the queue database has schema version " + std::to_string(version) +
+                             "; this rgbaq knows versions up to " + std::to_string(migrations().size()));
+  }
+  for (; version < std::min(up_to, migrations().size()); ++version) db.exec(migrations()[version]);
+  SQLite::Statement set(db, "UPDATE schema_version SET version = ?");
+  set.bind(1, static_cast<int64_t>(version));
+  set.exec();
+  tx.commit();
 }
 
 }  // namespace rgbaq::storage::sqlite_store

@@ -1,9 +1,11 @@
 #pragma once
 // Pieces the SQLite queue store's files share (sqlite_queue_store.cpp, sqlite_run_ends.cpp,
-// sqlite_reseed.cpp); not part of the store's interface.
+// sqlite_reseed.cpp, sqlite_schema.cpp); not part of the store's interface.
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <chrono>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "storage/queue_store.h"
@@ -57,7 +59,18 @@ inline void bind_new_job(SQLite::Statement& ins, int64_t run_id, const NewJob& j
   ins.bind(18, replaces);
 }
 
-// Schema versions, each taking a database from its index to the next (sqlite_schema.cpp).
-const std::vector<const char*>& migrations();
+// sqlite_schema.cpp: how many schema versions this build knows, and the migration that takes the
+// database (at `path`, for messages) forward to version `up_to` (at most the last) in one transaction.
+// Throws std::runtime_error naming the file when its version is newer than this build knows.
+size_t schema_versions();
+void migrate(SQLite::Database& db, const std::filesystem::path& path, size_t up_to);
+
+// A SQLite row as store_shared::read_run_end reads it.
+struct Row {
+  SQLite::Statement& q;
+  int64_t int64(int c) const { return q.getColumn(c).getInt64(); }
+  double real(int c) const { return q.getColumn(c).getDouble(); }
+  std::string text(int c) const { return q.getColumn(c).getString(); }
+};
 
 }  // namespace rgbaq::storage::sqlite_store

@@ -26,6 +26,8 @@ struct SqliteBackend {
     db.exec("UPDATE schema_version SET version = " + std::to_string(v));
   }
   int known_schema_version() const { return SqliteQueueStore::kSchemaVersion; }
+  // The queue as an older rgbaq made it: this build's first `version` migrations only.
+  void create_at_version(int version) const { SqliteQueueStore::create_at_version(url(), version); }
   void exec(const std::string& sql) const {
     SQLite::Database db(url(), SQLite::OPEN_READWRITE);
     db.exec(sql);
@@ -51,6 +53,7 @@ struct PostgresBackend {
   std::unique_ptr<QueueStore> open(const StoreOptions& o = {}) const { return std::make_unique<PostgresQueueStore>(url_, o); }
   void set_schema_version(int v) const { exec("UPDATE rgbaq_schema_version SET version = " + std::to_string(v)); }
   int known_schema_version() const { return PostgresQueueStore::kSchemaVersion; }
+  void create_at_version(int version) const { PostgresQueueStore::create_at_version(url_, version); }
   void exec(const std::string& sql) const {
     const auto r = shared_postgres_server().psql(database, sql);
     if (r.exit_code != 0) throw std::runtime_error(r.err);
@@ -77,7 +80,8 @@ inline constexpr const char* kDropV9Schema =
     "ALTER TABLE jobs DROP COLUMN template_text; ALTER TABLE jobs DROP COLUMN choices_json; "
     "ALTER TABLE jobs DROP COLUMN row_key; ALTER TABLE jobs DROP COLUMN reseed_on; ALTER TABLE jobs DROP COLUMN reseed_max; "
     "ALTER TABLE jobs DROP COLUMN replaces; ALTER TABLE jobs DROP COLUMN replaced_by; ALTER TABLE jobs DROP COLUMN qa_json; "
-    "ALTER TABLE jobs DROP COLUMN qa_flags; ";
+    "ALTER TABLE jobs DROP COLUMN qa_flags; ALTER TABLE workers DROP COLUMN runs_hooks; "
+    "ALTER TABLE workers DROP COLUMN sends_webhooks; ";
 
 // The typed fixture: backend() opens stores on one queue (several stores = several connections).
 template <class Backend>

@@ -1,12 +1,15 @@
 // The alpha check, templates and re-seeding in the queue (issues 40 and 41), on both stores: a job's
 // template, choices, row and re-seed rule stored at submit and read back; its check stored by the
-// completion and listed by flag (the whole flag name, never a part of another); a flagged completion
-// that re-seeds its row (one job per completion, up to the row's maximum, skipping seeds the row used
-// and paths another image owns, none when nothing fits); two workers re-seeding one row at once never
-// taking the same seed; and a queue from schema v8 migrated forward.
+// completion and listed by flag (the whole flag name, never a part of another; a filter that is not one
+// flag name refused); a flagged completion that re-seeds its row (one job per completion, up to the
+// row's maximum, skipping seeds the row used and paths another image owns, none when nothing fits, none
+// for a job whose run was canceled as it ran); every candidate checked before anything is completed; two
+// workers re-seeding one row at once never taking the same seed; and a queue an rgbaq of schema v8 made
+// (a finished run, a running job, a submit in progress) migrated forward.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <thread>
 
@@ -94,9 +97,18 @@ TYPED_TEST(QueueStoreQaTest, TemplateFieldsAndTheCheckAreStoredAndListedByWholeF
   EXPECT_EQ(ids("fake_transparency"), (std::vector<int64_t>{5}));
   EXPECT_EQ(ids("empty"), (std::vector<int64_t>{5}));
   EXPECT_EQ(ids(""), (std::vector<int64_t>{6})) << "not checked yet";
-  // Parts of flag names, and LIKE's wildcards, select nothing.
-  for (const char* part : {"cut", "off", "alpha", "no", "transparency", "cut_of_", "%", "_", "ok,", ","}) {
+  // Parts of flag names, and LIKE's wildcard '_', select nothing.
+  for (const char* part : {"cut", "off", "alpha", "no", "transparency", "cut_of_", "_"}) {
     EXPECT_EQ(ids(part), std::vector<int64_t>{}) << part;
+  }
+  // What is not one flag name (a list, other wildcards, capitals, spaces) is refused, named.
+  for (const char* bad : {"cut_off,fragmented", "ok,", ",", "%", "cut%", "Cut_off", "cut off", "*"}) {
+    try {
+      other->list_jobs({.qa_flag = bad});
+      ADD_FAILURE() << "\"" << bad << "\" was taken";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("\"") + bad + "\""), std::string::npos) << e.what();
+    }
   }
   // With the other filters, and in pages after an id.
   EXPECT_EQ(other->list_jobs({.run = run.run_id, .state = JobState::kDone, .qa_flag = "cut_off", .limit = 1}).at(0).id, first + 1);
@@ -246,45 +258,122 @@ TYPED_TEST(QueueStoreQaTest, TwoWorkersReseedingOneRowAtOnceNeverTakeTheSameSeed
   EXPECT_EQ(setup->integrity_check(), "ok");
 }
 
-TYPED_TEST(QueueStoreQaTest, AQueueFromSchemaV8MigratesForwardKeepingItsJobs) {
-  const int known = this->backend().known_schema_version();
-  int64_t finished_run = 0, open_run = 0, open_job = 0;
-  {
-    auto s = this->open();
-    const int64_t w = s->register_worker(worker_info("h"));
-    finished_run = s->submit({"finished", "{}", "/o"}, {job("old", 1)}).run_id;
-    const auto j = s->claim(w);
-    ASSERT_TRUE(s->complete(j->id, w, j->output_path, R"({"k":1})"));
-    open_run = s->submit({"open", "{}", "/o"}, {job("old", 2)}).run_id;
-    open_job = s->list_jobs(open_run, std::nullopt).at(0).id;
+TYPED_TEST(QueueStoreQaTest, AJobWhoseRunWasCanceledAsItRanReseedsNothingAndItsRunEnds) {
+  auto s = this->open();
+  const int64_t w = s->register_worker(worker_info("h"));
+  const auto run = s->submit({"r", "{}", "/o"}, {row_job("icon", 1, kRowA, 3), row_job("icon", 2, kRowA, 3)});
+  const Job a = *s->claim(w);
+  const auto canceled = s->cancel_run(run.run_id);
+  EXPECT_EQ(std::tuple(canceled.canceled, canceled.stopping), std::tuple(1, 1));
+  // Past its last step when the cancel came, it finishes done, flagged, with candidates for its row.
+  ASSERT_TRUE(s->complete(a.id, w, flagged(a, candidates("icon", {3, 4}, kRowA, 3))));
+  EXPECT_EQ(s->job(a.id)->state, JobState::kDone);
+  EXPECT_EQ(s->job(a.id)->replaced_by, 0);
+  EXPECT_EQ(seeds_of(s->list_jobs(run.run_id, std::nullopt)), (std::vector<uint64_t>{1, 2})) << "nothing inserted";
+  const auto ends = s->run_ends(run.run_id);
+  ASSERT_EQ(ends.size(), 1u) << "nothing left to run";
+  EXPECT_EQ(std::tuple(ends[0].done, ends[0].canceled), std::tuple(1, 1));
+  EXPECT_EQ(s->integrity_check(), "ok");
+}
+
+TYPED_TEST(QueueStoreQaTest, EveryCandidateIsCheckedBeforeAnythingIsCompleted) {
+  auto s = this->open();
+  const int64_t w = s->register_worker(worker_info("h"));
+  const auto run = s->submit({"r", "{}", "/o"}, {row_job("icon", 1, kRowA, 3)});
+  const Job a = *s->claim(w);
+  // The first candidate fits; the second is of another row.
+  std::vector<NewJob> list = candidates("icon", {2, 3}, kRowA, 3);
+  list[1].row_key = kRowB;
+  try {
+    s->complete(a.id, w, flagged(a, list));
+    ADD_FAILURE() << "a candidate of another row was taken";
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    for (const std::string& part : {std::string("seed 3"), "job " + std::to_string(a.id), "run " + std::to_string(run.run_id),
+                                    std::string("row key 11")}) {
+      EXPECT_NE(m.find(part), std::string::npos) << m;
+    }
   }
-  this->backend().exec(kDropV9Schema);
-  this->backend().set_schema_version(8);
+  EXPECT_THROW(s->complete_and_claim(a.id, flagged(a, list), w), std::invalid_argument);
+  EXPECT_EQ(s->job(a.id)->state, JobState::kRunning) << "nothing completed";
+  EXPECT_EQ(s->list_jobs(run.run_id, std::nullopt).size(), 1u) << "nothing inserted";
+  list.pop_back();
+  ASSERT_TRUE(s->complete(a.id, w, flagged(a, list)));
+  EXPECT_EQ(seeds_of(s->list_jobs(run.run_id, JobState::kQueued)), std::vector<uint64_t>{2});
+  EXPECT_EQ(s->integrity_check(), "ok");
+}
+
+TYPED_TEST(QueueStoreQaTest, AQueueAnRgbaqOfSchemaV8MadeMigratesForwardKeepingItsRunsAndJobs) {
+  const bool sqlite = std::string(TypeParam::kName) == "sqlite";
+  this->backend().create_at_version(8);
+  // Written as v8 wrote them: a finished run; an open one whose job a live worker renders; a submit in
+  // progress (pending, its job inserted, no counters yet).
+  const std::string now = std::to_string(static_cast<int64_t>(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()));
+  const std::string run_of = "(SELECT id FROM runs WHERE name = ";
+  std::string sql =
+      "INSERT INTO runs (name, options, out_dir, created_at, pending, touched_at) VALUES ('finished', '{}', '/o', 1000, FALSE, "
+      "1000), ('open', '{}', '/o', 1001, FALSE, 1001), ('pending', '{}', '/o', 1002, TRUE, " + now + "); "
+      "INSERT INTO workers (host, boot_id, pid, engine, device, started_at, heartbeat_at) VALUES ('old', 'boot', 4242, 'cpu', "
+      "'cpu', " + now + ", " + now + "); "
+      "INSERT INTO jobs (run_id, prompt, seed, width, height, name, priority, state, attempts, created_at, started_at, "
+      "finished_at, output_path, metadata, content_key, prompt_key, worker_id, lease_expires, worker, host) VALUES "
+      "(" + run_of + "'finished'), 'old', 1, 256, 256, '', 0, 'done', 1, 1000, 1000, 1000.5, '/o/old_1.png', '{\"k\":1}', 11, 21, "
+      "0, 0, 'old:4242', 'old'), "
+      "(" + run_of + "'open'), 'old', 2, 256, 256, '', 0, 'running', 1, 1001, " + now + ", 0, '/o/old_2.png', '', 12, 21, "
+      "(SELECT id FROM workers), " + now + " + 3600, 'old:4242', 'old'), "
+      "(" + run_of + "'pending'), 'new', 3, 256, 256, '', 0, 'queued', 0, 1002, 0, 0, '/o/new_3.png', '', 13, 22, 0, 0, '', ''); "
+      "INSERT INTO outputs (path, content_key, run_id) SELECT output_path, content_key, run_id FROM jobs; ";
+  for (const auto& [run, state] : {std::pair{"finished", "done"}, std::pair{"open", "running"}}) {
+    sql += std::string("INSERT INTO run_counts (run_id, state, ") + (sqlite ? "" : "stripe, ") + "n) VALUES (" + run_of + "'" +
+           run + "'), '" + state + "', " + (sqlite ? "" : "0, ") + "1); ";
+  }
+  this->backend().exec(sql);
+
   auto s = this->open({.owe_hook = true});
-  EXPECT_EQ(s->schema_version(), known);
-  const auto jobs = s->list_jobs(std::nullopt, std::nullopt);
-  ASSERT_EQ(jobs.size(), 2u);
-  EXPECT_EQ(jobs[0].metadata_json, R"({"k":1})");
-  EXPECT_EQ(jobs[0].state, JobState::kDone);
-  for (const Job& j : jobs) {
+  EXPECT_EQ(s->schema_version(), this->backend().known_schema_version());
+  EXPECT_EQ(s->integrity_check(), "ok");
+  const auto runs = s->list_runs();
+  ASSERT_EQ(runs.size(), 2u) << "the pending one is not listed";
+  const Run finished = runs[0], open = runs[1];
+  ASSERT_EQ(std::tuple(finished.name, open.name), std::tuple("finished", "open"));
+  EXPECT_EQ(finished.counts[static_cast<int>(JobState::kDone)], 1);
+  EXPECT_EQ(open.counts[static_cast<int>(JobState::kRunning)], 1);
+  // A run that had ended before owes nothing.
+  EXPECT_TRUE(s->run_ends(finished.id).empty());
+  EXPECT_FALSE(finished.last_end);
+  for (const Job& j : s->list_jobs(std::nullopt, std::nullopt)) {
     EXPECT_EQ(std::tuple(j.template_text, j.choices_json, j.row_key, j.reseed_on, j.reseed_max, j.replaces, j.replaced_by,
                          j.qa_json, j.qa_flags),
               std::tuple(std::string(), std::string(), uint64_t{0}, std::string(), 0, int64_t{0}, int64_t{0}, std::string(),
                          std::string()));
   }
-  // A run that had ended before owes nothing; the open one ends, once, when its job is done.
-  EXPECT_TRUE(s->run_ends(finished_run).empty());
-  EXPECT_FALSE(s->run(finished_run)->last_end);
-  EXPECT_EQ(s->integrity_check(), "ok");
-  const int64_t w = s->register_worker(worker_info("h"));
+  EXPECT_EQ(s->list_jobs(finished.id, std::nullopt).at(0).metadata_json, R"({"k":1})");
+
+  // The worker v8 registered finishes its job under v9: the open run ends, once, owing the hook.
+  const auto workers = s->list_workers();
+  ASSERT_EQ(workers.size(), 1u);
+  const Job running = s->list_jobs(open.id, std::nullopt).at(0);
+  ASSERT_EQ(std::tuple(running.state, running.worker_id), std::tuple(JobState::kRunning, workers[0].id));
+  ASSERT_TRUE(s->complete(running.id, workers[0].id, {.output_path = running.output_path, .metadata_json = "{}", .qa_flags = "ok"}));
+  auto ends = s->run_ends(open.id);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(std::tuple(ends[0].done, ends[0].hook_state), std::tuple(1, "owed"));
+  EXPECT_EQ(s->list_jobs({.qa_flag = "ok"}).at(0).id, running.id);
+
+  // The submit v8 began is published by v9, and its run ends when its job is done.
+  const int64_t pending_run = open.id + 1;  // inserted after it
+  s->publish_run(pending_run, 1);
+  ASSERT_TRUE(s->run(pending_run));
+  EXPECT_TRUE(s->run_ends(pending_run).empty());
+  const int64_t w = s->register_worker(worker_info("new"));
   const auto j = s->claim(w);
-  ASSERT_EQ(j->id, open_job);
-  ASSERT_TRUE(s->complete(j->id, w, {.output_path = j->output_path, .metadata_json = "{}", .qa_flags = "ok"}));
-  const auto ends = s->run_ends(open_run);
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->prompt, "new");
+  ASSERT_TRUE(s->complete(j->id, w, j->output_path, "{}"));
+  ends = s->run_ends(pending_run);
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(ends[0].done, 1);
-  EXPECT_EQ(ends[0].hook_state, "owed");
-  EXPECT_EQ(s->list_jobs({.qa_flag = "ok"}).at(0).id, open_job);
   EXPECT_EQ(s->integrity_check(), "ok");
 }
 

@@ -1,10 +1,13 @@
 // Run ends and what they owe (issue 41), on both stores: an end recorded once, by the transition that
 // leaves a run with no queued or running job (a completion, a failure for good, a cancel, a recovery, the
-// publish of an empty run), never by one that re-seeds; two daemons finishing a run's last two jobs at
-// once record its end once; a retry reopens the run and its next end is a new one; the hook and webhook
-// owed as the store's options said at the end; an owed hook given to exactly one of two daemons claiming
-// at once; a webhook's lease, retries and outcome; a hook whose daemon went away declared lost by
-// recovery; and a forgotten run's ends gone with it.
+// publish of an empty run, a recovery that cancels a job whose cancel was requested), never by one that
+// re-seeds; an end a crash missed recorded by the next recovery; two daemons finishing a run's last two
+// jobs at once record its end once; a retry reopens the run and its next end is a new one; the hook and
+// webhook owed when any registered daemon (or the one recording the end) can run them, whichever daemon
+// finished the last job; an owed hook given to exactly one of two daemons claiming at once; a webhook's
+// lease, retries and outcome, an attempt recorded only under the claim it was made under; a hook whose
+// daemon went away declared lost by recovery; and a run not forgotten while an end of it still owes
+// something, its ends gone with it once forgotten.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -286,11 +289,11 @@ TYPED_TEST(QueueStoreRunEndTest, AWebhookIsLeasedRetriedWhenDueAndEndsDeliveredO
   const auto again = s->claim_webhook(w2, wall_clock());
   ASSERT_TRUE(again);
   EXPECT_EQ(again->id, first->id);
-  EXPECT_FALSE(s->record_webhook_attempt(first->id, w, "HTTP 200", true, std::nullopt)) << "not a's any more";
+  EXPECT_FALSE(s->record_webhook_attempt(*first, "HTTP 200", true, std::nullopt)) << "not a's any more";
 
   // A 500: owed again, due at the time given; not before.
   const double retry_at = wall_clock() + 100;
-  EXPECT_TRUE(s->record_webhook_attempt(again->id, w2, "HTTP 500", false, retry_at));
+  EXPECT_TRUE(s->record_webhook_attempt(*again, "HTTP 500", false, retry_at));
   auto e = s->run_ends(runs[0]).at(0);
   EXPECT_EQ(std::tuple(e.webhook_state, e.webhook_attempts, e.webhook_next_at), std::tuple("owed", 1, retry_at));
   const auto other = s->claim_webhook(w2, wall_clock());
@@ -300,8 +303,8 @@ TYPED_TEST(QueueStoreRunEndTest, AWebhookIsLeasedRetriedWhenDueAndEndsDeliveredO
   const auto due = s->claim_webhook(w2, retry_at + 1);
   ASSERT_TRUE(due);
   EXPECT_EQ(due->id, again->id);
-  EXPECT_TRUE(s->record_webhook_attempt(due->id, w2, "HTTP 200", true, std::nullopt));
-  EXPECT_FALSE(s->record_webhook_attempt(due->id, w2, "HTTP 200", true, std::nullopt)) << "recorded once";
+  EXPECT_TRUE(s->record_webhook_attempt(*due, "HTTP 200", true, std::nullopt));
+  EXPECT_FALSE(s->record_webhook_attempt(*due, "HTTP 200", true, std::nullopt)) << "recorded once";
   e = s->run_ends(runs[0]).at(0);
   EXPECT_EQ(std::tuple(e.webhook_state, e.webhook_attempts), std::tuple("delivered", 2));
   const nlohmann::json log = nlohmann::json::parse(e.webhook_log_json);
@@ -311,12 +314,107 @@ TYPED_TEST(QueueStoreRunEndTest, AWebhookIsLeasedRetriedWhenDueAndEndsDeliveredO
   EXPECT_LE(log[0]["at"].get<double>(), log[1]["at"].get<double>());
 
   // A network error with no retry left: given up.
-  EXPECT_TRUE(s->record_webhook_attempt(other->id, w2, "connection refused", false, std::nullopt));
+  EXPECT_TRUE(s->record_webhook_attempt(*other, "connection refused", false, std::nullopt));
   EXPECT_EQ(s->run_ends(runs[1]).at(0).webhook_state, "gave_up");
   EXPECT_FALSE(s->claim_webhook(w2, retry_at + 1000));
 }
 
-TYPED_TEST(QueueStoreRunEndTest, AForgottenRunsEndsGoWithIt) {
+TYPED_TEST(QueueStoreRunEndTest, AWebhookAttemptIsRecordedOnlyUnderTheClaimItWasMadeUnder) {
+  auto s = this->open({.lease_seconds = 0.3, .owe_webhook = true});
+  const int64_t w = s->register_worker(worker_info("a"));
+  const auto run = s->submit({"r", "{}", "/o"}, {job("p", 1)});
+  const auto j = s->claim(w);
+  ASSERT_TRUE(s->complete(j->id, w, j->output_path, "{}"));
+  const auto stale = s->claim_webhook(w, wall_clock());
+  ASSERT_TRUE(stale);
+  EXPECT_NE(stale->webhook_claim, 0);
+  // Its attempt outlives the lease; recovery makes the delivery owed again and the same worker (its
+  // sender's next round) claims it anew before the stale attempt is recorded.
+  std::this_thread::sleep_for(std::chrono::milliseconds(450));
+  ASSERT_TRUE(s->heartbeat(w, {}));
+  s->recover();
+  const auto fresh = s->claim_webhook(w, wall_clock());
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(fresh->id, stale->id);
+  EXPECT_EQ(fresh->webhook_worker_id, stale->webhook_worker_id) << "the same worker";
+  EXPECT_NE(fresh->webhook_claim, stale->webhook_claim);
+  EXPECT_FALSE(s->record_webhook_attempt(*stale, "HTTP 500", false, wall_clock() + 60)) << "an earlier claim's attempt";
+  auto e = s->run_ends(run.run_id).at(0);
+  EXPECT_EQ(std::tuple(e.webhook_state, e.webhook_attempts), std::tuple("sending", 0));
+  EXPECT_TRUE(s->record_webhook_attempt(*fresh, "HTTP 204", true, std::nullopt));
+  e = s->run_ends(run.run_id).at(0);
+  EXPECT_EQ(std::tuple(e.webhook_state, e.webhook_attempts), std::tuple("delivered", 1));
+}
+
+TYPED_TEST(QueueStoreRunEndTest, AnEndOwesWhatAnyRegisteredDaemonCanDoWhicheverFinishedTheLastJob) {
+  // Two daemons on one queue: one runs hooks, the other nothing; the plain one finishes the last job.
+  auto hooks = this->open({.owe_hook = true}), plain = this->open();
+  const int64_t with_hook = hooks->register_worker(worker_info("hooks"));
+  const int64_t w = plain->register_worker(worker_info("plain"));
+  const auto first = plain->submit({"first", "{}", "/o"}, {job("a", 1)});
+  const auto a = plain->claim(w);
+  ASSERT_TRUE(plain->complete(a->id, w, a->output_path, "{}"));
+  auto ends = plain->run_ends(first.run_id);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(std::tuple(ends[0].hook_state, ends[0].webhook_state), std::tuple("owed", "")) << "no daemon sends webhooks";
+  const auto claimed = hooks->claim_run_hook(with_hook, 77);
+  ASSERT_TRUE(claimed);
+  EXPECT_EQ(claimed->id, ends[0].id);
+  // Once the hook daemon is gone, an end the plain one records owes nothing.
+  hooks->unregister_worker(with_hook);
+  const auto second = plain->submit({"second", "{}", "/o"}, {job("b", 1)});
+  const auto b = plain->claim(w);
+  ASSERT_TRUE(plain->complete(b->id, w, b->output_path, "{}"));
+  ends = plain->run_ends(second.run_id);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(std::tuple(ends[0].hook_state, ends[0].webhook_state), std::tuple("", ""));
+}
+
+TYPED_TEST(QueueStoreRunEndTest, RecoveryRecordsTheEndOfARunLeftOpenWithNothingToRun) {
+  auto s = this->open({.owe_webhook = true});
+  const int64_t w = s->register_worker(worker_info("h"));
+  const auto missed = s->submit({"missed", "{}", "/o"}, {job("a", 1)});
+  const auto busy = s->submit({"busy", "{}", "/o"}, {job("b", 1)});
+  const auto a = s->claim(w);
+  ASSERT_TRUE(s->complete(a->id, w, a->output_path, "{}"));
+  // As if the end had been lost (a crash between the stores' writes, an older rgbaq): open, no end.
+  this->backend().exec("DELETE FROM run_ends; UPDATE runs SET ended = FALSE WHERE id = " + std::to_string(missed.run_id));
+  ASSERT_NE(s->integrity_check(), "ok");
+  s->recover();
+  const auto ends = s->run_ends(missed.run_id);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(std::tuple(ends[0].done, ends[0].webhook_state), std::tuple(1, "owed"));
+  EXPECT_TRUE(s->run_ends(busy.run_id).empty()) << "its job is still queued";
+  s->recover();
+  EXPECT_EQ(s->run_ends(missed.run_id).size(), 1u) << "recorded once";
+  EXPECT_EQ(s->integrity_check(), "ok");
+}
+
+TYPED_TEST(QueueStoreRunEndTest, RecoveryCancelsAnExpiredJobWhoseCancelWasRequestedAndEndsItsRun) {
+  auto s = this->open({.lease_seconds = 0.3});
+  const int64_t w = s->register_worker(worker_info("h"));
+  const auto run = s->submit({"r", "{}", "/o"}, {job("a", 1), job("b", 1)});
+  const auto a = s->claim(w), b = s->claim(w);
+  ASSERT_TRUE(a && b);
+  const auto other = s->submit({"other", "{}", "/o"}, {job("c", 1)});
+  EXPECT_EQ(s->cancel_run(run.run_id).stopping, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the daemon died: both leases run out
+  ASSERT_TRUE(s->heartbeat(w, {}));
+  const auto r = s->recover();
+  EXPECT_EQ(std::tuple(r.canceled, r.requeued, r.failed), std::tuple(2, 0, 0));
+  EXPECT_EQ(s->job(a->id)->state, JobState::kCanceled);
+  EXPECT_EQ(s->job(b->id)->state, JobState::kCanceled);
+  EXPECT_EQ(s->job(a->id)->attempts, 1) << "no death or interruption counted";
+  EXPECT_EQ(s->job(a->id)->deaths_in_row, 0);
+  const auto ends = s->run_ends(run.run_id);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(std::tuple(ends[0].done, ends[0].canceled), std::tuple(0, 2));
+  EXPECT_TRUE(s->run_ends(other.run_id).empty());
+  EXPECT_EQ(s->list_jobs(other.run_id, JobState::kQueued).size(), 1u);
+  EXPECT_EQ(s->integrity_check(), "ok");
+}
+
+TYPED_TEST(QueueStoreRunEndTest, ARunIsForgottenOnlyOnceItsEndsOweNothingAndItsEndsGoWithIt) {
   auto s = this->open(kOwing);
   const int64_t w = s->register_worker(worker_info("h"));
   const auto gone = s->submit({"gone", "{}", "/o"}, {job("a", 1)});
@@ -325,12 +423,32 @@ TYPED_TEST(QueueStoreRunEndTest, AForgottenRunsEndsGoWithIt) {
     const auto j = s->claim(w);
     ASSERT_TRUE(s->complete(j->id, w, j->output_path, "{}"));
   }
-  ASSERT_TRUE(s->forget_run(gone.run_id).found);
-  EXPECT_TRUE(s->run_ends(gone.run_id).empty());
-  EXPECT_EQ(s->run_ends(kept.run_id).size(), 1u);
+  // Owed, then running (the hook), then sending (the webhook): each keeps the run.
+  auto refused = [&] {
+    const auto f = s->forget_run(gone.run_id);
+    return f.found && f.active == 0 && f.owed_hooks == 1 && f.jobs == 0 && s->run(gone.run_id).has_value() &&
+           s->run_ends(gone.run_id).size() == 1;
+  };
+  EXPECT_TRUE(refused()) << "hook and webhook owed";
   const auto hook = s->claim_run_hook(w, 1);
   ASSERT_TRUE(hook);
-  EXPECT_EQ(hook->run_id, kept.run_id) << "the forgotten run's hook is owed no more";
+  ASSERT_EQ(hook->run_id, gone.run_id);
+  ASSERT_TRUE(s->finish_run_hook(hook->id, "exit 0"));
+  EXPECT_TRUE(refused()) << "the webhook still owed";
+  const auto hook2 = s->claim_run_hook(w, 2);  // the kept run's
+  ASSERT_TRUE(hook2 && hook2->run_id == kept.run_id);
+  const auto webhook = s->claim_webhook(w, wall_clock());
+  ASSERT_TRUE(webhook);
+  ASSERT_EQ(webhook->run_id, gone.run_id);
+  EXPECT_TRUE(refused()) << "the webhook being sent";
+  ASSERT_TRUE(s->record_webhook_attempt(*webhook, "HTTP 200", true, std::nullopt));
+  const auto f = s->forget_run(gone.run_id);
+  EXPECT_TRUE(f.found);
+  EXPECT_EQ(std::tuple(f.active, f.owed_hooks, f.jobs), std::tuple(0, 0, 1));
+  EXPECT_TRUE(s->run_ends(gone.run_id).empty());
+  EXPECT_FALSE(s->run(gone.run_id));
+  EXPECT_EQ(s->run_ends(kept.run_id).size(), 1u);
+  EXPECT_EQ(s->forget_run(kept.run_id).owed_hooks, 1) << "its hook running, its webhook owed";
   EXPECT_EQ(s->integrity_check(), "ok");
 }
 
