@@ -20,7 +20,7 @@ const char* const kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]    
   status                  the daemon, its queue and its counters
   http-url [--no-token]   the daemon's HTTP API address, with the token (open it in a browser)
   gallery [--print]       open the review gallery in the default browser (--print: only print its address)
-  ls runs | ls jobs [--run R] [--state S] [--marked M] [--limit N] [--all]
+  ls runs | ls jobs [--run R] [--state S] [--marked M] [--qa FLAG] [--limit N] [--all]
   cancel RUN | cancel --job JOB
   retry RUN [--failed] [--canceled]
                           failed (and with --canceled, canceled) jobs back to the queue
@@ -32,10 +32,15 @@ const char* const kUsage = R"(usage: rgbaq [--socket PATH] COMMAND [options]    
   prioritize RUN N        higher goes first
   export RUN [--format csv|jsonl] [--marked M] [-o FILE]
                           the run's jobs, outputs and metadata
+  export RUN --assets DIR [--trim] [--pad PX] [--sizes 64,128] [--atlas NAME] ...
+                          the run's images as finished assets: trimmed, padded, resized, packed
   sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--per-page ROWS [--page N]] [--font FILE.ttf] [--marked M]
                           a labelled contact sheet PNG: seeds across, prompts down (AXIS: prompt,
-                          seed, size, lora or lora:NAME; default font DejaVu Sans from fonts-dejavu-core),
+                          seed, size, lora, lora:NAME or a template variable: 1, style, ...; default
+                          font DejaVu Sans from fonts-dejavu-core),
                           written to OUT/.rgbaq/sheets/, where no game engine's importer looks
+  qa FILE.png... [--json]
+                          the alpha check of any PNG (figures and flags), here, with no daemon
   service install|uninstall|status [--model DIR|REPO] [--print]
                           rgbaqd as a launchd agent (macOS) or systemd --user service (Linux)
   host noise|rope|sigmas|tokenize
@@ -62,8 +67,16 @@ as one run, and prints the run id. The whole file is checked first: a file with 
 nothing, and every error names its file, line, column and field.
 
 Rows: prompt (required), seed (7, 1-16, 1,5,9 or 1-4,9), count, size, name, priority, lora
-(NAME:W;NAME:W, or <lora:NAME:W> in the prompt). The options fill in what a row leaves out; a row's own
-value wins, and rgbaq prints a note naming the rows where it did.
+(NAME:W;NAME:W, or <lora:NAME:W> in the prompt), reseed_on (cut_off,empty; "" for none), reseed_max.
+The options fill in what a row leaves out; a row's own value wins, and rgbaq prints a note naming the
+rows where it did.
+
+Templates: a prompt's {red|blue|gold} is one of its alternatives (nested; {|huge } has an empty one;
+\{ \| \} \\ \_ are the characters themselves) and __style__ one line of style.txt in the wildcards
+folder (blank lines and # comments skipped; wildcards in it too, 8 deep). Each combination is a row of
+its own, the leftmost choice varying slowest, and each job records its template and its choices
+({...} groups by number from 1, wildcards by name). A row with a name and several combinations names
+combination K's files NAME-K_SEED.png.
 
   --prompt TEXT       one prompt instead of a file (its seeds from --seeds)
   --seeds S           seeds for rows without a seed: 7, 1-16, 1,5,9 or 1-4,9
@@ -83,7 +96,20 @@ value wins, and rgbaq prints a note naming the rows where it did.
   --replace           take over the output names of finished or forgotten runs: an image of another
                       prompt already at a path is moved to OUT/replaced/ (as NAME-2.png... if taken),
                       never deleted; a name whose run is still queued or running is still refused
-  --dry-run           check the file and count its jobs; queue nothing
+  --reseed-on FLAG[,FLAG...]
+                      re-seed the rows whose images get one of these alpha-check flags (empty,
+                      no_alpha, cut_off, fragmented, fake_transparency; see rgbaq qa --help): such a
+                      job is kept, and its row gets a new job with the next seed it has not used,
+                      queued with the first one's completion (a row may say its own: reseed_on, reseed_max)
+  --reseed-max N      at most N re-seeded jobs a row, 0..1000 (default 2); rgbaq ls jobs shows which
+                      job replaces which
+  --dry-run           check the file and count its jobs (with templates: and show the first 20 jobs
+                      as they would be queued); queue nothing
+  --wildcards DIR     where __name__ finds name.txt (default $XDG_CONFIG_HOME/rgbaq/wildcards, or
+                      ~/.config/rgbaq/wildcards); read here and sent with the submit
+  --sample N          N combinations of each template, drawn at random (distinct), not all of them
+  --sample-seed S     the draw's seed: the same S, file and wildcards draw the same (default: drawn,
+                      and printed)
   --wait              follow the run until it finishes (Ctrl-C stops following; the run goes on)
   --max-jobs N        refuse a submit of more than N jobs (default 100000; at most the daemon's
                       --max-jobs-per-submit)
@@ -116,18 +142,23 @@ since it started, and the embedding cache's folder (its size, budget and entries
 rgbaqd's --encoder-cache-disk-mb). Exit 1 when the daemon reports its queue database unhealthy.
 )"},
       {"ls", R"(usage: rgbaq ls runs [--json]
-       rgbaq ls jobs [--run R] [--state S] [--marked M] [--limit N] [--offset N] [--all] [--json]
+       rgbaq ls jobs [--run R] [--state S] [--marked M] [--qa FLAG] [--limit N] [--offset N] [--all] [--json]
 
 runs: every run with its counts (total, done, failed, canceled, queued, running), when it was submitted
 and when its last job ended (local time; - while it has jobs to go) and its output directory; --json
 has created_at and, for a finished run, finished_at (seconds since 1970).
 jobs: jobs in submit order, with state, mark (star, reject or -), seed, size, prompt and output (the
 PNG of a done job, where a queued or running one will write it; the failure reason of a failed one; a
-canceled job has none); --json adds mark, marked_at and marked_by (null when unmarked).
+canceled job has none), then its alpha check's flags ([ok], [cut_off,fragmented]) and which job it
+re-seeds or is re-seeded by; --json adds mark, marked_at and marked_by (null when unmarked), qa (the
+alpha check's figures and flags, as rgbaq qa --json gives them; null until done), reseed_on,
+reseed_max, replaces and replaced_by (the jobs it re-seeds and is re-seeded by; null for none).
 
   --run R       only this run's jobs (default: every run)
   --state S     queued, running, done, failed, canceled (or cancelled) (default: every state)
   --marked M    star, reject, none (unmarked) or any (starred or rejected) (default: every job)
+  --qa FLAG     jobs whose alpha check has FLAG (empty, no_alpha, cut_off, fragmented,
+                fake_transparency), or ok: no flag (default: every job)
   --limit N     at most N jobs (default 50; says how to see the rest)
   --offset N    skip the first N (default 0)
   --all         every job, however many
@@ -183,19 +214,50 @@ Starts taking jobs again after `rgbaq pause`.
 Sets the priority of the run's queued and running jobs (-1000000..1000000; higher goes first; a
 submit's default is 0).
 )"},
-      {"export", R"(usage: rgbaq export RUN [--format csv|jsonl] [--marked M] [-o FILE]
+      {"export", R"(usage: rgbaq export RUN [--format csv|jsonl] [--marked M] [--qa FLAG] [-o FILE]
 
 The run's jobs with their outputs and metadata (JSONL: everything, one job a line, its mark, marked_at
 and marked_by included; CSV: job, run, state, prompt, seed, width, height, name, lora, output, error,
-attempts, seconds, mark).
+attempts, seconds, mark, template, choices: a template's job has the prompt as written and its choices
+as a JSON object; qa: the alpha check's flags, ok or cut_off,fragmented, empty until done; replaces: the
+job it re-seeds). JSONL has each job's qa object (rgbaq qa --json's figures and flags).
 
   --format F  jsonl or csv (default jsonl)
   --marked M  only the jobs marked star, reject, none (unmarked) or any (starred or rejected)
               (default: every job)
+  --qa FLAG   only the jobs whose alpha check has FLAG, or ok: no flag (default: every job)
   -o FILE     write to FILE (default: standard output)
+
+usage: rgbaq export RUN --assets DIR [--trim] [--pad PX] [--premultiplied] [--format png|webp]
+                    [--sizes 64,128,...] [--atlas NAME [--atlas-max PX]] [--marked M] [--qa FLAG]
+                    [--state S] [--json]
+
+The run's images as assets a game or UI pipeline takes as they are, written into DIR (made if need be;
+nothing is written outside it): for each image NAME.png (NAME: its output's name), and NAME_64px.png
+... for each size; DIR/manifest.json lists every image (job, prompt, seed, source size, trim rectangle,
+padding) and every file written. Running the same export again replaces its own files (those the
+manifest lists, as they were written) and removes those it no longer writes; any other file in the way
+stops it before it writes anything.
+
+  --trim            cut each image to its content: the pixels with alpha above 8 (the alpha check's bbox)
+  --pad PX          PX transparent pixels around each image, in every size and in the atlas (0-1024)
+  --premultiplied   colour premultiplied by alpha (round(c * a / 255)); default straight alpha
+  --format F        png or webp (lossless, alpha kept) (default png)
+  --sizes S,S,...   also each size S: the longer side S pixels (padding included), aspect kept,
+                    resampled in premultiplied space (stb_image_resize: Mitchell shrinking, Catmull-Rom
+                    growing), so no dark or coloured fringe where alpha falls to zero
+  --atlas NAME      pack the images (trimmed and padded) into NAME.png and NAME.json, TexturePacker's
+                    JSON Hash as PixiJS, Phaser and Godot read it; with more than one page NAME-0.png,
+                    NAME-1.png ... and NAME.json, NAME-1.json ..., each JSON one page, listing the others
+                    in meta.related_multi_packs (PixiJS loads them all from NAME.json)
+  --atlas-max PX    the largest side of an atlas page (default 4096)
+  --marked M        only the jobs marked star, reject, none or any
+  --qa FLAG         only the jobs whose alpha check has FLAG (empty, no_alpha, cut_off, fragmented,
+                    fake_transparency), or ok: none
+  --state S         only the jobs in state S (default done: the others have no image)
 )"},
       {"sheet", R"(usage: rgbaq sheet RUN [-o FILE] [--thumb PX] [--x AXIS] [--y AXIS] [--columns N]
-                  [--per-page ROWS [--page N]] [--font FILE.ttf] [--marked M]
+                  [--per-page ROWS [--page N]] [--font FILE.ttf] [--marked M] [--qa FLAG]
 
 A labelled contact sheet PNG of the run: the run, its sizes and its LoRAs in a header, seeds across
 and prompts down (by default), each cell's image or why it has none (failed, missing, canceled, not
@@ -217,11 +279,44 @@ rendered yet). An attribute on neither axis that varies (say, two sizes) joins e
                 lora       each job's LoRA set ("detail 0.5", "no LoRA"; several joined by " + ")
                 lora:NAME  the weight of LoRA NAME ("detail 0.5", "no detail"); the rest of each
                            job's set splits the rows. Two LoRAs' weights: --x lora:A --y lora:B
+                or for a run of templates, a template variable as the jobs' choices name it: a
+                {...} group's number (1, 2, ...), a wildcard's name (style, style.1); var:NAME for
+                one named like an axis above. Its values label the axis, in the order they first
+                appear: (empty) for an empty alternative, (none) for a job without that choice;
+                the template and the other choices split the rows where they vary:
+                rgbaq sheet 7 --x 1 --y style
   --font FILE   a TrueType font (default /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf); characters
                 it lacks (CJK, emoji) come from the fonts fontconfig finds for them
   --marked M    only the jobs marked star, reject, none or any (default: every job of the run): a
                 sheet of its own (_starred, _rejected, _unmarked, _marked), its header says which
                 jobs it holds, and a place no such job fills stays empty
+  --qa FLAG     only the jobs whose alpha check has FLAG (empty, no_alpha, cut_off, fragmented,
+                fake_transparency), or ok (none): a sheet of its own (_qa-FLAG), as --marked's
+)"},
+      {"qa", R"(usage: rgbaq qa FILE.png... [--json]
+
+The alpha check of each PNG, computed here (no daemon): the same figures and flags rgbaqd records for
+every image it renders (rgbaq ls jobs --json shows them as each job's qa). With a the 8-bit alpha:
+transparent a <= 8, opaque a >= 247, partial between.
+
+  transparent, opaque, partial  the fractions of the pixels
+  bbox         x,y WxH of the smallest rectangle holding every pixel with a > 8 (none: no such pixel)
+  components   8-connected regions of pixels with a >= 128 holding at least 0.05% of the pixels and 4
+  edge         the fraction of the border pixels (outermost rows and columns) with a >= 128
+  checker      the share of the image covered by the cells of a grey checker found in the RGB
+
+Flags: empty (transparent >= 0.995), no_alpha (opaque >= 0.995), cut_off (edge >= 0.02), fragmented
+(components > 8), fake_transparency (a two-tone grey checker, as editors draw transparency, painted
+into the RGB over at least 20% of the image, whatever the alpha); ok when none.
+A PNG without alpha (grey, RGB, a palette without tRNS) is checked as libpng expands it to RGBA, every
+pixel opaque; the line says how it was stored. 16-bit PNGs are checked on each value's high byte.
+
+  --json   {"images": [{"file", "width", "height", "stored_as", "qa": {"transparent", "opaque",
+           "partial", "bbox" ([x, y, w, h] or null), "components", "edge", "checker", "flags"}}]};
+           a file that could not be read: {"file", "error"}
+
+Exit: 0 every file read (whatever its flags), 1 a file could not be read (the others are still
+checked), 2 usage.
 )"},
       {"service", R"(usage: rgbaq service install --model DIR [--data-dir DIR] [--rgbaqd PATH] [--print]
        rgbaq service uninstall [--print] | rgbaq service status

@@ -11,7 +11,8 @@ extern const char* const kUsage;
 // Every command rgbaq knows (main.cpp dispatches them), for "did you mean".
 inline constexpr const char* kCommands[] = {"submit",     "watch",  "status",  "ls",       "cancel",  "retry", "pause",
                                             "resume",     "prioritize", "export", "sheet", "service", "http-url",
-                                            "gallery",    "mark",   "rm",      "host",     "model",   "help"};
+                                            "gallery",    "mark",   "rm",      "host",     "model",   "help",
+                                            "qa"};
 
 // The help of `command`, or nullptr for a command without one.
 const char* command_help(const std::string& command);

@@ -11,6 +11,7 @@
 #include "common/arguments.h"
 #include "common/printable_text.h"
 #include "cli/daemon_client.h"
+#include "cli/qa_command.h"
 #include "cli/run_export.h"
 #include "cli/text_renderer.h"
 #include "jobs/lora_list.h"
@@ -62,13 +63,27 @@ void draw_thumbnail(const storage::PngImage& img, int thumb, std::vector<uint8_t
 
 
 // What the sheet can lay out along an axis or split rows by: the first three as SheetAxis names them;
-// a job's whole LoRA set; one named LoRA's weight; the set without the LoRAs swept on an axis.
-enum class Attribute { kPrompt, kSeed, kSize, kLoraSet, kLoraWeight, kLoraRest };
+// a job's whole LoRA set; one named LoRA's weight; the set without the LoRAs swept on an axis; a
+// template variable's value; the template (a plain prompt's own text); the choices not on an axis.
+enum class Attribute { kPrompt, kSeed, kSize, kLoraSet, kLoraWeight, kLoraRest, kVariable, kTemplate, kChoiceRest };
 
 struct Dimension {
   Attribute attribute;
   std::vector<std::string> loras;  // kLoraWeight: the one swept; kLoraRest: those left out
+  std::vector<std::string> variables = {};  // kVariable: the one on the axis; kChoiceRest: those left out
 };
+
+// A job's choices in their template's order: numbered groups by number, then the named ones.
+std::vector<std::pair<std::string, std::string>> ordered_choices(const std::map<std::string, std::string>& choices) {
+  std::vector<std::pair<std::string, std::string>> out(choices.begin(), choices.end());
+  const auto digits = [](const std::string& n) {
+    return !n.empty() && n.find_first_not_of("0123456789") == std::string::npos ? n.size() : SIZE_MAX;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const auto& l, const auto& r) { return digits(l.first) < digits(r.first); });
+  return out;
+}
+
+std::string choice_label(const std::string& value) { return value.empty() ? "(empty)" : value; }
 
 // A job's LoRAs as (the name's rank in first use order, weight), by rank.
 using LoraKey = std::vector<std::pair<int, float>>;
@@ -143,6 +158,20 @@ struct RunIndex {
         }
         return lora_value(key, "no other LoRA");
       }
+      // Ordered by first appearance: axis_of keeps each label's first job, whose index is its order.
+      case Attribute::kVariable: {
+        const auto it = j.choices.find(d.variables.at(0));
+        return {it == j.choices.end() ? "(none)" : choice_label(it->second), i, 0, {}};
+      }
+      case Attribute::kTemplate: return {j.template_text.empty() ? j.prompt : j.template_text, i, 0, {}};
+      case Attribute::kChoiceRest: {
+        std::string label;
+        for (const auto& [name, value] : ordered_choices(j.choices)) {
+          if (std::find(d.variables.begin(), d.variables.end(), name) != d.variables.end()) continue;
+          label += (label.empty() ? "" : ", ") + name + "=" + value;
+        }
+        return {label, i, 0, {}};
+      }
     }
     return {};
   }
@@ -175,6 +204,7 @@ Dimension dimension_of(const SheetAxisChoice& c) {
     case SheetAxis::kSeed: return {Attribute::kSeed, {}};
     case SheetAxis::kSize: return {Attribute::kSize, {}};
     case SheetAxis::kLora: return c.lora.empty() ? Dimension{Attribute::kLoraSet, {}} : Dimension{Attribute::kLoraWeight, {c.lora}};
+    case SheetAxis::kVariable: return {Attribute::kVariable, {}, {c.variable}};
   }
   return {};
 }
@@ -182,14 +212,24 @@ Dimension dimension_of(const SheetAxisChoice& c) {
 // The same attribute on both axes, or the whole LoRA set beside a part of it. Two LoRAs' weights may
 // make the two axes.
 bool axes_overlap(const SheetAxisChoice& x, const SheetAxisChoice& y) {
+  if (x.axis == SheetAxis::kVariable && y.axis == SheetAxis::kVariable) return x.variable == y.variable;
   return x.axis == y.axis && (x.axis != SheetAxis::kLora || x.lora.empty() || y.lora.empty() || x.lora == y.lora);
 }
 
 // The attributes on neither axis: each splits the rows where it varies.
 std::vector<Dimension> other_dimensions(const SheetAxisChoice& x, const SheetAxisChoice& y) {
   std::vector<Dimension> out;
+  // A template variable on an axis: the prompt is its template and its choices, the one on the axis
+  // taken out (else every row would be one prompt).
+  std::vector<std::string> variables;
+  for (const auto* c : {&x, &y})
+    if (c->axis == SheetAxis::kVariable) variables.push_back(c->variable);
+  if (!variables.empty() && x.axis != SheetAxis::kPrompt && y.axis != SheetAxis::kPrompt) {
+    out.push_back({Attribute::kTemplate, {}});
+    out.push_back({Attribute::kChoiceRest, {}, variables});
+  }
   for (const SheetAxis a : {SheetAxis::kPrompt, SheetAxis::kSeed, SheetAxis::kSize})
-    if (x.axis != a && y.axis != a) out.push_back(dimension_of(a));
+    if (x.axis != a && y.axis != a && !(a == SheetAxis::kPrompt && !variables.empty())) out.push_back(dimension_of(a));
   std::vector<std::string> swept;
   for (const auto* c : {&x, &y})
     if (c->axis == SheetAxis::kLora) swept.push_back(c->lora);
@@ -218,6 +258,18 @@ void fill(Canvas c, int x0, int y0, int w, int h, const uint8_t rgb[3]) {
 }  // namespace
 
 std::string sheet_axis_problem(const std::vector<SheetJob>& jobs, const SheetAxisChoice& axis) {
+  if (axis.axis == SheetAxis::kVariable) {
+    std::set<std::string> names;
+    for (const auto& j : jobs)
+      for (const auto& [name, value] : j.choices) names.insert(name);
+    if (names.count(axis.variable)) return "";
+    if (names.empty()) return "its jobs have no template variables (their prompts are no templates)";
+    std::map<std::string, std::string> listed;
+    for (const auto& n : names) listed.emplace(n, "");
+    std::string all;
+    for (const auto& [n, v] : ordered_choices(listed)) all += (all.empty() ? "" : ", ") + n;
+    return "no job has the template variable \"" + axis.variable + "\" (the run's variables: " + all + ")";
+  }
   if (axis.axis != SheetAxis::kLora) return "";
   if (!axis.lora.empty())
     if (std::string why = jobs::lora_name_problem(axis.lora); !why.empty()) return why;
@@ -235,7 +287,9 @@ SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& 
     throw std::invalid_argument("the sheet's two axes must differ (two LoRA axes must each name one LoRA: lora:NAME)");
   }
   for (const auto* axis : {&x, &y})
-    if (std::string why = sheet_axis_problem(jobs, *axis); !why.empty()) throw std::invalid_argument("a LoRA axis: " + why);
+    if (std::string why = sheet_axis_problem(jobs, *axis); !why.empty()) {
+      throw std::invalid_argument((axis->axis == SheetAxis::kVariable ? "a template variable axis: " : "a LoRA axis: ") + why);
+    }
   const RunIndex run(jobs);
   const Dimension x_dim = dimension_of(x), y_dim = dimension_of(y);
   const Axis columns = axis_of(jobs, x_dim, run), ys = axis_of(jobs, y_dim, run),
@@ -275,6 +329,7 @@ SheetLayout layout_sheet(const std::string& title, const std::vector<SheetJob>& 
     cell.column = columns.index.at(run.value_of(jobs, i, x_dim).label);
     if (j.state == "done" && !j.image_path.empty()) cell.image_path = j.image_path;
     else cell.mark = mark_of(j.state);
+    cell.job = j.id;
     filled.emplace(cell.row, cell.column);
     l.cells.push_back(std::move(cell));
   }
@@ -317,7 +372,9 @@ SheetLayout wrap_columns(const SheetLayout& l, int columns) {
       out.row_columns.emplace_back(l.columns.begin() + b * columns, l.columns.begin() + std::min(total, (b + 1) * columns));
     }
   }
-  for (const SheetCell& c : l.cells) out.cells.push_back({c.row * bands + c.column / columns, c.column % columns, c.image_path, c.mark});
+  for (const SheetCell& c : l.cells) {
+    out.cells.push_back({c.row * bands + c.column / columns, c.column % columns, c.image_path, c.mark, c.job});
+  }
   return out;
 }
 
@@ -425,7 +482,7 @@ SheetLayout sheet_page(const SheetLayout& l, int page, int per_page) {
   if (!l.row_columns.empty()) out.row_columns.assign(l.row_columns.begin() + first, l.row_columns.begin() + end);
   out.cells.clear();
   for (const SheetCell& c : l.cells) {
-    if (c.row >= first && c.row < end) out.cells.push_back({c.row - first, c.column, c.image_path, c.mark});
+    if (c.row >= first && c.row < end) out.cells.push_back({c.row - first, c.column, c.image_path, c.mark, c.job});
   }
   if (pages > 1) out.title += "  ·  page " + std::to_string(page) + " of " + std::to_string(pages);
   return out;
@@ -434,10 +491,10 @@ SheetLayout sheet_page(const SheetLayout& l, int page, int per_page) {
 int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   std::vector<std::string> words;
   for (const auto& w : args) words.push_back(w == "-o" ? "--output" : w);
-  const Arguments a(words, {"output", "thumb", "x", "y", "font", "page", "per-page", "marked", "columns"}, {});
+  const Arguments a(words, {"output", "thumb", "x", "y", "font", "page", "per-page", "marked", "columns", "qa"}, {});
   const std::string usage =
       "usage: rgbaq sheet RUN [-o FILE.png] [--thumb PX] [--x AXIS] [--y AXIS] [--columns N] [--per-page ROWS [--page N]] "
-      "[--font FILE.ttf] [--marked M]";
+      "[--font FILE.ttf] [--marked M] [--qa FLAG]";
   if (a.positionals().size() != 1) throw UsageError(usage);
   const auto run = parse_u64(a.positionals()[0]);
   if (!run || *run == 0) throw UsageError("run \"" + a.positionals()[0] + "\" is not a positive integer");
@@ -453,7 +510,8 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
     if (*v == "size") return SheetAxis::kSize;
     if (*v == "lora") return SheetAxis::kLora;
     if (v->rfind("lora:", 0) == 0) return {SheetAxis::kLora, v->substr(5)};
-    throw UsageError(std::string("--") + option + " \"" + *v + "\" is not one of prompt, seed, size, lora, lora:NAME");
+    if (v->rfind("var:", 0) == 0) return SheetAxisChoice::template_variable(v->substr(4));
+    return SheetAxisChoice::template_variable(*v);  // a template variable, as the run's jobs name them (checked below)
   };
   const SheetAxisChoice x = axis("x", SheetAxis::kSeed), y = axis("y", SheetAxis::kPrompt);
   if (axes_overlap(x, y)) {
@@ -469,6 +527,13 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
     filter_word = common::parse_option("marked", *marked, sheet_filter_word);
     params["marked"] = *marked;
   }
+  // --qa FLAG: the jobs whose alpha check has FLAG (or none, for ok): a sheet of its own, _qa-FLAG.
+  const auto qa = a.get("qa");
+  if (qa) {
+    params["qa"] = qa_filter_option(*qa);
+    filter_word += (filter_word.empty() ? "qa-" : "_qa-") + *qa;
+  }
+  const bool filtered = marked || qa;
   std::vector<SheetJob> jobs;  // what a cell needs of each job, read a page at a time (not the run's JSON whole)
   std::string run_name, run_out_dir;
   for_each_exported_job(client, params,
@@ -477,20 +542,39 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
                           run_out_dir = run.value("out_dir", ".");
                         },
                         [&](const nlohmann::json& j) {
+                          std::map<std::string, std::string> choices;
+                          if (j.contains("choices") && j["choices"].is_object()) {
+                            for (const auto& [name, value] : j["choices"].items()) {
+                              if (value.is_string()) choices.emplace(name, value.get<std::string>());
+                            }
+                          }
                           jobs.push_back({j.value("prompt", ""), j.value("seed", uint64_t{0}), j.value("width", 0),
                                           j.value("height", 0), j.value("state", ""),
-                                          j.value("state", "") == "done" ? j.value("output", "") : "", j.value("lora", "")});
+                                          j.value("state", "") == "done" ? j.value("output", "") : "", j.value("lora", ""),
+                                          j.value("id", int64_t{0}),
+                                          j.contains("template") && j["template"].is_string() ? j["template"].get<std::string>() : "",
+                                          std::move(choices)});
                         });
-  if (jobs.empty()) throw std::runtime_error("run " + a.positionals()[0] + " has no jobs" + (marked ? " marked " + *marked : ""));
+  if (jobs.empty()) {
+    throw std::runtime_error("run " + a.positionals()[0] + " has no jobs" + (marked ? " marked " + *marked : "") +
+                             (qa ? std::string(marked ? " and" : "") + " whose alpha check is " + *qa : ""));
+  }
   for (const char* option : {"x", "y"}) {
-    if (const std::string why = sheet_axis_problem(jobs, option[0] == 'x' ? x : y); !why.empty())
-      throw UsageError(std::string("--") + option + " " + *a.get(option) + ": run " + a.positionals()[0] + ": " + why);
+    const SheetAxisChoice& axis = option[0] == 'x' ? x : y;
+    const std::string why = sheet_axis_problem(jobs, axis);
+    if (why.empty()) continue;
+    if (axis.axis == SheetAxis::kVariable) {
+      throw UsageError(std::string("--") + option + " \"" + *a.get(option) + "\" is not one of prompt, seed, size, lora, lora:NAME, " +
+                       "or a template variable of run " + a.positionals()[0] + ": " + why);
+    }
+    throw UsageError(std::string("--") + option + " " + *a.get(option) + ": run " + a.positionals()[0] + ": " + why);
   }
   // A filter's sheet says so first, before a long run name can push it out of the header.
   std::string title = "run " + std::to_string(*run);
-  if (marked) title += ", " + filter_word + " only";
+  if (marked) title += ", " + sheet_filter_word(*marked) + " only";
+  if (qa) title += std::string(marked ? " and" : ",") + " alpha check " + *qa + " only";
   if (!run_name.empty()) title += " (" + run_name + ")";
-  const SheetLayout whole = wrap_columns(layout_sheet(title, jobs, x, y, marked.has_value()), columns);
+  const SheetLayout whole = wrap_columns(layout_sheet(title, jobs, x, y, filtered), columns);
   const int per_page = a.has("per-page") ? a.get_int("per-page", 0) : std::max<int>(1, int(whole.rows.size()));
   if (per_page < 1) throw UsageError("--per-page must be a positive number of rows");
   if (a.has("page") && !a.has("per-page")) throw UsageError("--page needs --per-page ROWS (how many rows a page holds)");
@@ -514,7 +598,13 @@ int sheet_command(const std::vector<std::string>& args, CliContext& ctx) {
   nlohmann::json legend = {{"run", *run}, {"rows", layout.rows}, {"row_details", layout.row_details}, {"columns", layout.columns},
                            {"loras", layout.loras}, {"thumb", thumb}, {"page", page}, {"pages", pages}};
   if (!layout.row_columns.empty()) legend["row_columns"] = layout.row_columns;
+  // Which job is where: [job, row, column] for each cell that holds one (a tool reads the grid by it).
+  nlohmann::json cells = nlohmann::json::array();
+  for (const SheetCell& c : layout.cells)
+    if (c.job != 0) cells.push_back({c.job, c.row, c.column});
+  legend["cells"] = std::move(cells);
   if (marked) legend["marked"] = *marked;
+  if (qa) legend["qa"] = *qa;
   if (const auto dir = std::filesystem::path(out).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
   storage::write_png_atomic(out, sheet.rgba.data(), sheet.geometry.width, sheet.geometry.height, {{"rgbaq-sheet", legend.dump()}});
   ctx.out << common::printable(out) << " (" << layout.rows.size() << (layout.rows.size() == 1 ? " row x " : " rows x ") << layout.columns.size()

@@ -11,8 +11,16 @@
 // label joined by " + "), ordered by the number of LoRAs, then by name and weight; `lora:NAME` is one
 // LoRA's weight ("detail 0.5", "no detail"), and the rest of each job's set splits the rows where it
 // varies. Sweep one LoRA's weight with either; when a run varies several, `lora:NAME` picks the one.
+//
+// A template variable (jobs/prompt_template.h) as an axis: a {...} group's number ("1") or a wildcard's
+// name ("style"), as the jobs' choices name it. Its values label the axis in the order they first appear
+// among the jobs (the template's order, for a run of all its combinations); "(empty)" for an empty
+// alternative, "(none)" for a job without that choice. With a variable on an axis and the prompt on
+// neither, the prompt splits no rows: its template (or, for a plain prompt, itself) and the choices on
+// neither axis do, where they vary.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -24,13 +32,20 @@ namespace rgbaq::cli {
 
 int sheet_command(const std::vector<std::string>& args, CliContext& ctx);
 
-enum class SheetAxis { kPrompt, kSeed, kSize, kLora };
+enum class SheetAxis { kPrompt, kSeed, kSize, kLora, kVariable };
 
-// An axis as --x and --y name it: "lora" is the whole LoRA set, "lora:NAME" one LoRA's weight.
+// An axis as --x and --y name it: "lora" is the whole LoRA set, "lora:NAME" one LoRA's weight, anything
+// else a template variable ("var:NAME" for one named like another axis).
 struct SheetAxisChoice {
   SheetAxis axis = SheetAxis::kSeed;
   std::string lora;  // for kLora: the LoRA whose weight the axis sweeps, or "" for the whole set
+  std::string variable;  // for kVariable: the choice's name ("1", "style")
   SheetAxisChoice(SheetAxis a, std::string lora_name = "") : axis(a), lora(std::move(lora_name)) {}  // NOLINT: implicit
+  static SheetAxisChoice template_variable(std::string name) {
+    SheetAxisChoice c(SheetAxis::kVariable);
+    c.variable = std::move(name);
+    return c;
+  }
 };
 
 // One job of the run, as `export` describes it.
@@ -41,12 +56,16 @@ struct SheetJob {
   std::string state;       // done, failed, canceled, queued, running
   std::string image_path;  // the output, for a done job
   std::string lora;        // the job's LoRA set as the queue stores it ("detail:0.5;style:1"), "" for none
+  int64_t id = 0;          // the job's id (0: none known)
+  std::string template_text;                   // its template, "" for a plain prompt
+  std::map<std::string, std::string> choices;  // its template's choices by name
 };
 
 struct SheetCell {
   int row = 0, column = 0;
   std::string image_path;  // empty: no image, `mark` says why
   std::string mark;        // "failed", "canceled", "not rendered yet"
+  int64_t job = 0;         // the job in the cell (0: none)
 };
 
 struct SheetLayout {
@@ -62,7 +81,8 @@ struct SheetLayout {
   std::vector<std::vector<std::string>> row_columns;
 };
 
-// Why `axis` cannot lay out `jobs` ("its jobs have no LoRA", "no job has LoRA \"x\"..."), or "".
+// Why `axis` cannot lay out `jobs` ("its jobs have no LoRA", "no job has LoRA \"x\"...", "no job has the
+// template variable \"x\" (the run's variables: 1, 2, style)"), or "".
 std::string sheet_axis_problem(const std::vector<SheetJob>& jobs, const SheetAxisChoice& axis);
 
 // Places each job on the grid; seeds ascend, sizes ascend by pixels, prompts keep their first order,

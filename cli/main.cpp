@@ -12,6 +12,7 @@
 #include "cli/host_commands.h"
 #include "cli/http_commands.h"
 #include "cli/model_command.h"
+#include "cli/qa_command.h"
 #include "cli/queue_commands.h"
 #include "cli/service_command.h"
 #include "cli/submit_command.h"
@@ -62,6 +63,7 @@ int main(int argc, char** argv) {
       {"sheet", rgbaq::cli::sheet_command},       {"service", rgbaq::cli::service_command},
       {"http-url", rgbaq::cli::http_url_command}, {"gallery", rgbaq::cli::gallery_command},
       {"mark", rgbaq::cli::mark_command},         {"rm", rgbaq::cli::rm_command},
+      {"qa", rgbaq::cli::qa_command},
   };
   const auto it = commands.find(args[0]);
   if (it == commands.end()) {

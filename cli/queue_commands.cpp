@@ -12,8 +12,10 @@
 
 #include "common/arguments.h"
 #include "common/printable_text.h"
+#include "cli/asset_export_command.h"
 #include "cli/daemon_client.h"
 #include "cli/plural.h"
+#include "cli/qa_command.h"
 #include "cli/run_export.h"
 #include "daemon/export_csv.h"
 #include "daemon/protocol.h"
@@ -118,6 +120,22 @@ std::string job_outcome(const json& j) {
   return j.value("output", "");
 }
 
+// What `ls jobs` adds after a job's outcome: its alpha check's flags, and which job it re-seeds or is
+// re-seeded by ("" for a job not checked yet and in no re-seed).
+std::string qa_words(const json& j) {
+  std::string words;
+  if (const json& qa = j.value("qa", json()); qa.is_object() && qa.contains("flags") && qa["flags"].is_array()) {
+    std::string flags;
+    for (const auto& f : qa["flags"]) flags += (flags.empty() ? "" : ",") + (f.is_string() ? f.get<std::string>() : f.dump());
+    words += "  [" + (flags.empty() ? std::string("ok") : flags) + "]";
+  }
+  if (const json& r = j.value("replaces", json()); r.is_number_integer()) words += "  re-seeds job " + std::to_string(r.get<int64_t>());
+  if (const json& r = j.value("replaced_by", json()); r.is_number_integer()) {
+    words += "  re-seeded by job " + std::to_string(r.get<int64_t>());
+  }
+  return words;
+}
+
 // A time of the queue (seconds since the epoch) in local time, to the minute; "-" for none.
 std::string local_minute(double seconds) {
   if (seconds <= 0) return "-";
@@ -127,6 +145,35 @@ std::string local_minute(double seconds) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
   return buf;
+}
+
+// What came of a run end's hook and webhook (protocol run JSON "end"), for `ls runs`; "" when it owed
+// neither.
+std::string run_end_words(const json& end) {
+  if (!end.is_object()) return "";
+  const auto text = [](const json& j, const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  std::string words;
+  if (const json& h = end.value("hook", json()); h.is_object()) {
+    const std::string state = text(h, "state");
+    words = "hook: " + (state == "done" ? text(h, "outcome")
+                        : state == "lost" ? "lost (the daemon stopped while it ran; never run again)"
+                                          : state);
+  }
+  if (const json& w = end.value("webhook", json()); w.is_object()) {
+    const std::string state = text(w, "state");
+    const int attempts = w.value("attempts", 0);
+    const json& log = w.value("log", json::array());
+    const std::string last = log.is_array() && !log.empty() && log.back().is_object() ? text(log.back(), "outcome") : "";
+    const std::string how = state == "delivered" ? "delivered (" + count_of(attempts, "attempt") + ")"
+                            : state == "gave_up" ? "gave up after " + count_of(attempts, "attempt") + " (last: " + last + ")"
+                            : state == "owed" && attempts > 0 ? "owed, " + count_of(attempts, "failed attempt") + " (last: " + last +
+                                                                    "), next at " + local_minute(w.value("next_at", 0.0))
+                                                              : state;
+    words += (words.empty() ? "" : "; ") + std::string("webhook: ") + how;
+  }
+  return words;
 }
 
 }  // namespace
@@ -212,7 +259,7 @@ int status_command(const std::vector<std::string>& args, CliContext& ctx) {
 }
 
 int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
-  const Arguments a(args, {"run", "state", "marked", "limit", "offset"}, {"json", "all"});
+  const Arguments a(args, {"run", "state", "marked", "qa", "limit", "offset"}, {"json", "all"});
   if (a.positionals().size() != 1 || (a.positionals()[0] != "runs" && a.positionals()[0] != "jobs")) {
     throw UsageError("say what to list: `rgbaq ls runs` or `rgbaq ls jobs [--run R] [--state S]`");
   }
@@ -235,6 +282,9 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
               << c.value("running", 0) << std::left
               << "  " << std::setw(18) << local_minute(run.value("created_at", 0.0)) << std::setw(18)
               << local_minute(run.value("finished_at", 0.0)) << printable(run.value("out_dir", "")) << "\n";
+      if (const std::string words = run_end_words(run.value("end", json())); !words.empty()) {
+        ctx.out << std::string(6, ' ') << printable(words) << "\n";
+      }
     }
     return 0;
   }
@@ -242,6 +292,7 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
   if (const auto run = a.get("run")) params["run"] = positive_id(*run, "--run");
   if (const auto state = a.get("state")) params["state"] = *state == "cancelled" ? "canceled" : *state;
   if (const auto marked = a.get("marked")) params["marked"] = *marked;
+  if (const auto qa = a.get("qa")) params["qa"] = qa_filter_option(*qa);
   if (a.has("all") && a.has("limit")) throw UsageError("give --limit N or --all, not both");
   const int64_t limit = a.get_int("limit", kDefaultJobLimit);
   const int64_t offset = a.get_int("offset", 0);
@@ -276,7 +327,7 @@ int ls_command(const std::vector<std::string>& args, CliContext& ctx) {
     const std::string mark = mark_of(j, "-");
     ctx.out << std::left << std::setw(8) << j.value("id", 0) << std::setw(6) << j.value("run", 0) << std::setw(10) << state
             << std::setw(8) << mark << std::setw(22) << j.value("seed", uint64_t{0}) << std::setw(11) << size
-            << clip(j.value("prompt", ""), 50) << "\n" << std::string(65, ' ') << printable(job_outcome(j)) << "\n";
+            << clip(j.value("prompt", ""), 50) << "\n" << std::string(65, ' ') << printable(job_outcome(j)) << qa_words(j) << "\n";
   }
   if (more) {
     ctx.out << "(the first " << limit << " from " << offset << "; more with --offset " << offset + limit
@@ -430,15 +481,17 @@ int prioritize_command(const std::vector<std::string>& args, CliContext& ctx) {
 }
 
 int export_command(const std::vector<std::string>& args, CliContext& ctx) {
+  if (asks_for_assets(args)) return asset_export_command(args, ctx);  // finished assets into a folder
   std::vector<std::string> words;
   for (const auto& w : args) words.push_back(w == "-o" ? "--output" : w);
-  const Arguments a(words, {"format", "output", "marked"}, {});
-  if (a.positionals().size() != 1) throw UsageError("usage: rgbaq export RUN [--format csv|jsonl] [--marked M] [-o FILE]");
+  const Arguments a(words, {"format", "output", "marked", "qa"}, {});
+  if (a.positionals().size() != 1) throw UsageError("usage: rgbaq export RUN [--format csv|jsonl] [--marked M] [--qa FLAG] [-o FILE]");
   const std::string format = a.get("format").value_or("jsonl");
   if (format != "csv" && format != "jsonl") throw UsageError("--format \"" + format + "\" is not csv or jsonl");
   DaemonClient client(ctx.socket);
   json params = {{"run", positive_id(a.positionals()[0], "run")}};
   if (const auto marked = a.get("marked")) params["marked"] = *marked;
+  if (const auto qa = a.get("qa")) params["qa"] = qa_filter_option(*qa);
   // Written as the pages arrive: a run of 100,000 jobs never sits in memory whole. FILE is opened once
   // the daemon has answered, so an export that is refused (no such run) leaves it as it was.
   const auto out = a.get("output");

@@ -4,11 +4,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <random>
+#include <set>
 #include <sstream>
 
 #include "common/arguments.h"
@@ -20,7 +23,9 @@
 #include "daemon/socket_paths.h"
 #include "host/image_size.h"
 #include "jobs/job_file.h"
+#include "jobs/qa_flags.h"
 #include "jobs/output_name.h"
+#include "jobs/wildcard_set.h"
 
 namespace rgbaq::cli {
 
@@ -72,6 +77,13 @@ std::string line_list(const std::vector<int>& lines) {
   return s;
 }
 
+// The lines the file's rows came from (a template's combinations are rows of one line).
+size_t distinct_lines(const jobs::JobFile& file) {
+  std::set<int> lines;
+  for (const auto& row : file.rows) lines.insert(row.line);
+  return lines.size();
+}
+
 // The lines of `file` whose row took `option`'s value: rows that `changed` (the file parsed again with
 // the option set otherwise) gives another result for; keyed by line, as identical rows may fold away.
 template <typename Differs>
@@ -81,7 +93,8 @@ std::vector<int> lines_over_option(const jobs::JobFile& file, const jobs::JobFil
   std::vector<int> own;
   for (const auto& row : file.rows) {
     const auto it = other.find(row.line);
-    if (it != other.end() && !differs(row, *it->second)) own.push_back(row.line);
+    // A template's combinations are rows of one line, one after another: the line once.
+    if (it != other.end() && !differs(row, *it->second) && (own.empty() || own.back() != row.line)) own.push_back(row.line);
   }
   return own;
 }
@@ -99,7 +112,7 @@ void print_option_notes(const Arguments& a, const std::string& text, jobs::FileF
   const std::string column_word = format == jobs::FileFormat::kJsonl ? "field" : "column";
   const auto note = [&](const std::string& option, const std::string& value, const std::string& column, const std::vector<int>& lines) {
     if (lines.empty()) return;
-    const bool every = lines.size() == same.rows.size();
+    const bool every = lines.size() == distinct_lines(same);
     err << "note: " << common::printable(file_name) << ": the " << column << " wins over " << option << " "
         << common::printable(value) << " on " << (lines.size() == 1 ? "line " : "lines ") << line_list(lines)
         << (every ? " (every row: " + option + " is not used)" : " (" + option + " applies to the other rows)") << "\n";
@@ -142,6 +155,32 @@ void print_option_notes(const Arguments& a, const std::string& text, jobs::FileF
     note("--lora", *lora, "lora " + column_word + " (or a <lora:...> tag in the prompt)",
          lines_over_option(same, changed, [](const jobs::JobRow& l, const jobs::JobRow& r) { return l.lora != r.lora; }));
   }
+}
+
+// A template's choices in their order: numbered groups by number, then the named ones as they sort.
+std::string choices_text(const nlohmann::json& choices) {
+  std::vector<std::pair<std::string, std::string>> items;
+  for (const auto& [name, value] : choices.items()) items.emplace_back(name, value.is_string() ? value.get<std::string>() : value.dump());
+  const auto number = [](const std::string& n) { return n.find_first_not_of("0123456789") == std::string::npos ? n.size() : SIZE_MAX; };
+  std::stable_sort(items.begin(), items.end(), [&](const auto& l, const auto& r) { return number(l.first) < number(r.first); });
+  std::string s;
+  for (const auto& [name, value] : items) s += (s.empty() ? "" : ", ") + name + "=" + value;
+  return s;
+}
+
+// A dry run's first jobs, as the daemon would queue them (its "preview"): line, seed, prompt, choices, file.
+void print_preview(const nlohmann::json& preview, uint64_t jobs, const std::filesystem::path& out_dir, std::ostream& out) {
+  if (preview.empty()) return;
+  out << (preview.size() < jobs ? "the first " + std::to_string(preview.size()) + ", as they would be queued into "
+                                : std::string("as they would be queued into "))
+      << common::printable(out_dir.string()) << ":\n";
+  for (const auto& j : preview) {
+    out << "  line " << j.value("line", 0) << ", seed " << j.value("seed", uint64_t{0}) << ": "
+        << common::printable(j.value("prompt", ""));
+    if (j.contains("choices") && j["choices"].is_object()) out << "  [" << common::printable(choices_text(j["choices"])) << "]";
+    out << "  -> " << common::printable(std::filesystem::path(j.value("output", "")).filename().string()) << "\n";
+  }
+  if (preview.size() < jobs) out << "  and " << count_of(jobs - preview.size(), "more job") << "\n";
 }
 
 // A file's errors ({"line", "field", "message", "text"}, as the daemon sends them), one a line: an
@@ -187,7 +226,8 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   // `--seed` as rgbaqd render spells it: one seed is a seed specification too.
   std::vector<std::string> words;
   for (const auto& w : args) words.push_back(w == "--seed" ? "--seeds" : w.rfind("--seed=", 0) == 0 ? "--seeds=" + w.substr(7) : w);
-  const Arguments a(words, {"prompt", "seeds", "size", "count", "priority", "out", "name", "format", "max-jobs", "lora"},
+  const Arguments a(words, {"prompt", "seeds", "size", "count", "priority", "out", "name", "format", "max-jobs", "lora", "wildcards",
+                           "sample", "sample-seed", "reseed-on", "reseed-max"},
                     {"dry-run", "wait", "skip-duplicates", "replace", "json"});
   const auto prompt = a.get("prompt");
   if (prompt && !a.positionals().empty()) throw UsageError("give a job file or --prompt TEXT, not both");
@@ -216,15 +256,43 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   options.defaults.lora = a.get("lora");  // for rows that name no LoRA; the daemon checks the names
   options.defaults.count = a.get_int("count", 1);
   options.defaults.priority = a.get_int("priority", 0);
+  // Re-seeding: checked here (an unknown flag is a usage error naming it) and by the daemon.
+  if (const auto reseed_on = a.get("reseed-on")) {
+    common::parse_option("reseed-on", *reseed_on, jobs::parse_qa_flag_list);
+    options.defaults.reseed_on = *reseed_on;
+  }
+  if (a.has("reseed-max") && !a.has("reseed-on")) throw UsageError("--reseed-max goes with --reseed-on FLAG[,FLAG...] (what re-seeds a row)");
+  options.defaults.reseed_max = a.get_int("reseed-max", jobs::kDefaultReseedMax);
+  if (options.defaults.reseed_max < 0 || options.defaults.reseed_max > jobs::kMaxReseedMax) {
+    throw UsageError("--reseed-max must be 0.." + std::to_string(jobs::kMaxReseedMax) + " (re-seeded jobs a row may get in all)");
+  }
   options.max_jobs = a.get_u64("max-jobs", jobs::kDefaultMaxJobs);
   if (options.max_jobs < 1 || options.max_jobs > static_cast<uint64_t>(INT64_MAX)) throw UsageError("--max-jobs must be 1 or more");
   options.expand = false;  // the daemon expands; here only the rows are validated and counted
+  // Templates: the wildcard files are read here, on the user's machine, and their texts go with the
+  // submit (the daemon reads no client path); a sample's seed is drawn here when none is given.
+  const auto wildcard_dir = std::filesystem::absolute(a.get("wildcards").value_or(jobs::default_wildcard_dir(paths::home_dir()).string()))
+                                .lexically_normal();
+  jobs::WildcardSet wildcards = jobs::WildcardSet::from_folder(wildcard_dir);
+  options.wildcards = &wildcards;
+  if (a.has("sample-seed") && !a.has("sample")) throw UsageError("--sample-seed goes with --sample N (how many combinations to draw)");
+  const bool sample_seed_drawn = a.has("sample") && !a.has("sample-seed");
+  if (a.has("sample")) {
+    options.sample = a.get_u64("sample", 1);
+    if (*options.sample < 1) throw UsageError("--sample must be 1 or more (the combinations of each template to draw)");
+    std::random_device device;
+    options.sample_seed = a.has("sample-seed") ? a.get_u64("sample-seed", 0) : (uint64_t{device()} << 32) ^ device();
+  }
   const std::string file_name = prompt ? "--prompt" : path == "-" ? "<stdin>" : path;
   const auto file = jobs::parse_job_file(text, format == "jsonl" ? jobs::FileFormat::kJsonl : jobs::FileFormat::kCsv, options);
   nlohmann::json defaults = {{"size", options.defaults.size}, {"count", options.defaults.count},
                              {"priority", options.defaults.priority}};
   if (options.defaults.seeds) defaults["seeds"] = *options.defaults.seeds;
   if (options.defaults.lora) defaults["lora"] = *options.defaults.lora;
+  if (!options.defaults.reseed_on.empty()) {
+    defaults["reseed_on"] = options.defaults.reseed_on;
+    defaults["reseed_max"] = options.defaults.reseed_max;
+  }
   const auto out_dir = std::filesystem::absolute(a.get("out").value_or("renders")).lexically_normal();
   nlohmann::json params = {{"file", text},
                            {"file_name", file_name},
@@ -234,7 +302,13 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
                            {"skip_duplicates", a.has("skip-duplicates")},
                            {"replace", a.has("replace")},
                            {"dry_run", a.has("dry-run")},
-                           {"max_jobs", options.max_jobs}};
+                           {"max_jobs", options.max_jobs},
+                           {"wildcards", wildcards.texts()},  // those the file's templates named, read while parsing
+                           {"wildcards_dir", wildcard_dir.string()}};
+  if (options.sample) {
+    params["sample"] = *options.sample;
+    params["sample_seed"] = options.sample_seed;
+  }
   if (const auto name = a.get("name")) {
     params["name"] = *name;
   } else if (prompt) {
@@ -267,12 +341,16 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
     ctx.err << "note: " << common::printable(file_name) << ": the seed column wins over --seeds "
             << common::printable(*options.defaults.seeds) << " on "
             << (file.seed_rows_over_option.size() == 1 ? "line " : "lines ") << line_list(file.seed_rows_over_option)
-            << (file.seed_rows_over_option.size() == file.rows.size() ? " (every row: --seeds is not used)"
+            << (file.seed_rows_over_option.size() == distinct_lines(file) ? " (every row: --seeds is not used)"
                                                                        : " (--seeds applies to the rows without a seed)")
             << "\n";
   }
   print_option_notes(a, text, format == "jsonl" ? jobs::FileFormat::kJsonl : jobs::FileFormat::kCsv, options, file, file_name,
                      ctx.err);
+  if (sample_seed_drawn && !a.has("json")) {
+    ctx.err << "note: --sample " << *options.sample << " drew with --sample-seed " << options.sample_seed
+            << " (give it again to draw the same combinations)\n";
+  }
   if (!file.ignored_columns.empty()) {
     std::string columns;
     for (const auto& c : file.ignored_columns) columns += (columns.empty() ? "" : ", ") + c;
@@ -300,6 +378,9 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
     ctx.out << r.dump() << "\n";
   } else if (a.has("dry-run")) {
     ctx.out << common::printable(file_name) << ": " << count_of(queued, "job") << ", valid; nothing was queued (--dry-run)\n";
+    // A file of templates: the first jobs they expand to, as the daemon would queue them.
+    const bool templates = std::any_of(file.rows.begin(), file.rows.end(), [](const jobs::JobRow& row) { return !row.template_text.empty(); });
+    if (templates) print_preview(r.value("preview", nlohmann::json::array()), queued, out_dir, ctx.out);
   } else if (!made_run) {
     ctx.out << "nothing to queue: " << (r.value("skipped", 0) == 1 ? "its 1 job is" : "all " + count_of(r.value("skipped", 0), "job") + " are")
             << " already queued, running or done (--skip-duplicates); no run was made\n";

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "assets/alpha_check.h"
 #include "common/arguments.h"
 #include "common/printable_text.h"
 #include "daemon/base/daemon_config.h"
@@ -136,7 +137,9 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     const std::string identity = engine::model_identity(model) + engine::random_weights_mark(options);
     storage::RenderMetadata m = describe_render(request, result, model, identity, session->backend_name(), session->precision());
     m.prompt = prompt;
-    storage::write_png_atomic(output, result.rgba.data(), result.size.width, result.size.height, storage::png_texts(m));
+    // Its alpha check in its record, as the daemon's outputs have it (rgbaq qa prints the same).
+    const auto qa = assets::alpha_check_json(assets::check_alpha(result.rgba.data(), result.size.width, result.size.height));
+    storage::write_png_atomic(output, result.rgba.data(), result.size.width, result.size.height, png_texts_with_qa(m, qa));
     out << output << " (" << result.size.to_string() << ", seed " << request.seed << ", " << result.timings.total_s
         << " s, engine " << session->backend_name() << " on " << session->device_description()
         << (options.random_weights ? ", random weights: a speed measurement" : "") << ")\n";

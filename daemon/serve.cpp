@@ -31,6 +31,8 @@
 #include "daemon/http/thumbnails.h"
 #include "daemon/base/private_files.h"
 #include "daemon/base/service_notify.h"
+#include "daemon/hooks/run_hook_runner.h"
+#include "daemon/hooks/webhook_sender.h"
 #include "daemon/socket/listen_socket.h"
 #include "daemon/worker/pending_outputs.h"
 #include "daemon/worker/remote_progress.h"
@@ -375,6 +377,25 @@ int run_serve_command(const std::vector<std::string>& args) {
       workers.push_back(std::make_unique<RenderWorker>(config, *sessions[i], identity, state, *state.workers()[i], events,
                                                        encoder_cache,
                                                        this_worker(config, sessions[i]->backend_name(), sessions[i]->device_description())));
+    }
+    // Run ends' hooks and webhooks (daemon/hooks/), claimed under a render worker's registration in the
+    // queue, which lives as long as the daemon does.
+    const auto registration = [&state] {
+      for (const auto& w : state.workers()) {
+        if (!w->out_of_service() && w->queue_id.load() != 0) return w->queue_id.load();
+      }
+      return int64_t{0};
+    };
+    std::unique_ptr<hooks::RunHookRunner> hook_runner;
+    std::unique_ptr<hooks::WebhookSender> webhook_sender;
+    if (!config.on_run_done.empty()) {
+      hook_runner = std::make_unique<hooks::RunHookRunner>(config, events, registration);
+      spdlog::info("each run end runs the hook (--on-run-done, {} s limit)", config.hook_timeout_s);
+    }
+    if (!config.webhook.empty()) {
+      webhook_sender = std::make_unique<hooks::WebhookSender>(config, events, registration);
+      spdlog::info("each run end is POSTed to the webhook (--webhook), signed with the key in {}",
+                   config.webhook_secret_file().string());
     }
     // Ready, and answering, once the workers' own connections to the queue are open: a client that has
     // its first reply (a test that then locks the database) cannot catch a worker still opening them.

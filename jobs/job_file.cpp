@@ -12,8 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "jobs/csv_reader.h"
+#include "jobs/field_position.h"
 #include "jobs/lora_list.h"
 #include "jobs/output_name.h"
+#include "jobs/qa_flags.h"
+#include "jobs/prompt_template.h"
+#include "jobs/utf8_text.h"
+#include "common/hash.h"
 #include "common/json_nesting.h"
 #include "common/printable_text.h"
 #include "host/rope.h"
@@ -21,8 +26,8 @@
 namespace rgbaq::jobs {
 namespace {
 
-constexpr std::string_view kFields[] = {"prompt", "seed", "count", "size", "name", "priority", "lora"};
-constexpr int kFieldCount = 7;
+constexpr std::string_view kFields[] = {"prompt", "seed", "count", "size", "name", "priority", "lora", "reseed_on", "reseed_max"};
+constexpr int kFieldCount = 9;
 
 // The field's index in kFields, or -1.
 int field_index(std::string_view f) {
@@ -49,6 +54,7 @@ struct RawValue {
   std::string text;
   int column = 0;
   bool given = false;
+  int line = 0;  // a CSV field's own line (a record may span lines); 0: the row's
 };
 struct RawRow {
   int line = 0;
@@ -57,28 +63,10 @@ struct RawRow {
     const RawValue& v = values[field_index(field)];
     return v.given ? &v : nullptr;
   }
-  void set(const std::string& field, std::string text, int column) { values[field_index(field)] = {std::move(text), column, true}; }
-};
-
-// The byte offset of the first invalid UTF-8 sequence, or npos.
-size_t invalid_utf8_at(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return i;
-    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
-    for (int k = 1; k < n; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    const bool overlong = (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
-    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += n;
+  void set(const std::string& field, std::string text, int column, int line = 0) {
+    values[field_index(field)] = {std::move(text), column, true, line};
   }
-  return std::string_view::npos;
-}
+};
 
 // A field's text as a message quotes it: printable (common/printable_text.h), and at most 60 bytes of it.
 std::string excerpt(const std::string& text) {
@@ -99,6 +87,8 @@ std::optional<int64_t> parse_int(const std::string& text) {
 // export, submitted again (width and height make the size; the rest is ignored, with a note).
 constexpr std::string_view kExportOnlyColumns[] = {"job", "run", "state", "width", "height", "output",
                                                    "error", "attempts", "seconds", "host", "mark"};
+// Columns an export has when its run has them (an older export lacks them): ignored as those are.
+constexpr std::string_view kExportOptionalColumns[] = {"template", "choices", "qa", "replaces"};
 
 // A text cell as the export wrote it: one a spreadsheet would take for a formula got a leading '
 // (OWASP's defence, cli/queue_commands.cpp's csv_text), which is not part of the value.
@@ -140,13 +130,15 @@ void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector
   bool header_ok = true;
   for (const auto& f : header.fields) {
     std::string name = lower(trim(f.value));
-    const bool export_column = is_export && std::find(std::begin(kExportOnlyColumns), std::end(kExportOnlyColumns), name) !=
-                                                std::end(kExportOnlyColumns);
+    const bool export_column = is_export && (std::find(std::begin(kExportOnlyColumns), std::end(kExportOnlyColumns), name) !=
+                                                 std::end(kExportOnlyColumns) ||
+                                             std::find(std::begin(kExportOptionalColumns), std::end(kExportOptionalColumns), name) !=
+                                                 std::end(kExportOptionalColumns));
     if (export_column) {
       if (name != "width" && name != "height") ignored_columns.push_back(name);
     } else if (!known_field(name)) {
       errors.push_back({f.line, f.column, name, "unknown column \"" + trim(f.value) +
-                                                    "\" (columns: prompt, seed, count, size, name, priority, lora)"});
+                                                    "\" (columns: prompt, seed, count, size, name, priority, lora, reseed_on, reseed_max)"});
       header_ok = false;
     } else if (!seen.insert(name).second) {
       errors.push_back({f.line, f.column, name, "column \"" + name + "\" appears twice"});
@@ -181,7 +173,7 @@ void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector
       if (rec.fields[i].value.empty() && !rec.fields[i].quoted && columns[i] != "prompt") continue;
       std::string value = std::move(rec.fields[i].value);
       if (is_export && (columns[i] == "prompt" || columns[i] == "name" || columns[i] == "lora")) value = unneutralised(std::move(value));
-      row.set(columns[i], std::move(value), rec.fields[i].column);
+      row.set(columns[i], std::move(value), rec.fields[i].column, rec.fields[i].line);
     }
     if (width && height && !(width->value.empty() && height->value.empty())) {
       row.set("size", trim(width->value) + "x" + trim(height->value), width->column);
@@ -221,7 +213,7 @@ void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vect
     for (const auto& [key, value] : doc.items()) {
       const std::string name = lower(key);
       if (!known_field(name)) {
-        errors.push_back({line_no, 0, key, "unknown field \"" + key + "\" (fields: prompt, seed, count, size, name, priority, lora)"});
+        errors.push_back({line_no, 0, key, "unknown field \"" + key + "\" (fields: prompt, seed, count, size, name, priority, lora, reseed_on, reseed_max)"});
         continue;
       }
       if (value.is_null() && name != "prompt") continue;
@@ -234,7 +226,7 @@ void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vect
         textv = value.get<std::string>();
       } else if (value.is_number_unsigned() || value.is_number_integer()) {
         textv = value.dump();
-      } else if (value.is_array() && name == "seed") {
+      } else if (value.is_array() && (name == "seed" || name == "reseed_on")) {
         for (const auto& s : value) textv += (textv.empty() ? "" : ",") + (s.is_string() ? s.get<std::string>() : s.dump());
       } else {
         errors.push_back({line_no, 0, name, "has the wrong type (" + std::string(value.type_name()) + ")"});
@@ -349,6 +341,24 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
   if (options.defaults.priority < kMinPriority || options.defaults.priority > kMaxPriority) {
     out.errors.push_back({0, 0, "--priority", std::to_string(options.defaults.priority) + " is not an integer in -1000000..1000000"});
   }
+  // Re-seeding's flags, as a row's reseed_on field or --reseed-on gives them: "" none, else the flags
+  // in their canonical order; nullopt (with the error added) for an unknown one.
+  const auto reseed_flags = [&](const std::string& text, const std::function<void(const std::string&)>& fail) -> std::optional<std::string> {
+    if (trim(text).empty()) return std::string();
+    try {
+      return qa_flags_text(parse_qa_flag_list(text));
+    } catch (const std::invalid_argument& e) {
+      fail(e.what());
+      return std::nullopt;
+    }
+  };
+  const std::string default_reseed_on = reseed_flags(options.defaults.reseed_on, [&](const std::string& why) {
+    out.errors.push_back({0, 0, "--reseed-on", why});
+  }).value_or("");
+  const std::string reseed_max_range = " is not an integer in 0.." + std::to_string(kMaxReseedMax);
+  if (options.defaults.reseed_max < 0 || options.defaults.reseed_max > kMaxReseedMax) {
+    out.errors.push_back({0, 0, "--reseed-max", std::to_string(options.defaults.reseed_max) + reseed_max_range});
+  }
   // A bad --size is one error about the option, not one per row that would have used it.
   bool default_size_ok = true;
   try {
@@ -358,6 +368,8 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     default_size_ok = false;
   }
   bool too_many_reported = false;  // the job limit is one cause: reported once
+  uint64_t would_be = 0;           // the images of the rows validated, for the limit's message
+  size_t too_many_at = 0;          // 1 + the index of the file's limit error, when the file's total is to be added
 
   struct Validated {
     const RawRow* raw;
@@ -366,6 +378,18 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     uint64_t count;
     host::ImageSize size;
     int priority;
+    std::string template_text, choices_json;  // a template's expansion (JobRow's)
+    std::optional<uint64_t> drawn_seed;       // the seed drawn for a template row without one, shared by its combinations
+    std::string reseed_on;                    // JobRow's
+    int reseed_max = 0;
+  };
+  // Prompts are parsed as templates unless told not to; an export's prompts are its jobs' expanded ones.
+  TemplateParser templates(options.wildcards);
+  const bool expand_templates = options.templates && out.ignored_columns.empty();
+  std::random_device device;
+  auto draw = [&]() -> uint64_t {
+    if (options.random_seed) return options.random_seed();
+    return (static_cast<uint64_t>(device()) << 32) ^ device();
   };
   std::vector<Validated> valid;
   uint64_t total = 0;
@@ -380,42 +404,67 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
       return v ? &v->text : nullptr;
     };
     Validated v{&row, "", "", "", default_seeds, static_cast<uint64_t>(options.defaults.count), {}, options.defaults.priority};
+    v.reseed_on = default_reseed_on;
+    v.reseed_max = options.defaults.reseed_max;
     v.prompt = value("prompt") ? *value("prompt") : "";
-    if (const size_t bad = invalid_utf8_at(v.prompt); bad != std::string::npos) {
-      error("prompt", "invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the prompt");
-    } else if (v.prompt.find('\0') != std::string::npos) {
-      error("prompt", "contains a NUL character");
-    } else {
+    // The prompt's LoRAs and text: the row's prompt, or each combination of its template (`what` says
+    // which in a message). Sets `lora`; false when it found an error.
+    const auto check_prompt_text = [&](const std::string& prompt, const std::string& what, std::string& lora) {
+      const size_t before = out.errors.size();
+      const auto say = [&](const std::string& field, const std::string& message) { error(field, what + message); };
       // The LoRAs: the field's, then the prompt's tags; the tokenizer sees the prompt without the tags.
       std::string why;
       std::vector<LoraItem> loras;
       if (const auto* l = value("lora")) {
         if (auto items = parse_lora_list(*l, why)) loras = std::move(*items);
-        else error("lora", why);
+        else say("lora", why);
       }
       const size_t from_field = loras.size();
-      const auto split = split_prompt_loras(v.prompt, why);
+      const auto split = split_prompt_loras(prompt, why);
       if (!split) {
-        error("prompt", why);
+        say("prompt", why);
       } else {
         for (const auto& item : split->loras) {
           const bool twice = std::any_of(loras.begin(), loras.end(), [&](const LoraItem& i) { return i.name == item.name; });
-          if (twice) error("prompt", "LoRA \"" + item.name + "\" is named in the lora field and in the prompt");
+          if (twice) say("prompt", "LoRA \"" + item.name + "\" is named in the lora field and in the prompt");
           loras.push_back(item);
         }
         const bool defaulted = !value("lora") && split->loras.empty();
         if (defaulted) loras = default_loras;  // checked once, above
         for (size_t i = 0; i < loras.size() && options.check_lora && !defaulted; ++i) {
-          if (const std::string& w = lora_problem(loras[i].name); !w.empty()) error(i < from_field ? "lora" : "prompt", w);
+          if (const std::string& w = lora_problem(loras[i].name); !w.empty()) say(i < from_field ? "lora" : "prompt", w);
         }
-        v.lora = lora_list_string(loras);
+        lora = lora_list_string(loras);
         if (split->text.find_first_not_of(" \t\r\n\f\v") == std::string::npos) {
-          error("prompt", v.prompt.empty() ? "is empty: every row needs a prompt"
-                                           : "has no text (only spaces or LoRA tags): every row needs a prompt");
+          say("prompt", prompt.empty() ? "is empty: every row needs a prompt"
+                                       : "has no text (only spaces or LoRA tags): every row needs a prompt");
         } else if (options.check_prompt) {
-          if (const std::string w = options.check_prompt(split->text); !w.empty()) error("prompt", w);
+          if (const std::string w = options.check_prompt(split->text); !w.empty()) say("prompt", w);
         }
       }
+      return out.errors.size() == before;
+    };
+    std::optional<PromptTemplate> tmpl;  // the prompt, when it is a template
+    if (const size_t bad = invalid_utf8_at(v.prompt); bad != std::string::npos) {
+      error("prompt", "invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the prompt");
+    } else if (v.prompt.find('\0') != std::string::npos) {
+      error("prompt", "contains a NUL character");
+    } else {
+      bool parsed = true;
+      if (expand_templates) {
+        try {
+          if (PromptTemplate t = templates.parse(v.prompt); t.is_template()) tmpl = std::move(t);
+        } catch (const TemplateError& e) {
+          // Where in the file: the character at fault, through the CSV's quoting or the JSON's escapes.
+          const RawValue* at = row.find("prompt");
+          const FilePosition where = format == FileFormat::kCsv
+                                         ? csv_value_position(text, at->line ? at->line : row.line, at->column, e.offset())
+                                         : jsonl_value_position(text, row.line, "prompt", e.offset());
+          out.errors.push_back({where.line, where.column, "prompt", e.what()});
+          parsed = false;
+        }
+      }
+      if (parsed && !tmpl) check_prompt_text(v.prompt, "", v.lora);
     }
     if (const auto* s = value("seed")) {
       if (options.defaults.seeds) out.seed_rows_over_option.push_back(row.line);
@@ -456,9 +505,28 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
         v.priority = static_cast<int>(*n);
       }
     }
+    if (const auto* r = value("reseed_on")) {
+      v.reseed_on = reseed_flags(*r, [&](const std::string& why) { error("reseed_on", why); }).value_or("");
+    }
+    if (const auto* m = value("reseed_max")) {
+      const auto n = parse_int(*m);
+      if (!n || *n < 0 || *n > kMaxReseedMax) error("reseed_max", "\"" + excerpt(*m) + "\"" + reseed_max_range);
+      else v.reseed_max = static_cast<int>(*n);
+    }
     if (out.errors.size() != errors_before || !default_size_ok) continue;
     const bool seed_list = v.seeds && !v.seeds->single();
-    const uint64_t images = seed_list ? v.seeds->count() : v.count;
+    const uint64_t per_prompt = seed_list ? v.seeds->count() : v.count;
+    // A template's combinations are counted, never listed: 10^12 of them are refused here, at once.
+    uint64_t combinations = tmpl ? tmpl->count() : 1;
+    if (tmpl && options.sample) {
+      if (combinations == UINT64_MAX) {
+        error("prompt", "its template has 2^64 or more combinations, too many to draw a --sample from");
+        continue;
+      }
+      combinations = std::min(combinations, *options.sample);
+    }
+    const uint64_t images = combinations > UINT64_MAX / per_prompt ? UINT64_MAX : combinations * per_prompt;
+    would_be = images > UINT64_MAX - would_be ? UINT64_MAX : would_be + images;
     if (images > options.max_jobs || total > options.max_jobs - images) {
       if (too_many_reported) continue;
       too_many_reported = true;
@@ -467,27 +535,68 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
       const std::string cause = seed_list ? (from_row ? "seed" : "--seeds") : (from_row ? "count" : "--count");
       const std::string limit = std::to_string(options.max_jobs) +
                                 " images (rgbaq submit --max-jobs raises it, up to the daemon's --max-jobs-per-submit)";
+      const auto number = [](uint64_t n) { return n == UINT64_MAX ? std::string("18446744073709551615 or more") : std::to_string(n); };
       std::string message;
+      if (images > options.max_jobs && combinations > 1) {
+        message = "this row's template makes " + number(combinations) + (options.sample ? " drawn" : "") + " combinations" +
+                  (per_prompt > 1 ? " x " + std::to_string(per_prompt) + " images each = " + number(images) + " images" : "") +
+                  "; one submit may hold at most " + limit;
+        error("prompt", message);
+        continue;
+      }
       if (images > options.max_jobs) {
         message = (from_row ? "this row is " : "gives each row ") + std::to_string(images) + " images; one submit may hold at most " + limit;
       } else {
         message = "with line " + std::to_string(row.line) + " the file would hold more than " + limit;
+        too_many_at = out.errors.size() + 1;
       }
-      out.errors.push_back({from_row ? row.line : 0, 0, cause, message});
+      if (combinations > 1) error("prompt", message);  // its template made the images
+      else out.errors.push_back({from_row ? row.line : 0, 0, cause, message});
       continue;
     }
     total += images;
-    valid.push_back(std::move(v));
+    if (!tmpl) {
+      valid.push_back(std::move(v));
+      continue;
+    }
+    // Each combination a row of its own, checked as a row's prompt is (its LoRA tags, its length); the
+    // first that fails is the row's error. A row without a seed draws one for all its combinations.
+    if (!v.seeds) v.drawn_seed = draw();
+    const std::vector<uint64_t> drawn =
+        options.sample ? sample_combinations(tmpl->count(), *options.sample, options.sample_seed ^ common::mix(static_cast<uint64_t>(row.line)))
+                       : std::vector<uint64_t>();
+    Expansion expansion;
+    for (uint64_t k = 0; k < combinations; ++k) {
+      const uint64_t index = options.sample ? drawn[k] : k;
+      tmpl->expand(index, expansion);
+      Validated x = v;
+      x.template_text = v.prompt;
+      x.prompt = expansion.prompt;
+      x.choices_json = expansion.choices_json();
+      std::string what = "combination " + std::to_string(index + 1) + " (";
+      for (size_t c = 0; c < expansion.choices.size(); ++c) {
+        what += (c ? ", " : "") + expansion.choices[c].name + "=" + excerpt(expansion.choices[c].value);
+      }
+      what += "): ";
+      if (!v.name.empty() && tmpl->count() > 1) {
+        x.name = v.name + "-" + std::to_string(index + 1);  // one name, many prompts: each combination its own files
+        if (const std::string why = name_problem(x.name); !why.empty()) {
+          error("name", what + "\"" + x.name + "\" (the name and the combination's number) is not a usable file name: " + why);
+          break;
+        }
+      }
+      if (!check_prompt_text(x.prompt, what, x.lora)) break;
+      valid.push_back(std::move(x));
+    }
+  }
+  if (too_many_at) {
+    out.errors[too_many_at - 1].message += "; it would make " + (would_be == UINT64_MAX ? std::string("2^64 or more") : std::to_string(would_be)) +
+                                           " in all";
   }
   // Expansion: row order, then seed order. Seeds are handled as ranges, so memory follows the rows,
   // not the jobs: an identical row's seeds are subtracted, and rows whose outputs share a base name
   // must not share a seed. The valid rows are expanded even when others have errors, so that a clash
   // among them is reported in the same pass, not after the user fixed the rest.
-  std::random_device device;
-  auto draw = [&]() -> uint64_t {
-    if (options.random_seed) return options.random_seed();
-    return (static_cast<uint64_t>(device()) << 32) ^ device();
-  };
   using Key = std::tuple<std::string, int, int, std::string, std::string>;  // prompt, width, height, name, lora
   std::map<Key, SeedSet> listed;                           // seeds each distinct row content has taken
   // Output base -> its seeds taken so far: first -> (last, row index in out.rows).
@@ -500,7 +609,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
       ranges = v.seeds->ranges;
     } else {
       random = !v.seeds;
-      const uint64_t first = random ? draw() : v.seeds->ranges[0].first;
+      const uint64_t first = random ? (v.drawn_seed ? *v.drawn_seed : draw()) : v.seeds->ranges[0].first;
       const uint64_t last = first + (v.count - 1);  // wraps past 2^64 - 1 to 0
       if (last >= first) {
         ranges.push_back({first, last});
@@ -511,6 +620,10 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     }
     const auto [kit, fresh_key] = listed.try_emplace(Key{v.prompt, v.size.width, v.size.height, v.name, v.lora});
     JobRow row{v.prompt, v.name, v.size, v.priority, v.raw->line, random, {}, v.lora};
+    row.template_text = v.template_text;
+    row.choices_json = v.choices_json;
+    row.reseed_on = v.reseed_on;
+    row.reseed_max = v.reseed_max;
     for (const SeedRange& r : ranges) {
       const uint64_t taken_minus_one = kit->second.take(r, row.seeds);
       out.duplicates_skipped += (r.last - r.first) - taken_minus_one;  // (size of r) - taken, without overflow

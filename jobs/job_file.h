@@ -11,10 +11,15 @@
 
 #include "host/image_size.h"
 #include "jobs/seed_spec.h"
+#include "jobs/wildcard_set.h"
 
 namespace rgbaq::jobs {
 
 enum class FileFormat { kCsv, kJsonl };
+
+// A row's re-seeded jobs at most, unless it or the submit says (reseed_max: 0..kMaxReseedMax).
+inline constexpr int kDefaultReseedMax = 2;
+inline constexpr int kMaxReseedMax = 1000;
 
 // What the submit command line sets for rows that leave a field out.
 struct SubmitDefaults {
@@ -23,6 +28,8 @@ struct SubmitDefaults {
   int count = 1;
   int priority = 0;
   std::optional<std::string> lora;  // for rows that name no LoRA (field or prompt tag): "name:weight;..."
+  std::string reseed_on;  // for rows without a reseed_on field: alpha-check flags, "cut_off,empty" ("": none)
+  int reseed_max = kDefaultReseedMax;
 };
 
 struct JobSpec {
@@ -34,6 +41,13 @@ struct JobSpec {
   int priority = 0;
   int line = 0;      // the row it came from
   std::string lora;  // the field's and the prompt's LoRAs, "name:weight;..." (jobs/lora_list.h); "" for none
+  // A prompt written as a template (jobs/prompt_template.h): the row's text as written, and what this
+  // expansion chose as a JSON object ({"1":"red","style":"pixel art"}); "" for a plain prompt.
+  std::string template_text, choices_json;
+  // Re-seeding (issue 40): the alpha-check flags (jobs/qa_flags.h, canonical order, "" for none) whose
+  // image gets the row a new job with its next unused seed, at most reseed_max of them for the row.
+  std::string reseed_on;
+  int reseed_max = 0;
 };
 
 struct FileError {
@@ -53,6 +67,9 @@ struct JobRow {
   bool seed_was_random = false;
   std::vector<SeedRange> seeds;  // in expansion order
   std::string lora;              // as JobSpec::lora
+  std::string template_text, choices_json;  // as JobSpec's
+  std::string reseed_on;                    // as JobSpec's
+  int reseed_max = 0;
 };
 
 struct JobFile {
@@ -81,6 +98,19 @@ struct ParseOptions {
   std::function<std::string(const std::string& name)> check_lora;
   // Draws a seed for rows without one (std::random_device when empty; tests pass their own).
   std::function<uint64_t()> random_seed;
+  // Prompts are templates (jobs/prompt_template.h): each combination of a row's template is a row of its
+  // own (after the rows before it, in the template's order), with the row's other fields; a row with a
+  // name and several combinations names combination K's files NAME-K (K from 1, in that order). false:
+  // every prompt is taken as written (an image API's, or the expanded prompts of an `rgbaq export`, which
+  // are always taken as written).
+  bool templates = true;
+  WildcardSet* wildcards = nullptr;  // where __name__ is read; nullptr: a template naming one is an error
+  // Each template row takes this many of its combinations, drawn at random (distinct, reproducible
+  // from sample_seed and the row's line; jobs/prompt_template.h sample_combinations), in the
+  // template's order; a template with no more combinations takes them all. Rows without a template
+  // are left as they are.
+  std::optional<uint64_t> sample;
+  uint64_t sample_seed = 0;
 };
 
 JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOptions& options);
@@ -89,7 +119,10 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
 template <typename F>
 void for_each_job(const JobFile& file, F&& f) {
   for (const JobRow& row : file.rows) {
-    JobSpec spec{row.prompt, 0, row.seed_was_random, row.size, row.name, row.priority, row.line, row.lora};
+    JobSpec spec{row.prompt, 0, row.seed_was_random, row.size, row.name, row.priority, row.line, row.lora,
+                 row.template_text, row.choices_json};
+    spec.reseed_on = row.reseed_on;
+    spec.reseed_max = row.reseed_max;
     for (const SeedRange& r : row.seeds) {
       for (uint64_t s = r.first;; ++s) {
         spec.seed = s;

@@ -132,4 +132,10 @@ uint64_t content_key(const std::string& prompt, uint64_t seed, const host::Image
   return mix(fnv1a(r, 0x84222325cbf29ce4ull));
 }
 
+uint64_t row_key(const std::string& prompt, const host::ImageSize& size, const std::string& name, const std::string& out_dir,
+                 const std::string& lora) {
+  const std::string r = record(prompt, 0, size, name, out_dir) + (lora.empty() ? "" : '\xff' + lora);
+  return mix(fnv1a(r, 0x1f0e3d5c7b9a8f6eull));  // a basis of its own: never seed 0's content key
+}
+
 }  // namespace rgbaq::jobs

@@ -46,4 +46,9 @@ uint64_t prompt_key(const std::string& prompt);
 uint64_t content_key(const std::string& prompt, uint64_t seed, const host::ImageSize& size, const std::string& name,
                         const std::string& out_dir, const std::string& lora = "");
 
+// content_key's fields less the seed, keyed apart from it: the jobs of one row (one expansion of it),
+// which differ only in seed, share it. Re-seeding finds a row's seeds by it (QueueStore::row_seeds).
+uint64_t row_key(const std::string& prompt, const host::ImageSize& size, const std::string& name, const std::string& out_dir,
+                 const std::string& lora = "");
+
 }  // namespace rgbaq::jobs

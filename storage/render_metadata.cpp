@@ -54,6 +54,10 @@ std::string metadata_json(const RenderMetadata& m, bool with_local_path) {
   if (!m.host.empty()) j["host"] = m.host;
   if (!m.device.empty()) j["device"] = m.device;
   if (m.worker) j["worker"] = *m.worker;
+  if (!m.template_text.empty()) {
+    j["template"] = m.template_text;
+    j["choices"] = nlohmann::json::parse(m.choices_json.empty() ? "{}" : m.choices_json, nullptr, false);
+  }
   return j.dump();
 }
 

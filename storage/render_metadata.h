@@ -35,6 +35,9 @@ struct RenderMetadata {
   std::string host;  // the host that rendered it (rgbaqd --host, or the system's host name)
   std::string device;  // the device it rendered on there ("cpu", "cuda:1"); empty: not recorded
   std::optional<int> worker;  // the daemon's render worker that rendered it (0.., as `rgbaq status` lists them)
+  // A template's job (jobs/prompt_template.h): the prompt as written and its choices as a JSON object;
+  // both empty for a plain prompt (and then left out of the record).
+  std::string template_text, choices_json;
 };
 
 // The `parameters` text: "<prompt>\nSteps: 8, Sampler: Euler, Schedule type: FlowMatch, CFG scale: 1,

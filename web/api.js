@@ -65,7 +65,7 @@ export function mediaUrl(path) {
   return `${path}${path.includes('?') ? '&' : '?'}key=${encodeURIComponent(mediaKey ? mediaKey.key : '')}`;
 }
 
-const kEvents = ['job_started', 'progress', 'decoding', 'job_done', 'job_failed', 'job_canceled', 'run_done', 'resync'];
+const kEvents = ['job_started', 'progress', 'decoding', 'job_done', 'job_failed', 'job_canceled', 'job_reseeded', 'run_done', 'resync'];
 
 // Calls onEvent(name, data) for each event (of `run`, or of every run), onLive(true|false) as the
 // stream connects and drops. The stream is read with fetch (EventSource cannot send the token) and,

@@ -7,6 +7,16 @@ import * as viewState from './view_state.js';
 import { Viewer } from './viewer.js';
 
 const kLabel = 20;   // a sheet row's prompt line, px
+// The alpha check's flags (assets/alpha_check.h), for its filter.
+const kQaFlags = ['empty', 'no_alpha', 'cut_off', 'fragmented', 'fake_transparency'];
+
+// A done job's alpha check as a badge on its cell: "ok", or its flags; none before the check.
+function qaBadge(job) {
+  const flags = viewState.qaFlags(job);
+  if (!flags) return null;
+  const text = flags.length ? flags.join(' · ') : 'ok';
+  return el('div', { class: `qa-badge ${flags.length ? 'flagged' : 'ok'}`, title: `alpha check: ${text}` }, text);
+}
 
 export class RunView {
   constructor(main, v, setLive) {
@@ -50,7 +60,32 @@ export class RunView {
     }
     this.jobs = jobs;
     this.byId = new Map(jobs.map((j) => [j.id, j]));
+    this.fillTemplateTools();
     this.layout();
+  }
+
+  // The choice filter's options (each variable's values, in first appearance) and the axes' (seed,
+  // prompt and each variable); hidden for a run without templates.
+  fillTemplateTools() {
+    const values = new Map();
+    for (const j of this.jobs) {
+      for (const [name, value] of Object.entries(j.choices || {})) {
+        if (!values.has(name)) values.set(name, new Set());
+        values.get(name).add(value);
+      }
+    }
+    const names = viewState.orderVariables(values.keys());
+    for (const node of [this.choiceSelect, this.xSelect, this.ySelect]) node.hidden = !names.length;
+    const option = (key, value, label) => el('option', { value, selected: (this.v[key] || '') === value }, label);
+    this.choiceSelect.setAttribute('aria-label', 'choice filter');
+    this.choiceSelect.replaceChildren(option('choice', '', 'any choice'), ...names.flatMap((n) => [...values.get(n)].map(
+      (value) => option('choice', `${n}=${value}`, `${n} = ${value === '' ? '(empty)' : value}`))));
+    this.xSelect.setAttribute('aria-label', 'columns');
+    this.xSelect.replaceChildren(option('x', '', 'across: seed'), option('x', 'prompt', 'across: prompt'),
+                                 ...names.map((n) => option('x', n, `across: ${n}`)));
+    this.ySelect.setAttribute('aria-label', 'rows');
+    this.ySelect.replaceChildren(option('y', '', 'down: prompt'), option('y', 'seed', 'down: seed'),
+                                 ...names.map((n) => option('y', n, `down: ${n}`)));
   }
 
   build() {
@@ -67,6 +102,9 @@ export class RunView {
       input('lora', { type: 'search', placeholder: 'LoRA', size: 8, 'aria-label': 'LoRA filter' }),
       select('state', [['', 'any state'], ['done', 'done'], ['queued', 'queued'], ['running', 'running'], ['failed', 'failed'], ['canceled', 'canceled']]),
       select('mark', [['', 'any mark'], ['star', 'starred'], ['reject', 'rejected'], ['none', 'unmarked']]),
+      select('qa', [['', 'any alpha'], ['ok', 'alpha ok'], ...kQaFlags.map((f) => [f, f])]),
+      // A run of templates: a filter by one choice, and the sheet's axes (filled in once its jobs are in).
+      this.choiceSelect = select('choice', []), this.xSelect = select('x', []), this.ySelect = select('y', []),
       el('button', { type: 'button', onclick: () => this.toggleLayout(), title: 'g' }, 'layout'),
       this.backgroundButton = el('button', { type: 'button', onclick: () => this.nextBackground(), title: 'b', id: 'background' }, ''),
       el('input', { type: 'color', 'aria-label': 'background colour', value: v.color || '#808080',
@@ -81,7 +119,7 @@ export class RunView {
     this.selectionBar = el('div', { id: 'selection' }, this.selectionCount,
       act('★ star', () => this.mark('star'), 's'), act('✕ reject', () => this.mark('reject'), 'x'), act('clear', () => this.mark(null), 'u'),
       act('retry failed', () => this.retrySelected()), act('export JSONL', () => this.exportSelection('jsonl')),
-      act('export CSV', () => this.exportSelection('csv')), act('copy PNGs to…', () => this.copySelection()), this.moreSeeds, act('more seeds like these', () => this.queueMoreSeeds()),
+      act('export CSV', () => this.exportSelection('csv')), act('copy PNGs to…', () => this.copySelection()), act('export assets to…', () => this.exportAssets()), this.moreSeeds, act('more seeds like these', () => this.queueMoreSeeds()),
       act('select none', () => this.clearSelection(), 'Esc'));
     this.spacer = el('div', { id: 'spacer' });
     this.scroller = el('div', { id: 'scroller', tabindex: 0, onscroll: () => this.schedule() }, this.spacer);
@@ -121,7 +159,7 @@ export class RunView {
   }
 
   clearFilters() {
-    for (const k of ['q', 'seed', 'size', 'lora', 'state', 'mark']) delete this.v[k];
+    for (const k of ['q', 'seed', 'size', 'lora', 'state', 'mark', 'choice', 'qa']) delete this.v[k];
     this.tools.querySelectorAll('[data-filter]').forEach((node) => { node.value = ''; });
     this.filtersChanged();
   }
@@ -134,7 +172,9 @@ export class RunView {
   layout() {
     const shown = this.jobs.filter((j) => viewState.passes(this.v, j));
     this.rows = [];
-    if (this.sheet()) {
+    if (this.sheet() && this.axes()) {
+      this.rows = this.axisRows(shown);
+    } else if (this.sheet()) {
       const byPrompt = new Map();
       for (const j of shown) {
         const key = `${j.prompt}\u0000${j.width}x${j.height}\u0000${j.lora}`;
@@ -164,6 +204,52 @@ export class RunView {
                             el('button', { type: 'button', onclick: () => this.clearFilters() }, 'clear the filters')));
     }
     this.draw();
+  }
+
+  // The sheet's axes when chosen (x across, y down) and different: {x, y}, else null (prompts x seeds).
+  axes() {
+    const x = this.v.x || 'seed', y = this.v.y || 'prompt';
+    return (this.v.x || this.v.y) && x !== y ? { x, y } : null;
+  }
+
+  // The sheet by its axes, as `rgbaq sheet --x/--y` lays it: a row per y value and per value of what is
+  // on neither axis (for a template variable's axis: the template and the other choices, not the
+  // prompt; the seed, size and LoRAs), labelled with the y value (and that rest where it varies); in a
+  // row, the jobs by their x value's first appearance in the run. Each cell's caption is its x value.
+  axisRows(shown) {
+    const { x, y } = this.axes();
+    const variable = (a) => a !== 'seed' && a !== 'prompt';
+    const restOf = (j) => {
+      const parts = [];
+      if (x !== 'prompt' && y !== 'prompt') {
+        if (variable(x) || variable(y)) {
+          parts.push(j.template || j.prompt);
+          for (const n of viewState.orderVariables(Object.keys(j.choices || {}))) if (n !== x && n !== y) parts.push(`${n}=${j.choices[n]}`);
+        } else parts.push(j.prompt);
+      }
+      if (x !== 'seed' && y !== 'seed') parts.push(`seed ${j.seed}`);
+      parts.push(`${j.width}x${j.height}`, j.lora || '');
+      return parts;
+    };
+    const columnOrder = new Map();
+    const rows = new Map();
+    for (const j of shown) {
+      const column = viewState.axisValue(j, x);
+      if (!columnOrder.has(column)) columnOrder.set(column, columnOrder.size);
+      const rest = restOf(j);
+      const key = JSON.stringify([viewState.axisValue(j, y), ...rest]);
+      if (!rows.has(key)) rows.set(key, { value: viewState.axisValue(j, y), rest, jobs: [] });
+      rows.get(key).jobs.push(j);
+    }
+    // The parts of the rest that differ between rows join the label.
+    const all = [...rows.values()];
+    const parts = all.reduce((n, r) => Math.max(n, r.rest.length), 0);
+    const varies = Array.from({ length: parts }, (_, i) => new Set(all.map((r) => r.rest[i])).size > 1);
+    return all.map((r) => {
+      r.jobs.sort((a, b) => columnOrder.get(viewState.axisValue(a, x)) - columnOrder.get(viewState.axisValue(b, x)) || a.id - b.id);
+      const detail = r.rest.filter((part, i) => part && varies[i]).join(', ');
+      return { label: detail ? `${r.value} · ${detail}` : r.value, jobs: r.jobs };
+    });
   }
 
   schedule() {
@@ -239,7 +325,8 @@ export class RunView {
                        onpointerdown: (e) => this.pointerDown(job, row, col, e), onclick: (e) => this.activate(job, row, col, e),
                        ondblclick: () => { if (!this.touched()) this.viewer.open(); },
                        oncontextmenu: (e) => { if (this.touched()) e.preventDefault(); } },
-              backdrop, el('div', { class: 'caption' }, `seed ${job.seed}`));
+              backdrop, ...[qaBadge(job)].filter(Boolean),
+              el('div', { class: 'caption' }, this.sheet() && this.axes() ? viewState.axisValue(job, this.axes().x) : `seed ${job.seed}`));
   }
 
   touched() { return this.pointerType === 'touch' || this.pointerType === 'pen'; }
@@ -433,6 +520,40 @@ export class RunView {
     } catch (e) { toast(`not copied: ${e.message}`); }
   }
 
+  // The selection as finished assets (rgbaq export --assets on the daemon's side): a folder as copy
+  // takes it, then the CLI's options (--trim --pad PX --premultiplied --format F --sizes S,S --atlas NAME
+  // --atlas-max PX), both remembered.
+  async exportAssets() {
+    const folder = prompt('Export the selected images as assets into this folder (~/... in the home folder of the daemon\'s user, ' +
+                          'or an absolute path under it or under an rgbaqd --copy-root):',
+                          localStorage.getItem('rgbaq-assets-folder') || '~/assets');
+    if (!folder) return;
+    const options = prompt('Options, as rgbaq export --assets takes them: --trim --pad PX --premultiplied --format png|webp ' +
+                           '--sizes 64,128 --atlas NAME --atlas-max PX',
+                           localStorage.getItem('rgbaq-assets-options') ?? '--trim --pad 2 --sizes 64,128 --atlas items');
+    if (options === null) return;
+    const body = { jobs: this.targets(), folder };
+    const words = options.trim().split(/\s+/).filter(Boolean);
+    const number = (w, v) => (/^-?\d+$/.test(v || '') ? Number(v) : (() => { throw new Error(`${w} takes a number, not "${v ?? ''}"`); })());
+    try {
+      for (let i = 0; i < words.length; ++i) {
+        const w = words[i];
+        if (w === '--trim' || w === '--premultiplied') body[w.slice(2)] = true;
+        else if (w === '--pad') body.pad = number(w, words[++i]);
+        else if (w === '--atlas-max') body.atlas_max = number(w, words[++i]);
+        else if (w === '--format' || w === '--atlas') body[w.slice(2)] = words[++i] || '';
+        else if (w === '--sizes') body.sizes = (words[++i] || '').split(',').map((v) => number(w, v));
+        else throw new Error(`"${w}" is not an option of the export`);
+      }
+    } catch (e) { return toast(`not exported: ${e.message}`); }
+    localStorage.setItem('rgbaq-assets-folder', folder);
+    localStorage.setItem('rgbaq-assets-options', options);
+    try {
+      const r = await post('/api/v1/jobs/export-assets', body);
+      toast(`${r.images} exported (${r.files} files) to ${r.folder}${r.skipped.length ? `, ${r.skipped.length} skipped (see manifest.json)` : ''}`);
+    } catch (e) { toast(`not exported: ${e.message}`); }
+  }
+
   // N new seeds of each selected prompt, drawn below 2^32 (as A1111 draws them: short file names, seeds
   // that other tools take) and none that the run already has for that prompt.
   async queueMoreSeeds() {
@@ -455,13 +576,16 @@ export class RunView {
       }
     }
     try {
-      const r = await post('/api/v1/runs', { rows: [...seen.values()], out_dir: this.run.out_dir, name: `${this.run.name || 'run'} (more seeds)` });
+      // The prompts are expanded ones already: taken as written, not as templates.
+      const r = await post('/api/v1/runs', { rows: [...seen.values()], out_dir: this.run.out_dir, name: `${this.run.name || 'run'} (more seeds)`,
+                                             templates: false });
       toast(`run #${r.run}: ${r.jobs} more images queued`);
     } catch (e) { toast(`not queued: ${e.message}`); }
   }
 
   async onEvent(name, data) {
-    if (name === 'resync') return this.load();
+    // A re-seeded job is new to the page: the run's jobs again (its badge's job is refreshed below too).
+    if (name === 'resync' || name === 'job_reseeded') return this.load();
     const job = this.byId.get(data.job);
     if (!job) return;
     if (name === 'job_started') job.state = 'running';

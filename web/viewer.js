@@ -11,7 +11,18 @@ function timings(t) {
           t.decode_s !== undefined ? `decode ${s(t.decode_s)}` : ''].filter(Boolean).join(', ');
 }
 
+// The alpha check's flags and figures (rgbaq qa's), or nothing before the job is done.
+function alphaCheckText(qa) {
+  if (!qa || !Array.isArray(qa.flags)) return '';
+  const pct = (f) => `${(100 * f).toFixed(1)}%`;
+  const box = Array.isArray(qa.bbox) ? `${qa.bbox[0]},${qa.bbox[1]} ${qa.bbox[2]}x${qa.bbox[3]}` : 'none';
+  return `${qa.flags.length ? qa.flags.join(', ') : 'ok'} (transparent ${pct(qa.transparent)}, opaque ${pct(qa.opaque)}, ` +
+         `bbox ${box}, ${qa.components} components, edge ${pct(qa.edge)})`;
+}
+
 const fileName = (job) => String(job.output || '').split('/').pop();
+const choicesText = (choices) => viewState.orderVariables(Object.keys(choices || {}))
+  .map((n) => `${n} = ${choices[n] === '' ? '(empty)' : choices[n]}`).join(', ');
 const imageUrl = (job) => mediaUrl(`/api/v1/jobs/${job.id}/image?v=${job.finished_at}`);
 // The image's aspect, for the CSS that fits its own rectangle into the frame (gallery.css, .fit).
 const aspect = (job) => `--w:${job.width || 1};--h:${job.height || 1}`;
@@ -131,12 +142,16 @@ export class Viewer {
         button('close', () => this.close(), 'Esc')),
       el('dl', {},
         row('prompt', job.prompt),
+        // A template's job: the prompt as written and what it chose ({...} groups by number, wildcards by name).
+        ...(job.template ? [...row('template', job.template), ...row('choices', choicesText(job.choices))] : []),
         el('dt', {}, 'file'), el('dd', { class: 'file', title: job.output || '' }, fileName(job) || '—'),
         row('seed', job.seed), row('size', `${job.width}x${job.height}`), row('LoRAs', loras),
         row('model', meta.model ? `${meta.model.name} (${String(meta.model.identity || '').slice(0, 10)})` : ''),
         row('host and device', [job.host, job.device || meta.device || meta.engine].filter(Boolean).join(', ')),
         row('timings', timings(t)),
-        row('job', `#${job.id}, ${job.state}${job.error ? ': ' + job.error : ''}`),
+        row('job', `#${job.id}, ${job.state}${job.error ? ': ' + job.error : ''}${job.replaces ? `, re-seeds #${job.replaces}` : ''}` +
+                   `${job.replaced_by ? `, re-seeded by #${job.replaced_by}` : ''}`),
+        row('alpha check', alphaCheckText(job.qa)),
         el('dt', {}, 'mark'), el('dd', { class: `mark-${job.mark || 'none'}` }, markText)),
       el('div', { class: 'actions' },
         button('★ s', () => this.grid.mark('star', [job.id])),

@@ -9,6 +9,7 @@
 #include <set>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -23,11 +24,13 @@
 #include "daemon/api/request_params.h"
 #include "jobs/lora_list.h"
 #include "jobs/output_name.h"
+#include "jobs/wildcard_set.h"
 #include "storage/png_file.h"
 
 namespace rgbaq::daemon {
 namespace {
 
+using jobs::WildcardSet;
 using nlohmann::json;
 
 json file_error_details(const std::vector<jobs::FileError>& errors, const std::string& file_name) {
@@ -100,30 +103,51 @@ std::string plural(uint64_t n, const std::string& one, const std::string& many) 
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+// The submit's "wildcards": {"NAME": "the text of NAME.txt", ...} as the client read them, and
+// "wildcards_dir", the folder it read them from (named in messages, never read here).
+WildcardSet wildcards_param(const json& params) {
+  std::map<std::string, std::string> texts;
+  if (const json* w = find_param(params, "wildcards")) {
+    if (!w->is_object()) bad_param("wildcards", "must be an object: {\"NAME\": \"the text of NAME.txt\", ...}");
+    for (const auto& [name, text] : w->items()) {
+      if (!jobs::is_wildcard_name(name)) {
+        bad_param("wildcards", "\"" + common::printable(name) + "\" is no wildcard name (letters, digits, '_', '-', '/' between parts)");
+      }
+      if (!text.is_string()) bad_param("wildcards", "\"" + name + "\" must be a string (the file's text)");
+      if (text.get_ref<const std::string&>().size() > jobs::kMaxWildcardFileBytes) {
+        bad_param("wildcards", "\"" + name + "\" is over " + std::to_string(jobs::kMaxWildcardFileBytes >> 20) + " MiB");
+      }
+      texts.emplace(name, text.get<std::string>());
+    }
+  }
+  return WildcardSet::from_texts(std::move(texts), text_param(params, "wildcards_dir", ""));
+}
+
+// "sample_seed": an integer in [0, 2^64).
+uint64_t sample_seed_param(const json& params) {
+  const json* seed = find_param(params, "sample_seed");
+  if (!seed) bad_param("sample_seed", "is required with sample (the seed of the draw)");
+  if (!seed->is_number_unsigned() && !(seed->is_number_integer() && seed->get<int64_t>() >= 0)) {
+    bad_param("sample_seed", "must be an integer in 0..18446744073709551615");
+  }
+  return seed->get<uint64_t>();
+}
+
+// The first kPreviewJobs jobs as the submit would queue them: what `submit --dry-run` shows.
+json preview_jobs(const jobs::JobFile& file, const std::filesystem::path& out_dir) {
+  json preview = json::array();
+  jobs::for_each_job(file, [&](const jobs::JobSpec& spec) {
+    if (preview.size() >= protocol::kPreviewJobs) return;
+    const storage::NewJob j = to_queue_row(spec, out_dir);
+    preview.push_back({{"line", j.line}, {"prompt", j.prompt}, {"seed", j.seed}, {"width", j.width}, {"height", j.height},
+                       {"name", j.name}, {"lora", j.lora}, {"output", j.output_path},
+                       {"template", j.template_text.empty() ? json(nullptr) : json(j.template_text)},
+                       {"choices", j.choices_json.empty() ? json(nullptr) : json::parse(j.choices_json)}});
+  });
+  return preview;
+}
+
 }  // namespace
-
-storage::NewJob to_queue_row(const jobs::JobSpec& s, const std::filesystem::path& out_dir) {
-  storage::NewJob j;
-  j.line = s.line;
-  j.prompt = s.prompt;
-  j.seed = s.seed;
-  j.width = s.size.width;
-  j.height = s.size.height;
-  j.name = s.name;
-  j.priority = s.priority;
-  j.output_path = (out_dir / jobs::output_file_name(s.prompt, s.name, s.seed, s.size, s.lora)).string();
-  j.content_key = jobs::content_key(s.prompt, s.seed, s.size, s.name, out_dir.string(), s.lora);
-  j.prompt_key = jobs::prompt_key(jobs::prompt_text(s.prompt));  // what the encoder sees: no <lora:...> tags
-  j.lora = s.lora;
-  return j;
-}
-
-std::vector<storage::NewJob> to_queue_rows(const std::vector<jobs::JobSpec>& specs, const std::filesystem::path& out_dir) {
-  std::vector<storage::NewJob> rows;
-  rows.reserve(specs.size());
-  for (const auto& s : specs) rows.push_back(to_queue_row(s, out_dir));
-  return rows;
-}
 
 json submit_job_file(storage::QueueStore& store, const engine::Session& session, const std::string& model_identity,
                      const json& params, const SubmitLimits& limits) {
@@ -149,6 +173,19 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
     if (!lora->is_string()) bad_param("defaults.lora", "must be a string (name:weight;name:weight)");
     options.defaults.lora = lora->get<std::string>();
   }
+  // Re-seeding (issue 40): the flags as "cut_off,empty" or ["cut_off", "empty"]; the file's parse checks
+  // each name (an unknown one is an error of the field --reseed-on).
+  if (const json* reseed_on = find_param(defaults, "reseed_on")) {
+    const bool strings = reseed_on->is_array() && std::all_of(reseed_on->begin(), reseed_on->end(), [](const json& f) { return f.is_string(); });
+    if (!reseed_on->is_string() && !strings) bad_param("defaults.reseed_on", "must be a string (cut_off,empty) or a list of flag names");
+    if (reseed_on->is_string()) {
+      options.defaults.reseed_on = reseed_on->get<std::string>();
+    } else {
+      for (const json& f : *reseed_on) options.defaults.reseed_on += (options.defaults.reseed_on.empty() ? "" : ",") + f.get<std::string>();
+    }
+  }
+  options.defaults.reseed_max = static_cast<int>(
+      int_param(defaults, "reseed_max", options.defaults.reseed_max, 0, jobs::kMaxReseedMax, "defaults."));
   options.check_lora = [&](const std::string& name) { return lora_file_problem(limits.lora_dirs, name, session.dit_config()); };
   options.defaults.count =
       static_cast<int>(int_param(defaults, "count", options.defaults.count, 1, std::numeric_limits<int>::max(), "defaults."));
@@ -169,6 +206,15 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
       return e.what();
     }
   };
+  // Templates expand here from what the submit carries: the wildcard files' texts the client read
+  // (this daemon reads no client path), the sample's size and seed.
+  WildcardSet wildcards = wildcards_param(params);
+  options.wildcards = &wildcards;
+  options.templates = bool_param(params, "templates", true);
+  if (find_param(params, "sample")) {
+    options.sample = static_cast<uint64_t>(int_param(params, "sample", 1, 1, std::numeric_limits<int64_t>::max()));
+    options.sample_seed = sample_seed_param(params);
+  }
   const auto file = jobs::parse_job_file(file_text->get_ref<const std::string&>(),
                                          format == "jsonl" ? jobs::FileFormat::kJsonl : jobs::FileFormat::kCsv, options);
   if (!file.errors.empty()) {
@@ -178,13 +224,14 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
                        file_error_details(file.errors, file_name));
   }
   json result = {{"jobs", file.job_count}, {"duplicates_in_file", file.duplicates_skipped}};
-  if (bool_param(params, "dry_run")) {
-    result["dry_run"] = true;
-    return result;
-  }
   // Resolved once, here: the jobs' paths name the folder as the file system does (a symlink the user
   // typed followed now, never at write time), so two names of one folder own their outputs as one.
   const std::filesystem::path out_dir = resolve_output_dir(typed_out_dir);
+  if (bool_param(params, "dry_run")) {
+    result["dry_run"] = true;
+    result["preview"] = preview_jobs(file, out_dir);
+    return result;
+  }
   check_output_dir(out_dir);
   storage::RunOptions run;
   run.name = text_param(params, "name", std::filesystem::path(file_name).stem().string());
@@ -193,9 +240,10 @@ json submit_job_file(storage::QueueStore& store, const engine::Session& session,
   const bool replace = bool_param(params, "replace");
   std::set<std::string_view> prompts;  // the run's prompt count, for its listings
   for (const auto& row : file.rows) prompts.insert(row.prompt);
-  run.options_json = json({{"file", file_name}, {"defaults", defaults}, {"out_dir", out_dir.string()},
-                           {"skip_duplicates", run.skip_duplicates}, {"prompts", prompts.size()}})
-                         .dump();
+  json run_options = {{"file", file_name}, {"defaults", defaults}, {"out_dir", out_dir.string()},
+                     {"skip_duplicates", run.skip_duplicates}, {"prompts", prompts.size()}};
+  if (options.sample) run_options["sample"] = {{"size", *options.sample}, {"seed", options.sample_seed}};
+  run.options_json = run_options.dump();
   const int64_t run_id = store.begin_run(run);
   storage::SubmitResult total;
   uint64_t reusable = 0;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/base/queue_row.h"
 #include "engine/session.h"
 #include "jobs/job_file.h"
 #include "storage/queue_store.h"
@@ -32,7 +33,6 @@ struct SubmitLimits {
 nlohmann::json submit_job_file(storage::QueueStore& store, const engine::Session& session, const std::string& model_identity,
                                const nlohmann::json& params, const SubmitLimits& limits);
 
-storage::NewJob to_queue_row(const jobs::JobSpec& spec, const std::filesystem::path& out_dir);
-std::vector<storage::NewJob> to_queue_rows(const std::vector<jobs::JobSpec>& specs, const std::filesystem::path& out_dir);
+// to_queue_row and to_queue_rows: daemon/base/queue_row.h (re-seeding builds a row's next jobs with them).
 
 }  // namespace rgbaq::daemon

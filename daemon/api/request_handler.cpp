@@ -9,6 +9,7 @@
 #include "daemon/api/request_params.h"
 #include "daemon/protocol.h"
 #include "jobs/job_file.h"
+#include "jobs/qa_flags.h"
 #include "storage/open_queue_store.h"
 #include "storage/render_metadata.h"
 
@@ -74,6 +75,16 @@ std::optional<storage::MarkFilter> marked_param(const json& params) {
   return filter;
 }
 
+// The "qa" filter of a listing: a flag of the alpha check (jobs whose check has it) or "ok" (jobs whose
+// check found nothing).
+std::optional<std::string> qa_param(const json& params) {
+  if (!params.contains("qa") || params["qa"].is_null()) return std::nullopt;
+  const auto s = text_param(params, "qa", "");
+  const auto filter = jobs::parse_qa_filter(s);
+  if (!filter) throw RequestError(protocol::error_code::kBadRequest, "qa \"" + s + "\" is not ok or one of " + jobs::qa_flag_names());
+  return filter;
+}
+
 }  // namespace
 
 json counts_json(const storage::StateCounts& c) {
@@ -82,9 +93,29 @@ json counts_json(const storage::StateCounts& c) {
   return j;
 }
 
+json run_end_json(const storage::RunEnd& e) {
+  json hook = nullptr, webhook = nullptr;
+  const auto time_or_null = [](double t) { return t > 0 ? json(t) : json(nullptr); };
+  if (!e.hook_state.empty()) {
+    hook = {{"state", e.hook_state},
+            {"outcome", e.hook_outcome.empty() ? json(nullptr) : json(e.hook_outcome)},
+            {"started_at", time_or_null(e.hook_started_at)},
+            {"finished_at", time_or_null(e.hook_finished_at)}};
+  }
+  if (!e.webhook_state.empty()) {
+    webhook = {{"state", e.webhook_state},
+               {"attempts", e.webhook_attempts},
+               {"next_at", e.webhook_state == "owed" ? json(e.webhook_next_at) : json(nullptr)},
+               {"log", json::parse(e.webhook_log_json, nullptr, false)}};
+  }
+  return {{"id", e.id},         {"run", e.run_id},   {"ended_at", e.ended_at}, {"done", e.done},
+          {"failed", e.failed}, {"canceled", e.canceled}, {"hook", hook},   {"webhook", webhook}};
+}
+
 json run_json(const storage::Run& r) {
   return {{"id", r.id}, {"name", r.name}, {"out_dir", r.out_dir}, {"created_at", r.created_at},
-          {"total", r.total()}, {"counts", counts_json(r.counts)}, {"options", json::parse(r.options_json, nullptr, false)}};
+          {"total", r.total()}, {"counts", counts_json(r.counts)}, {"options", json::parse(r.options_json, nullptr, false)},
+          {"end", r.last_end ? run_end_json(*r.last_end) : json(nullptr)}};
 }
 
 json job_json(const storage::Job& j, bool with_metadata) {
@@ -93,10 +124,20 @@ json job_json(const storage::Job& j, bool with_metadata) {
               {"state", storage::state_name(j.state)}, {"attempts", j.attempts}, {"error", j.error},
               {"output", j.output_path}, {"created_at", j.created_at}, {"started_at", j.started_at},
               {"finished_at", j.finished_at}, {"host", j.host}};
+  // A template's expansion: the prompt as written and what this job chose (null for a plain prompt).
+  out["template"] = j.template_text.empty() ? json(nullptr) : json(j.template_text);
+  out["choices"] = j.choices_json.empty() ? json(nullptr) : json::parse(j.choices_json, nullptr, false);
   const bool marked = j.mark != storage::Mark::kNone;
   out["mark"] = marked ? json(storage::mark_name(j.mark)) : json(nullptr);
   out["marked_at"] = marked ? json(j.marked_at) : json(nullptr);
   out["marked_by"] = marked && !j.marked_by.empty() ? json(j.marked_by) : json(nullptr);
+  // The alpha check of its image (null until it is done), and re-seeding: what re-seeds it, and the job it
+  // re-seeds and the job re-seeding it (null: none).
+  out["qa"] = j.qa_json.empty() ? json(nullptr) : json::parse(j.qa_json, nullptr, false);
+  out["reseed_on"] = j.reseed_on.empty() ? json(nullptr) : json(j.reseed_on);
+  out["reseed_max"] = j.reseed_max;
+  out["replaces"] = j.replaces ? json(j.replaces) : json(nullptr);
+  out["replaced_by"] = j.replaced_by ? json(j.replaced_by) : json(nullptr);
   if (j.state == JobState::kRunning) {  // as its worker, on whichever host, last recorded it
     out["step"] = j.step;
     out["steps"] = j.steps;
@@ -157,7 +198,8 @@ json RequestHandler::handle(const std::string& method, const json& params) {
     const auto marked = marked_param(params);
     json jobs = json::array();
     const int64_t limit = int_param(params, "limit", 1000, 0, kMaxId), offset = int_param(params, "offset", 0, 0, kMaxId);
-    for (const auto& j : store_->list_jobs({.run = run, .state = state, .marked = marked, .limit = limit, .offset = offset})) {
+    for (const auto& j : store_->list_jobs(
+             {.run = run, .state = state, .marked = marked, .qa_flag = qa_param(params), .limit = limit, .offset = offset})) {
       jobs.push_back(job_json(j, false));
     }
     return {{"jobs", jobs}};
@@ -184,6 +226,12 @@ json RequestHandler::handle(const std::string& method, const json& params) {
                          "run " + std::to_string(run) + " still has " + std::to_string(f.active) +
                              (f.active == 1 ? " job" : " jobs") + " queued or running; cancel it first (rgbaq cancel " +
                              std::to_string(run) + "), then rgbaq rm " + std::to_string(run));
+    }
+    if (f.owed_hooks > 0) {
+      throw RequestError(protocol::error_code::kConflict,
+                         "run " + std::to_string(run) + " has ended, but its --on-run-done hook or webhook is still owed "
+                         "or under way; forgetting the run now would drop them. Try rgbaq rm " + std::to_string(run) +
+                             " again once they have run (an rgbaqd started with --on-run-done or --webhook runs them)");
     }
     // The queue forgot the run first: an image deleted after that cannot belong to a job the queue still has.
     int64_t deleted = 0;
@@ -276,7 +324,7 @@ json RequestHandler::status() {
   }
   auto health = state_.health();
   // Status answers even when the store does not: that is when a person needs it most.
-  json paused = nullptr, jobs = nullptr, workers = nullptr;
+  json paused = nullptr, jobs = nullptr, workers = nullptr, last_end = nullptr;
   try {
     paused = store_->paused();
     jobs = counts_json(store_->counts());
@@ -286,6 +334,14 @@ json RequestHandler::status() {
       workers.push_back({{"id", w.id}, {"host", w.info.host}, {"pid", w.info.pid}, {"engine", w.info.engine},
                          {"device", w.info.device}, {"job", w.job > 0 ? json(w.job) : json(nullptr)},
                          {"heartbeat_at", w.heartbeat_at}, {"started_at", w.started_at}, {"images_done", w.images_done}});
+    }
+    if (!config_.on_run_done.empty() || !config_.webhook.empty()) {
+      // The newest run end's hook and webhook (`rgbaq ls runs` shows each run's last).
+      std::optional<storage::RunEnd> newest;
+      for (const auto& r : store_->list_runs()) {
+        if (r.last_end && (!newest || r.last_end->id > newest->id)) newest = r.last_end;
+      }
+      if (newest) last_end = run_end_json(*newest);
     }
   } catch (const std::exception& e) {
     if (health.problem.empty()) {
@@ -314,6 +370,8 @@ json RequestHandler::status() {
           {"health", health_json},
           {"paused", paused},
           {"stopping", state_.stopping()},
+          // Whether run ends run a hook and send a webhook (never the command or the URL: they are the owner's).
+          {"run_ends", {{"hook", !config_.on_run_done.empty()}, {"webhook", !config_.webhook.empty()}, {"last", last_end}}},
           {"counters",
            {{"images_rendered", c.images_rendered.load()},
             {"outputs_reused", c.outputs_reused.load()},
@@ -342,7 +400,7 @@ json RequestHandler::export_run(const json& params) {
   const bool pages = params.contains("limit");
   const int64_t limit = pages ? int_param(params, "limit", protocol::kExportPageJobs, 1, protocol::kMaxExportPageJobs)
                               : protocol::kMaxExportPageJobs + 1;
-  auto page = store_->list_jobs({.run = run, .marked = marked, .after_id = after, .limit = limit});
+  auto page = store_->list_jobs({.run = run, .marked = marked, .qa_flag = qa_param(params), .after_id = after, .limit = limit});
   if (!pages && int64_t(page.size()) == limit) {
     throw RequestError(protocol::error_code::kBadRequest,
                        "run " + std::to_string(run) + " has more than " + std::to_string(protocol::kMaxExportPageJobs) +

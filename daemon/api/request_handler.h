@@ -59,6 +59,8 @@ struct RequestLane {
 // A job as the protocol shows it.
 nlohmann::json job_json(const storage::Job& job, bool with_metadata);
 nlohmann::json counts_json(const storage::StateCounts& counts);
-nlohmann::json run_json(const storage::Run& run);
+nlohmann::json run_json(const storage::Run& run);  // with its latest end ("end", null before one)
+// A run's end with its hook's and webhook's state (null where none was owed).
+nlohmann::json run_end_json(const storage::RunEnd& end);
 
 }  // namespace rgbaq::daemon

@@ -100,6 +100,20 @@ options (each may also be set in the config file; flags win):
   --thumbnail-cache-mb N  WebP thumbnails kept on disk under DATA_DIR/cache/thumbnails (default 256)
   --copy-root DIR         the gallery copies chosen PNGs only into folders under DIR (repeatable;
                           default: your home folder)
+  --on-run-done COMMAND   run COMMAND with /bin/sh -c once each time a run ends (every job done,
+                          failed or canceled), in a session of its own; the run is described only in
+                          the environment (RGBAQ_RUN, RGBAQ_RUN_NAME, RGBAQ_OUT, RGBAQ_DONE,
+                          RGBAQ_FAILED, RGBAQ_CANCELED, RGBAQ_MANIFEST: its JSONL export), never in
+                          the command line. Its output goes to the log; its outcome to the run
+                          (rgbaq ls runs). Owed in the queue when the run ends: a daemon killed
+                          before it ran runs it after its restart; one that started is never re-run
+  --hook-timeout-s N      the hook's process group is killed after N seconds (default 300)
+  --webhook URL           POST the run's summary JSON to URL (http:// or https://) each time a run
+                          ends, signed: X-Rgbaq-Signature-256: sha256=HMAC-SHA256 of the body, keyed
+                          by DATA_DIR/webhook-secret (made on first use). A network error or an
+                          answer that is not 2xx is tried again, waiting 10 s, 20 s, ... (at most
+                          10 min) for up to an hour after the end; each attempt recorded on the run
+  --webhook-backoff-s S   the first wait before a failed delivery is tried again (default 10; tests)
   --busy-timeout-ms N     how long a queue database access waits for a lock (default 10000)
   --unhealthy-exit-s N    exit 1 when the queue database keeps failing for N seconds (default 300)
   --max-jobs-per-submit N one submit may expand to at most N jobs (default 100000); a client's
@@ -112,7 +126,8 @@ options (each may also be set in the config file; flags win):
                           "encoder_cache_mb", "encoder_cache_disk_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
                           "client_queue_kb", "busy_timeout_ms", "unhealthy_exit_s", "max_jobs_per_submit",
                           "create_queue", "lora_dirs" (a list of folders), "lora_cache_mb", "http", "http_hosts"
-                          (a list), "http_cors", "api_out", "thumbnail_cache_mb", "copy_roots" (a list)}
+                          (a list), "http_cors", "api_out", "thumbnail_cache_mb", "copy_roots" (a list),
+                          "on_run_done", "hook_timeout_s", "webhook", "webhook_backoff_s"}
 
 signals: SIGTERM, SIGINT or SIGHUP (a closed terminal, a service manager's reload) stop claiming, return
 the current job to the queue at its next step without spending an attempt, finish the PNGs already
@@ -259,6 +274,15 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
     else if (key == "api_out") c.api_out_dir = path();
     else if (key == "thumbnail_cache_mb") c.thumbnail_cache_mb = static_cast<size_t>(number());
     else if (key == "copy_roots") for (const auto& d : texts("folders")) c.copy_roots.push_back(made_absolute(base / d));
+    else if (key == "on_run_done") c.on_run_done = text();
+    else if (key == "hook_timeout_s") c.hook_timeout_s = static_cast<int>(std::min<int64_t>(number(), INT32_MAX));
+    else if (key == "webhook") c.webhook = text();
+    else if (key == "webhook_backoff_s") {
+      if (!value.is_number() || !(value.get<double>() > 0)) {
+        throw common::UsageError(file.string() + ": \"webhook_backoff_s\" must be a positive number");
+      }
+      c.webhook_backoff_s = value.get<double>();
+    }
     else if (key == "create_queue") {
       if (!value.is_boolean()) throw common::UsageError(file.string() + ": \"create_queue\" must be true or false");
       c.create_queue = value.get<bool>();
@@ -342,6 +366,8 @@ storage::StoreOptions DaemonConfig::store_options() const {
   o.busy_timeout_ms = busy_timeout_ms;
   o.create_over_invalid = create_queue;
   o.lease_seconds = lease_s;
+  o.owe_hook = !on_run_done.empty();
+  o.owe_webhook = !webhook.empty();
   return o;
 }
 
@@ -351,7 +377,8 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
                           "queue", "max-attempts", "encoder-cache-mb", "encoder-cache-disk-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
                           "max-jobs-per-submit", "max-interruptions", "max-deaths", "lora-dir", "lora-cache-mb", "lease-s", "host",
-                          "http", "http-host", "http-cors", "api-out", "thumbnail-cache-mb", "copy-root", "random-weights"},
+                          "http", "http-host", "http-cors", "api-out", "thumbnail-cache-mb", "copy-root", "random-weights",
+                          "on-run-done", "hook-timeout-s", "webhook", "webhook-backoff-s"},
                          {"create-queue"});
   if (!a.positionals().empty()) throw common::UsageError("unexpected argument \"" + a.positionals()[0] + "\"");
   DaemonConfig c;
@@ -419,6 +446,17 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   c.thumbnail_cache_mb = static_cast<size_t>(a.get_int("thumbnail-cache-mb", static_cast<int>(c.thumbnail_cache_mb)));
   if (a.has("copy-root")) c.copy_roots.clear();
   for (const auto& d : a.get_all("copy-root")) c.copy_roots.push_back(made_absolute(d));
+  if (const auto v = a.get("on-run-done")) c.on_run_done = *v;
+  c.hook_timeout_s = a.get_int("hook-timeout-s", c.hook_timeout_s);
+  if (const auto v = a.get("webhook")) c.webhook = *v;
+  if (const auto v = a.get("webhook-backoff-s")) {
+    try {
+      c.webhook_backoff_s = std::stod(*v);
+    } catch (const std::exception&) {
+      c.webhook_backoff_s = -1;
+    }
+    if (!(c.webhook_backoff_s > 0)) throw common::UsageError("--webhook-backoff-s \"" + *v + "\" is not a positive number of seconds");
+  }
   if (c.copy_roots.empty()) {
     if (const char* home = std::getenv("HOME"); home && *home) c.copy_roots.push_back(home);
   }
@@ -450,6 +488,10 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (c.unhealthy_exit_s < 1) throw common::UsageError("--unhealthy-exit-s must be at least 1");
   if (c.max_interruptions < 1) throw common::UsageError("--max-interruptions must be at least 1");
   if (c.max_deaths < 2) throw common::UsageError("--max-deaths must be at least 2: a single death is no job's fault");
+  if (c.hook_timeout_s < 1) throw common::UsageError("--hook-timeout-s must be at least 1");
+  if (!c.webhook.empty() && c.webhook.rfind("http://", 0) != 0 && c.webhook.rfind("https://", 0) != 0) {
+    throw common::UsageError("--webhook \"" + c.webhook + "\" is not an http:// or https:// URL");
+  }
   if (c.max_jobs_per_submit < 1) throw common::UsageError("--max-jobs-per-submit must be at least 1");
   for (const auto& d : c.lora_dirs) {
     if (!std::filesystem::is_directory(d)) throw common::UsageError("--lora-dir " + d.string() + " is not a folder");

@@ -62,12 +62,21 @@ struct DaemonConfig {
   std::filesystem::path api_out_dir;             // where the image APIs' renders go; default DATA_DIR/api-renders
   size_t thumbnail_cache_mb = 256;               // WebP thumbnails kept on disk
   std::vector<std::filesystem::path> copy_roots; // where the gallery may copy chosen PNGs; default: $HOME
+  // When a run ends (daemon/hooks/): the owner's command, run by /bin/sh -c with the run described in
+  // RGBAQ_* environment variables ("" none), and its time limit; a URL the run's summary is POSTed to,
+  // signed ("" none), and the first wait before a failed delivery is tried again (doubling).
+  std::string on_run_done;
+  int hook_timeout_s = 300;
+  std::string webhook;
+  double webhook_backoff_s = 10;
 
   bool http_enabled() const { return http != "off"; }
   std::filesystem::path api_renders_dir() const { return api_out_dir.empty() ? data_dir / "api-renders" : api_out_dir; }
   std::filesystem::path thumbnail_dir() const { return data_dir / "cache" / "thumbnails"; }
   std::filesystem::path http_token_file() const { return data_dir / "http-token"; }
   std::filesystem::path http_url_file() const { return data_dir / "http-url"; }  // the URL served, for scripts
+  std::filesystem::path webhook_secret_file() const { return data_dir / "webhook-secret"; }  // the webhooks' HMAC key
+  std::filesystem::path manifests_dir() const { return data_dir / "manifests"; }  // run-N.jsonl for hooks
 
   // Throws common::UsageError for a bad precision, gpu_int8 or attention.
   engine::EngineOptions engine_options() const;

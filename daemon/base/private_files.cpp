@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <random>
 #include <stdexcept>
 #include <system_error>
 
@@ -64,6 +66,35 @@ void write_private_file(const std::filesystem::path& file, const std::string& te
   }
 }
 mode_t output_dir_mode() { return 0777 & ~user_umask(); }
+
+std::string load_or_create_secret(const std::filesystem::path& file, const std::string& what) {
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) throw std::runtime_error(file.string() + " is not a regular file");
+    if (st.st_uid != ::geteuid()) throw std::runtime_error(file.string() + " belongs to another user");
+    if ((st.st_mode & 077) != 0) {
+      if (::chmod(file.c_str(), 0600) != 0) throw std::runtime_error("cannot make " + file.string() + " private (chmod 0600)");
+      spdlog::warn("{} was readable by others: made it 0600 (anyone who read it holds {}; delete it and restart rgbaqd "
+                   "for a new one)", file.string(), what);
+    }
+    std::ifstream in(file);
+    std::string secret;
+    std::getline(in, secret);
+    if (secret.size() < 32) throw std::runtime_error(file.string() + " holds no " + what + " (delete it and rgbaqd makes a new one)");
+    return secret;
+  }
+  std::random_device device;  // the kernel's CSPRNG on Linux and macOS
+  static const char* hex = "0123456789abcdef";
+  std::string secret;
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t word = device();
+    for (int b = 0; b < 8; ++b) secret += hex[(word >> (4 * b)) & 15];
+  }
+  std::filesystem::create_directories(file.parent_path());
+  write_private_file(file, secret + "\n");
+  spdlog::info("made {} in {}", what, file.string());
+  return secret;
+}
 
 void create_output_dirs(const std::filesystem::path& dir) {
   if (dir.empty() || std::filesystem::is_directory(dir)) return;

@@ -27,6 +27,12 @@ void create_output_dirs(const std::filesystem::path& dir);
 // renamed over it). Throws std::runtime_error naming the file and the OS's reason.
 void write_private_file(const std::filesystem::path& file, const std::string& text);
 
+// The secret in `file` (its first line), made when there is none: 32 random bytes from the kernel's
+// CSPRNG as 64 hex digits, mode 0600, written atomically. `what` names it in messages ("the HTTP API's
+// token"). Throws std::runtime_error naming the file when it is not a regular file of this user or holds
+// fewer than 32 characters; one open to others is made 0600 again (logged).
+std::string load_or_create_secret(const std::filesystem::path& file, const std::string& what);
+
 // An existing data directory from before (0755, its files 0644) is tightened: the folder and every
 // folder in it to 0700, every file to 0600 (symbolic links are neither followed nor changed), each
 // change logged. Creates the folder 0700 when it is missing. Throws naming a path it cannot change.

@@ -28,4 +28,18 @@ storage::RenderMetadata describe_render(const engine::RenderRequest& request, co
   return m;
 }
 
+std::string metadata_json_with_qa(const storage::RenderMetadata& m, const nlohmann::json& qa, bool with_local_path) {
+  nlohmann::json record = nlohmann::json::parse(storage::metadata_json(m, with_local_path));
+  record["qa"] = qa;
+  return record.dump();
+}
+
+std::vector<storage::PngText> png_texts_with_qa(const storage::RenderMetadata& m, const nlohmann::json& qa) {
+  std::vector<storage::PngText> texts = storage::png_texts(m);
+  for (auto& t : texts) {
+    if (t.key == "rgbaq") t.value = metadata_json_with_qa(m, qa, /*with_local_path=*/false);
+  }
+  return texts;
+}
+
 }  // namespace rgbaq::daemon

@@ -1,18 +1,16 @@
 // What the gallery (web/) needs beyond the queue routes: its own files, marks on many jobs at once,
 // a retry of chosen jobs, and an image's A1111 parameters text for "copy parameters".
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 
 #include "common/trusted_folder.h"
 #include "daemon/base/private_files.h"
+#include "daemon/http/copy_destination.h"
 #include "daemon/http/http_api.h"
 #include "daemon/protocol.h"
 #include "storage/png_file.h"
@@ -34,21 +32,6 @@ Response web_response(const RouteCall& call, const web::WebFile& file) {
   r.set("Referrer-Policy", "no-referrer");
   r.set(beast_http::field::cache_control, "no-cache");
   return r;
-}
-
-// "~" and "~/..." as a shell reads them, in the home folder of the daemon's user (the page's user types
-// them, as "under your home folder" invites); anything else as given. Only the text changes: the folder
-// then meets the same checks as any absolute path.
-std::string expand_home(const std::string& folder) {
-  if (folder != "~" && folder.rfind("~/", 0) != 0) return folder;
-  std::string home;
-  if (const char* h = std::getenv("HOME"); h && *h) {
-    home = h;
-  } else if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir) {
-    home = pw->pw_dir;
-  }
-  if (home.empty()) throw RequestError(protocol::error_code::kBadRequest, "cannot expand " + folder + ": the daemon's user has no home folder");
-  return home + folder.substr(1);
 }
 
 }  // namespace
@@ -80,43 +63,18 @@ void route_retry_jobs(const std::shared_ptr<RouteCall>& call) {
 // folder swapped for a link after the check takes no copy. A file already there is left as it is.
 void route_copy_jobs(const std::shared_ptr<RouteCall>& call) {
   const json body = call->json_body();
-  if (!body.contains("folder") || !body["folder"].is_string() || body["folder"].get<std::string>().empty()) {
-    throw RequestError(protocol::error_code::kBadRequest, "\"folder\" is required (an absolute path, or ~/...)");
-  }
-  const std::filesystem::path folder = expand_home(body["folder"].get<std::string>());
-  if (!folder.is_absolute()) throw RequestError(protocol::error_code::kBadRequest, "\"folder\" must be an absolute path (or ~/...)");
   if (!body.contains("jobs") || !body["jobs"].is_array()) throw RequestError(protocol::error_code::kBadRequest, "\"jobs\" must be a list of job ids");
   for (const auto& id : body["jobs"]) {
     if (!id.is_number_integer()) throw RequestError(protocol::error_code::kBadRequest, "\"jobs\" must be a list of job ids");
   }
   const auto& roots = call->context.config.copy_roots;
-  call->on_lane(call->context.lanes.media, [body, folder, roots](RequestHandler& h) {
-    const auto bad = [&](const std::string& why) { return RequestError(protocol::error_code::kBadRequest, "cannot copy into " + folder.string() + ": " + why); };
-    std::filesystem::path resolved;
-    try {
-      resolved = common::resolve_folder(folder);
-    } catch (const common::FolderError& e) {
-      throw bad(e.what());
-    }
-    const bool under_a_root = std::any_of(roots.begin(), roots.end(), [&](const std::filesystem::path& root) {
-      try {
-        const auto rel = resolved.lexically_relative(common::resolve_folder(root));
-        return !rel.empty() && *rel.begin() != "..";
-      } catch (const common::FolderError&) {
-        return false;
-      }
-    });
-    if (!under_a_root) {
-      std::string allowed;
-      for (const auto& r : roots) allowed += (allowed.empty() ? "" : ", ") + r.string();
-      throw RequestError(protocol::error_code::kBadRequest, "folder " + folder.string() + " is not under a folder the gallery may copy into (" +
-                                                                (allowed.empty() ? std::string("none") : allowed) + "; rgbaqd --copy-root DIR)");
-    }
+  call->on_lane(call->context.lanes.media, [body, roots](RequestHandler& h) {
+    const std::filesystem::path resolved = copy_destination(body, roots, "copy");
     int dir = -1;
     try {
       dir = common::open_trusted_folder(resolved, output_dir_mode());  // the user's folders: the user's modes
     } catch (const common::FolderError& e) {
-      throw bad(e.what());
+      throw RequestError(protocol::error_code::kBadRequest, "cannot copy into " + resolved.string() + ": " + e.what());
     }
     const struct Closer {
       int fd;

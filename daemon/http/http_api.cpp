@@ -53,7 +53,7 @@ bool matches(std::string_view pattern, const std::vector<std::string_view>& got,
 // Query parameters that a queue list takes, as the core's params (which checks them as on the socket).
 json list_params(const RouteCall& call) {
   json p = json::object();
-  for (const char* key : {"state", "marked"}) {
+  for (const char* key : {"state", "marked", "qa"}) {
     if (const auto v = call.query(key)) p[key] = *v;
   }
   for (const char* key : {"limit", "offset"}) {
@@ -101,10 +101,10 @@ void route_submit(const std::shared_ptr<RouteCall>& call) {
     for (const char* key : {"out_dir", "name", "file_name"}) {
       if (const auto v = call->query(key)) params[key] = *v;
     }
-    for (const char* key : {"seeds", "size", "lora"}) {
+    for (const char* key : {"seeds", "size", "lora", "reseed_on"}) {
       if (const auto v = call->query(key)) defaults[key] = *v;
     }
-    for (const char* key : {"count", "priority"}) {
+    for (const char* key : {"count", "priority", "reseed_max"}) {
       if (const auto v = call->query_int(key, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) defaults[key] = *v;
     }
     for (const char* key : {"skip_duplicates", "dry_run"}) {
@@ -137,6 +137,7 @@ void route_export_run(const std::shared_ptr<RouteCall>& call) {
   }
   json params = {{"run", run}, {"limit", protocol::kExportPageJobs}};
   if (const auto marked = call->query("marked")) params["marked"] = *marked;
+  if (const auto qa = call->query("qa")) params["qa"] = *qa;
   const char* type = format == "json" ? "application/json" : format == "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson";
   auto header = call->make_response(beast_http::status::ok, type, "");
   if (format != "json") {
@@ -230,6 +231,7 @@ const std::vector<Route>& http_routes() {
       {verb::post, "/api/v1/jobs/retry", route_retry_jobs},
       {verb::post, "/api/v1/marks", route_mark_jobs},
       {verb::post, "/api/v1/jobs/copy", route_copy_jobs},
+      {verb::post, "/api/v1/jobs/export-assets", route_export_assets},
       {verb::get, "/api/v1/jobs/{job}/parameters", route_job_parameters},
       {verb::get, "/api/v1/jobs/{job}/image", route_job_image},
       {verb::get, "/api/v1/jobs/{job}/thumbnail", route_job_thumbnail},

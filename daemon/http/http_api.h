@@ -77,6 +77,7 @@ void route_mark_jobs(const std::shared_ptr<RouteCall>& call);
 void route_retry_jobs(const std::shared_ptr<RouteCall>& call);
 void route_job_parameters(const std::shared_ptr<RouteCall>& call);
 void route_copy_jobs(const std::shared_ptr<RouteCall>& call);
+void route_export_assets(const std::shared_ptr<RouteCall>& call);  // asset_export_route.cpp
 void route_media_key(const std::shared_ptr<RouteCall>& call);
 
 }  // namespace rgbaq::daemon::http

@@ -1,34 +1,14 @@
 #include "daemon/http/http_guard.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cctype>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <random>
 #include <stdexcept>
-
-#include <spdlog/spdlog.h>
 
 #include "common/sha256.h"
 #include "daemon/base/private_files.h"
 
 namespace rgbaq::daemon::http {
 namespace {
-
-std::string random_token() {
-  std::random_device device;  // the kernel's CSPRNG on Linux and macOS
-  static const char* hex = "0123456789abcdef";
-  std::string token;
-  for (int i = 0; i < 8; ++i) {
-    const uint32_t word = device();
-    for (int b = 0; b < 8; ++b) token += hex[(word >> (4 * b)) & 15];
-  }
-  return token;
-}
 
 // RFC 4648 base64, for HTTP Basic credentials; nullopt for anything that is not.
 std::optional<std::string> base64_decode(std::string_view in) {
@@ -75,26 +55,7 @@ bool state_changing(beast_http::verb v) {
 }  // namespace
 
 std::string load_or_create_http_token(const std::filesystem::path& file) {
-  struct stat st {};
-  if (lstat(file.c_str(), &st) == 0) {
-    if (!S_ISREG(st.st_mode)) throw std::runtime_error(file.string() + " is not a regular file");
-    if (st.st_uid != geteuid()) throw std::runtime_error(file.string() + " belongs to another user");
-    if ((st.st_mode & 077) != 0) {
-      if (chmod(file.c_str(), 0600) != 0) throw std::runtime_error("cannot make " + file.string() + " private (chmod 0600)");
-      spdlog::warn("{} was readable by others: made it 0600 (anyone who read it could use the HTTP API; "
-                   "delete it and restart rgbaqd for a new token)", file.string());
-    }
-    std::ifstream in(file);
-    std::string token;
-    std::getline(in, token);
-    if (token.size() < 32) throw std::runtime_error(file.string() + " holds no token (delete it and rgbaqd makes a new one)");
-    return token;
-  }
-  std::filesystem::create_directories(file.parent_path());
-  const std::string token = random_token();
-  write_private_file(file, token + "\n");
-  spdlog::info("made the HTTP API's token in {}", file.string());
-  return token;
+  return load_or_create_secret(file, "the HTTP API's token");
 }
 
 HttpGuard::HttpGuard(std::string token, std::vector<std::string> hosts, std::string cors_origin)

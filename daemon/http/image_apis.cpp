@@ -308,6 +308,7 @@ void generate(const std::shared_ptr<RouteCall>& call, Generation g, Finish finis
                        {"file_name", g.api},
                        {"name", g.api},
                        {"out_dir", call->context.config.api_renders_dir().string()},
+                       {"templates", false},  // an API's prompt is one image's text, braces and all
                        {"defaults", {{"priority", kApiPriority}, {"image_api", recorded}}}};
   auto w = std::make_shared<Wait>();
   w->g = std::move(g);

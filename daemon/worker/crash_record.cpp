@@ -131,6 +131,15 @@ void kill_if_test_step(const std::string& prompt, int step, const std::function<
   ::kill(::getpid(), SIGKILL);
 }
 
+void kill_if_test_run_end() {
+  if (std::getenv("RGBAQ_TEST_SIGKILL_AT_RUN_END")) ::kill(::getpid(), SIGKILL);
+}
+
+void kill_if_test_completed(const std::string& prompt) {
+  const char* target = std::getenv("RGBAQ_TEST_SIGKILL_AFTER_COMPLETE");
+  if (target && prompt == target) ::kill(::getpid(), SIGKILL);
+}
+
 void stop_if_test_step(const std::string& prompt, int step) {
   if (test_step_is("RGBAQ_TEST_SIGSTOP_AT_STEP", prompt, step)) ::kill(::getpid(), SIGSTOP);
 }

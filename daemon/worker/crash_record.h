@@ -37,6 +37,14 @@ void abort_if_test_prompt(const std::string& prompt);
 // `prompt` reaches STEP, calls `record_step` (the heartbeat's record of the step, had it lasted a
 // second) and SIGKILLs the process, as the kernel's OOM killer ends a render too big for memory.
 void kill_if_test_step(const std::string& prompt, int step, const std::function<void()>& record_step);
+// Fault injection for tests only: when RGBAQ_TEST_SIGKILL_AT_RUN_END is set, SIGKILLs the process where
+// a worker or writer sees that a run it just finished a job of has ended: its end is committed, owing
+// its hook and webhook, and neither is claimed yet (the run_done event that wakes them not published).
+void kill_if_test_run_end();
+// Fault injection for tests only: when RGBAQ_TEST_SIGKILL_AFTER_COMPLETE equals `prompt`, SIGKILLs the
+// process where the writer has just recorded a job of that prompt done (its re-seeded job, if any,
+// committed with it) and has neither renamed its PNG into place nor let the worker see the outcome.
+void kill_if_test_completed(const std::string& prompt);
 // Tests only: RGBAQ_TEST_SIGSTOP_AT_STEP="N:prompt" stops the whole process (SIGSTOP, as a stalled host)
 // at the end of step N of a job with that prompt, until a SIGCONT.
 void stop_if_test_step(const std::string& prompt, int step);

@@ -8,6 +8,9 @@
 
 #include "common/trusted_folder.h"
 #include "daemon/base/private_files.h"
+#include "daemon/base/render_record.h"
+#include "daemon/worker/crash_record.h"
+#include "daemon/worker/job_completion.h"
 #include "daemon/worker/pending_outputs.h"
 #include "storage/open_queue_store.h"
 #include "storage/png_file.h"
@@ -18,6 +21,7 @@ void publish_if_run_finished(storage::QueueStore& store, EventHub& events, int64
   const auto c = store.counts(run_id);
   using storage::JobState;
   if (c[static_cast<int>(JobState::kQueued)] + c[static_cast<int>(JobState::kRunning)] != 0) return;
+  kill_if_test_run_end();
   events.publish("run_done", {{"run", run_id},
                               {"done", c[static_cast<int>(JobState::kDone)]},
                               {"failed", c[static_cast<int>(JobState::kFailed)]},
@@ -152,7 +156,12 @@ void OutputWriter::write(FinishedRender& r) {
                    kind);
   };
   std::optional<storage::PendingPng> png;
+  std::optional<assets::AlphaCheck> check;
+  nlohmann::json qa;
   try {
+    // The alpha check, once, from the pixels written: into the PNG's rgbaq chunk and the queue.
+    check = assets::check_alpha(r.rgba.data(), r.width, r.height);
+    qa = assets::alpha_check_json(*check);
     // The folder as resolved at submit, opened a component at a time, none a symbolic link and none
     // another user could change, so nobody can redirect the write (made with the user's umask, not the
     // data directory's).
@@ -166,7 +175,7 @@ void OutputWriter::write(FinishedRender& r) {
       if ((folder_stat.st_mode & S_IXGRP) == 0) mode &= ~mode_t{070};
       if ((folder_stat.st_mode & S_IXOTH) == 0) mode &= ~mode_t{007};
     }
-    png.emplace(dfd, job.output_path, r.rgba.data(), r.width, r.height, storage::png_texts(r.metadata), mode);
+    png.emplace(dfd, job.output_path, r.rgba.data(), r.width, r.height, png_texts_with_qa(r.metadata, qa), mode);
   } catch (const common::FolderError& e) {
     const bool refused = e.code() == std::errc::operation_not_permitted || e.code() == std::errc::too_many_symbolic_link_levels;
     cannot_write(job.output_path + (refused ? ": refusing its folder " : ": cannot make its folder ") + folder.string() + ": " + e.what(),
@@ -182,11 +191,18 @@ void OutputWriter::write(FinishedRender& r) {
   // Recorded done first (fenced by the lease), renamed into place only then: a worker that stalled past
   // its lease and lost the job never replaces the PNG of the worker that finished it. The note lets a
   // start after a crash between the two finish the rename (pending_outputs.h).
-  const std::string metadata = storage::metadata_json(r.metadata);
+  const std::string metadata = metadata_json_with_qa(r.metadata, qa);
+  storage::Completion completion;
+  try {
+    completion = job_completion(*store_, job, *check, metadata);  // may read the row's seeds
+  } catch (const std::exception& e) {
+    record_failure(job, std::string("reading the row's seeds to re-seed it failed: ") + e.what());
+    return;
+  }
   std::optional<PendingOutputNote> note;
   try {
     note.emplace(pending_dir_, job.id, job.output_path, png->temp_name(), metadata);
-    if (!store_->complete(job.id, job.worker_id, job.output_path, metadata)) {
+    if (!store_->complete(job.id, job.worker_id, completion)) {
       spdlog::warn("job {}: lease lost; its PNG is not put at {} (its temporary is removed) nor the job recorded done: {}",
                    job.id, job.output_path, lost_lease(*store_, job));
       return;
@@ -201,6 +217,7 @@ void OutputWriter::write(FinishedRender& r) {
     record_failure(job, std::string("recording the finished job failed: ") + e.what());
     return;
   }
+  kill_if_test_completed(job.prompt);  // tests only: a stop between the commit and the rename
   try {
     png->commit();
   } catch (const storage::PngWriteError& e) {
@@ -212,9 +229,10 @@ void OutputWriter::write(FinishedRender& r) {
   }
   ++state_.counters.images_rendered;
   ++worker_.images_done;
-  spdlog::info("job {} done: {} ({})", job.id, job.output_path, worker_.label());
+  spdlog::info("job {} done: {} ({}; alpha check: {})", job.id, job.output_path, worker_.label(), completion.qa_flags);
   events_.publish("job_done", {{"job", job.id}, {"run", job.run_id}, {"path", job.output_path},
-                               {"seconds", r.metadata.total_s}});
+                               {"seconds", r.metadata.total_s}, {"qa", completion.qa_flags}});
+  if (!completion.reseed_candidates.empty()) announce_reseed(*store_, state_, events_, job, completion.qa_flags);
   publish_if_run_finished(*store_, events_, job.run_id);
 }
 

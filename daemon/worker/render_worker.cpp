@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -10,6 +11,7 @@
 #include "daemon/base/service_notify.h"
 #include "daemon/worker/crash_record.h"
 #include "daemon/worker/device_fault_injection.h"
+#include "daemon/worker/job_completion.h"
 #include "daemon/base/finished_output.h"
 #include "daemon/base/lora_folders.h"
 #include "daemon/base/render_record.h"
@@ -126,14 +128,21 @@ bool RenderWorker::reuse_finished_output(const storage::Job& job) {
     if (this_job) return false;  // this job's own image, of a LoRA file updated since: render it again
     throw std::runtime_error("output " + job.output_path + " exists and holds another image; move it or submit with another --out");
   }
-  if (!store_->complete(job.id, job.worker_id, job.output_path, it->second)) {
+  // Its alpha check from the file's pixels (decoded: it is the job's size), as the writer's from the same pixels.
+  assert(png.rgba.size() == size_t(png.width) * size_t(png.height) * 4);
+  const storage::Completion completion =
+      job_completion(*store_, job, assets::check_alpha(png.rgba.data(), png.width, png.height), it->second);
+  if (!store_->complete(job.id, job.worker_id, completion)) {
     spdlog::warn("job {}: lease lost; its finished PNG {} was found but the job is not recorded done: {}", job.id,
                  job.output_path, lost_lease(*store_, job));
     return true;
   }
   ++state_.counters.outputs_reused;
-  spdlog::info("job {}: {} already holds its image; not rendering again", job.id, job.output_path);
-  events_.publish("job_done", {{"job", job.id}, {"run", job.run_id}, {"path", job.output_path}, {"reused", true}});
+  spdlog::info("job {}: {} already holds its image; not rendering again (alpha check: {})", job.id, job.output_path,
+               completion.qa_flags);
+  events_.publish("job_done", {{"job", job.id}, {"run", job.run_id}, {"path", job.output_path}, {"reused", true},
+                               {"qa", completion.qa_flags}});
+  if (!completion.reseed_candidates.empty()) announce_reseed(*store_, state_, events_, job, completion.qa_flags);
   publish_if_run_finished(*store_, events_, job.run_id);
   return true;
 }
@@ -219,6 +228,8 @@ void RenderWorker::handle(const storage::Job& job) {
     m.encoder_cache_hit = cache_hit;
     m.job_id = job.id;
     m.run_id = job.run_id;
+    m.template_text = job.template_text;
+    m.choices_json = job.choices_json;
     m.host = job.host;
     m.device = worker_.device();
     m.worker = worker_.index();

@@ -435,7 +435,8 @@ TEST(CliSubmit, TheCsvExportSubmitsAgain) {
   const auto again = rgbaq(d, {"submit", exported.string(), "--out", (dir.path() / "second").string(), "--wait"});
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_NE(again.err.find("note: " + exported.string() + " is an rgbaq export: its columns job, run, state, output, error, "
-                           "attempts, seconds, host, mark are no job fields and are ignored (width and height give the size)\n"),
+                           "attempts, seconds, host, mark, template, choices, qa, replaces are no job fields and are ignored "
+                           "(width and height give the size)\n"),
             std::string::npos)
       << again.err;
   const auto files = pngs_in(dir.path() / "second");

@@ -59,7 +59,7 @@ TEST(ExportPages, ARunOf100000JobsIsExportedInBoundedMemoryByDaemonAndClient) {
     std::string line;
     if (format == "csv") {
       ASSERT_TRUE(std::getline(in, line));
-      EXPECT_EQ(line, "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,host,mark");
+      EXPECT_EQ(line, "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,host,mark,template,choices,qa,replaces");
     }
     int64_t expected_id = 1;
     while (std::getline(in, line)) {

@@ -9,7 +9,8 @@
 // (first prompt, submit time, latest image, canceled counts, the queue's pause), copying to "~/picked"
 // (the daemon's HOME), more seeds drawn below 2^32, a phone (a tap opens the viewer on the image tapped,
 // a long press selects, the runs list fits its width), and a 10,000-job run whose first screen comes
-// within a second with a bounded page; no request leaves 127.0.0.1 and no console error. Screenshots
+// within a second with a bounded page, the alpha check's badge on each cell (the queue's flags) and its
+// filter in the address; no request leaves 127.0.0.1 and no console error. Screenshots
 // are kept in the build tree (test-artifacts/gallery).
 #include <gtest/gtest.h>
 
@@ -135,6 +136,25 @@ TEST(Gallery, APersonReviewsARunInTheBrowser) {
   EXPECT_NE(seen["copied"].get<std::string>().find("Seed: "), std::string::npos) << seen["copied"];
   EXPECT_EQ(seen["filtered_cells"], 1);
   EXPECT_EQ(seen["filter_select"], "star");
+  // The alpha check: each cell's badge names the flags the queue has for its job (rgbaq ls jobs --json);
+  // the tiny model's images are all cut off and fragmented, so "ok" shows none.
+  EXPECT_EQ(seen["qa_filter_select"], "cut_off");
+  const auto small = rgbaq(h.d, {"ls", "jobs", "--run", "1", "--json"});
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  json badges = json::array();
+  int cut_off = 0, fragmented = 0;
+  const json small_jobs = json::parse(small.out);
+  for (const auto& j : small_jobs["jobs"]) {
+    std::string flags;
+    for (const auto& f : j["qa"]["flags"]) flags += (flags.empty() ? "" : " · ") + f.get<std::string>();
+    badges.push_back({j["id"], flags.empty() ? "ok" : flags});
+    cut_off += flags.find("cut_off") != std::string::npos;
+    fragmented += flags.find("fragmented") != std::string::npos;
+  }
+  EXPECT_EQ(cut_off, 6) << small.out;  // every image of the tiny model here: what makes "ok" match none
+  EXPECT_EQ(seen["qa_badges"], badges);
+  EXPECT_EQ(seen["qa_ok_cells"], 0);
+  EXPECT_EQ(seen["qa_chosen"], json({{"address", "fragmented"}, {"cells", fragmented}}));
   EXPECT_EQ(seen["live_before"], 0);
   EXPECT_EQ(seen["live_after"], 2);
   EXPECT_LT(seen["big_first_screen_ms"].get<int>(), 1000 * test_time_scale());
@@ -154,7 +174,7 @@ TEST(Gallery, APersonReviewsARunInTheBrowser) {
   ASSERT_EQ(rejected.exit_code, 0) << rejected.err;
   EXPECT_EQ(json::parse(rejected.out)["jobs"].size(), 1u);
   for (const char* shot : {"runs.png", "run.png", "compare.png", "slider.png", "slider-wipe.png", "slider-wipe-30.png", "loading.png",
-                           "phone-runs.png", "phone-viewer.png", "phone.png", "big-run.png"}) {
+                           "phone-runs.png", "phone-viewer.png", "phone.png", "big-run.png", "alpha-check.png"}) {
     EXPECT_TRUE(fs::exists(shots / shot)) << shot;
   }
 }

@@ -113,13 +113,13 @@ TEST(DaemonMarks, MarksFromTheCliAreSeenInListsExportsAndSheets) {
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   std::istringstream csv_lines(csv.out);
   std::getline(csv_lines, header);
-  EXPECT_EQ(header, "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,host,mark");
+  EXPECT_EQ(header, "job,run,state,prompt,seed,width,height,name,lora,output,error,attempts,seconds,host,mark,template,choices,qa,replaces");
   std::vector<std::string> csv_rows;
   while (std::getline(csv_lines, line)) {
     std::vector<std::string> fields;
     std::istringstream f(line);
     for (std::string field; std::getline(f, field, ',');) fields.push_back(field);
-    ASSERT_EQ(fields.size(), 15u) << line;
+    ASSERT_EQ(fields.size(), 19u) << line;
     csv_rows.push_back(fields[0] + " " + fields[3] + " " + fields[4] + " " + fields[14]);
   }
   EXPECT_EQ(csv_rows, (std::vector<std::string>{text(id.at("owl 1")) + " owl 1 star", text(id.at("owl 2")) + " owl 2 star"}));

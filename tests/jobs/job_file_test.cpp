@@ -126,7 +126,7 @@ TEST(JobFile, SweepSizeIsCheckedBeforeAnythingIsBuilt) {
   const auto many = parse_csv("prompt,seed\na,1-6\nb,1-6\nc,1-6\nd,1-6\n", o);
   ASSERT_EQ(many.errors.size(), 1u);
   EXPECT_EQ(many.errors[0].message, "with line 3 the file would hold more than 10 images (rgbaq submit --max-jobs raises it, "
-                                    "up to the daemon's --max-jobs-per-submit)");
+                                    "up to the daemon's --max-jobs-per-submit); it would make 24 in all");
 }
 
 TEST(JobFile, OptionsAreBlamedOnceNotOnEveryRow) {

@@ -286,6 +286,22 @@ try {
   seen.filtered_cells = await page.locator('.cell').count();
   seen.filter_select = await page.locator('select[data-filter=mark]').inputValue();
 
+  // The alpha check: a badge on each done cell naming its flags; its filter is in the address (kept on a
+  // reload, written when chosen), and "ok" matches none of the tiny model's images (all cut off).
+  await page.goto(`${base}/?run=${smallRun}&qa=cut_off`);
+  await page.waitForSelector('.cell');
+  await page.reload();
+  await attempt('alpha check badges', () => page.waitForSelector('.cell .qa-badge', quick));
+  seen.qa_filter_select = await page.locator('select[data-filter=qa]').inputValue();
+  seen.qa_badges = await page.locator('.cell').evaluateAll((cells) => cells.map((c) => [Number(c.dataset.job), c.querySelector('.qa-badge')?.textContent ?? null]));
+  await page.screenshot({ path: `${shots}/alpha-check.png` });
+  await page.goto(`${base}/?run=${smallRun}&qa=ok`);
+  await attempt('an alpha filter matching nothing', () => page.waitForFunction(() => document.getElementById('main').innerText.includes('no image matches'), null, quick));
+  seen.qa_ok_cells = await page.locator('.cell').count();
+  await page.selectOption('select[data-filter=qa]', 'fragmented');
+  await attempt('the chosen alpha filter', () => page.waitForFunction(() => document.querySelectorAll('.cell').length > 0, null, quick));
+  seen.qa_chosen = { address: new URL(page.url()).searchParams.get('qa'), cells: await page.locator('.cell').count() };
+
   // Live: the queue resumes while the page is open; the images appear without a reload.
   await page.goto(`${base}/?run=${liveRun}`);
   await page.waitForSelector('.cell');
