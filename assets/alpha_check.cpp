@@ -10,7 +10,6 @@
 namespace rgbaq::assets {
 namespace {
 
-constexpr int kTransparentMax = 8;  // a <= 8: transparent (and bbox holds a > 8)
 constexpr int kOpaqueMin = 247;     // a >= 247: opaque
 constexpr int kSolidMin = 128;      // a >= 128: part of a component, and a solid border pixel
 
@@ -242,13 +241,13 @@ AlphaCheck check_alpha(const uint8_t* rgba, int width, int height) {
     for (; x + 64 <= width; x += 64) {
       for (int i = 0; i < 64; ++i) {
         const uint32_t a = alpha(row, x + i);
-        transparent += a <= kTransparentMax;
+        transparent += a <= kTransparentAlphaMax;
         opaque += a >= kOpaqueMin;
       }
     }
     for (; x < width; ++x) {
       const uint32_t a = alpha(row, x);
-      transparent += a <= kTransparentMax;
+      transparent += a <= kTransparentAlphaMax;
       opaque += a >= kOpaqueMin;
     }
     check.transparent_pixels += transparent;
@@ -257,10 +256,10 @@ AlphaCheck check_alpha(const uint8_t* rgba, int width, int height) {
       // A visible pixel in this row: the box widens only to one left of `left` or right of `right`, so
       // only those pixels are looked at (an image's rows cost little once the box is wide).
       for (int x = 0; x < left; ++x) {
-        if (alpha(row, x) > kTransparentMax) left = x;
+        if (alpha(row, x) > kTransparentAlphaMax) left = x;
       }
       for (int x = width - 1; x > right; --x) {
-        if (alpha(row, x) > kTransparentMax) right = x;
+        if (alpha(row, x) > kTransparentAlphaMax) right = x;
       }
       top = std::min(top, y);
       bottom = y;

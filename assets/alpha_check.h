@@ -24,6 +24,10 @@
 
 namespace rgbaq::assets {
 
+// The most alpha a transparent pixel has: the one definition of "transparent" (the check's figures, its
+// bbox, and the export's trim, assets/trim.h).
+inline constexpr int kTransparentAlphaMax = 8;
+
 struct AlphaCheck {
   int width = 0, height = 0;
   uint64_t transparent_pixels = 0, opaque_pixels = 0, partial_pixels = 0;
@@ -44,7 +48,8 @@ struct AlphaCheck {
 };
 
 // `rgba`: width * height pixels, 4 bytes each, rows top to bottom. Throws std::invalid_argument for a
-// size that is not positive. Allocates once per call (the components' runs), nothing per pixel.
+// size that is not positive. Allocates per call, never per pixel: two rows' worth of bytes, and the
+// components' runs (a few ints per run of solid pixels, grown as they are found).
 AlphaCheck check_alpha(const uint8_t* rgba, int width, int height);
 
 // The figures and flags as one JSON object, the form the queue, the PNG's metadata and `rgbaq qa --json`

@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "assets/alpha_check.h"
 #include "assets/atlas_json.h"
 #include "assets/atlas_packer.h"
 #include "assets/premultiply.h"
@@ -96,6 +97,21 @@ std::string base_name(const AssetSource& s, const AssetExportOptions& o, std::se
   }
 }
 
+// An option as the caller spells it: "--atlas-max" on the command line, "\"atlas_max\"" over HTTP.
+std::string option_name(std::string field, OptionNames names) {
+  if (names == OptionNames::kJson) return "\"" + field + "\"";
+  std::replace(field.begin(), field.end(), '_', '-');
+  return "--" + field;
+}
+
+// Refuses an output over kMaxOutputPixels before its pixels are made.
+void check_output_pixels(const std::string& what, int64_t width, int64_t height) {
+  if (width * height > kMaxOutputPixels) {
+    throw std::invalid_argument(what + " would be " + std::to_string(width) + "x" + std::to_string(height) + ", over the " +
+                                std::to_string(kMaxOutputPixels >> 20) + " Mpx an output may have; nothing was written");
+  }
+}
+
 json rect_json(const PixelRect& r) { return {{"x", r.x}, {"y", r.y}, {"w", r.w}, {"h", r.h}}; }
 
 json options_json(const AssetExportOptions& o) {
@@ -121,31 +137,35 @@ struct AtlasItem {
 }  // namespace
 
 void check_asset_export_options(const AssetExportOptions& o, OptionNames names) {
-  const auto opt = [&](const char* cli, const char* field) {
-    return names == OptionNames::kCli ? std::string("--") + cli : "\"" + std::string(field) + "\"";
-  };
   const auto fail = [](const std::string& message) { throw std::invalid_argument(message); };
+  const auto px = [](int v) { return std::to_string(v) + " pixels"; };
   const int largest = asset_format_max_side(o.format);
-  if (o.pad < 0 || o.pad > kMaxPad) fail(opt("pad", "pad") + " " + std::to_string(o.pad) + ": the padding is 0 to " + std::to_string(kMaxPad) + " pixels");
+  const auto side_limit = [&](int cap) {  // "1 to N pixels", with the format when it is what sets N
+    const int n = std::min(cap, largest);
+    return "1 to " + px(n) + (n < cap ? std::string(" (") + asset_format_name(o.format) + ")" : "");
+  };
+  if (o.pad < 0 || o.pad > kMaxPad) fail(option_name("pad", names) + " " + std::to_string(o.pad) + ": the padding is 0 to " + px(kMaxPad));
+  if (o.sizes.size() > size_t(kMaxSizes)) {
+    fail(option_name("sizes", names) + " lists " + std::to_string(o.sizes.size()) + " sizes: at most " + std::to_string(kMaxSizes));
+  }
   std::set<int> seen;
   for (const int size : o.sizes) {
-    const std::string at = opt("sizes", "sizes") + " " + std::to_string(size) + ": ";
-    if (size < 1 || size > largest) fail(at + "a size is 1 to " + std::to_string(largest) + " pixels (" + asset_format_name(o.format) + ")");
-    if (size <= 2 * o.pad) fail(at + "leaves no room for the image inside " + std::to_string(o.pad) + " pixels of padding on each side");
+    const std::string at = option_name("sizes", names) + " " + std::to_string(size) + ": ";
+    if (size < 1 || size > std::min(kMaxSize, largest)) fail(at + "a size is " + side_limit(kMaxSize));
+    if (size <= 2 * o.pad) fail(at + "leaves no room for the image inside " + px(o.pad) + " of padding on each side");
     if (!seen.insert(size).second) fail(at + "given twice");
   }
   if (!o.atlas.empty()) {
+    const std::string at = option_name("atlas", names) + " \"" + o.atlas + "\": ";
     bool plain = o.atlas.size() <= kMaxNameBytes && o.atlas[0] != '.' && o.atlas[0] != '-';
     for (const char c : o.atlas) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
     if (!plain) {
-      fail(opt("atlas", "atlas") + " \"" + o.atlas + "\": an atlas name is up to " + std::to_string(kMaxNameBytes) +
-           " letters, digits, '.', '_' and '-', not starting with '.' or '-'");
+      fail(at + "an atlas name is up to " + std::to_string(kMaxNameBytes) + " letters, digits, '.', '_' and '-', not starting with '.' or '-'");
     }
-    if (o.atlas == "manifest") fail(opt("atlas", "atlas") + " \"manifest\": manifest.json is the export's own");
+    if (o.atlas == "manifest") fail(at + "manifest.json is the export's own");
   }
-  if (o.atlas_max < 1 || o.atlas_max > largest) {
-    fail(opt("atlas-max", "atlas_max") + " " + std::to_string(o.atlas_max) + ": a page's side is 1 to " + std::to_string(largest) +
-         " pixels (" + asset_format_name(o.format) + ")");
+  if (o.atlas_max < 1 || o.atlas_max > std::min(kMaxAtlasSide, largest)) {
+    fail(option_name("atlas_max", names) + " " + std::to_string(o.atlas_max) + ": a page's side is " + side_limit(kMaxAtlasSide));
   }
 }
 
@@ -185,8 +205,9 @@ AssetExportOptions asset_export_options_from_json(const json& body) {
   return o;
 }
 
-json export_assets(const std::vector<AssetSource>& sources, const AssetExportOptions& options, ExportFolder& folder, const json& about) {
-  check_asset_export_options(options);
+json export_assets(const std::vector<AssetSource>& sources, const AssetExportOptions& options, ExportFolder& folder, const json& about,
+                   OptionNames names) {
+  check_asset_export_options(options, names);
   const std::string ext = asset_format_name(options.format);
   const int pad_px = options.pad;
   const auto previous = previous_files(folder);
@@ -199,7 +220,9 @@ json export_assets(const std::vector<AssetSource>& sources, const AssetExportOpt
     std::vector<std::string> pages = {atlas_image_name(options.atlas, 0, 1, ext)};
     for (size_t p = 0; p < sources.size(); ++p) pages.push_back(atlas_image_name(options.atlas, int(p), 2, ext));
     for (const std::string& name : pages) {
-      if (planned.count(name)) throw std::invalid_argument("--atlas " + options.atlas + ": its page " + name + " would replace an image's file");
+      if (planned.count(name)) {
+        throw std::invalid_argument(option_name("atlas", names) + " \"" + options.atlas + "\": its page " + name + " would replace an image's file");
+      }
     }
   }
   for (const std::string& name : planned) claim(folder, previous, name);
@@ -240,16 +263,18 @@ json export_assets(const std::vector<AssetSource>& sources, const AssetExportOpt
     if (options.trim) {
       const auto content = content_rect(image);
       if (!content) {
-        skipped.push_back({{"job", s.job}, {"file", s.file}, {"reason", "nothing to trim to: no pixel has alpha above 8"}});
+        const std::string why = "nothing to trim to: no pixel has alpha above " + std::to_string(kTransparentAlphaMax);
+        skipped.push_back({{"job", s.job}, {"file", s.file}, {"reason", why}});
         continue;
       }
       rect = *content;
     }
     const RgbaImage content = options.trim ? crop(image, rect) : std::move(image);
     const int framed_w = content.width + 2 * pad_px, framed_h = content.height + 2 * pad_px;
+    check_output_pixels("job " + std::to_string(s.job) + "'s image" + (pad_px ? " padded" : ""), framed_w, framed_h);
     if (!options.atlas.empty() && (framed_w > options.atlas_max || framed_h > options.atlas_max)) {
-      throw std::invalid_argument("--atlas-max " + std::to_string(options.atlas_max) + " is smaller than job " + std::to_string(s.job) +
-                                  "'s image (" + std::to_string(framed_w) + "x" + std::to_string(framed_h) +
+      throw std::invalid_argument(option_name("atlas_max", names) + " " + std::to_string(options.atlas_max) + " is smaller than job " +
+                                  std::to_string(s.job) + "'s image (" + std::to_string(framed_w) + "x" + std::to_string(framed_h) +
                                   (options.trim ? ", trimmed" : "") + (pad_px ? ", padded" : "") + "); nothing was written");
     }
     json entry = {{"job", s.job},
@@ -287,6 +312,10 @@ json export_assets(const std::vector<AssetSource>& sources, const AssetExportOpt
     for (const AtlasItem& item : atlas_items) sizes.push_back({item.rect.w + 2 * pad_px, item.rect.h + 2 * pad_px});
     const auto pages = pack_atlas(sizes, options.atlas_max);
     const int count = int(pages.size());
+    for (const PackedPage& page : pages) {
+      const std::string what = option_name("atlas_max", names) + " " + std::to_string(options.atlas_max) + ": an atlas page";
+      check_output_pixels(what, page.width, page.height);
+    }
     for (int p = 0; p < count; ++p) {
       claim(folder, previous, atlas_image_name(options.atlas, p, count, ext));
       claim(folder, previous, atlas_json_name(options.atlas, p, count));

@@ -33,11 +33,18 @@ struct AssetExportOptions {
   int pad = 0;                 // 0..kMaxPad
   bool premultiplied = false;
   AssetFormat format = AssetFormat::kPng;
-  std::vector<int> sizes;      // distinct, each > 2 * pad and at most the format's largest side
+  std::vector<int> sizes;      // distinct, at most kMaxSizes, each > 2 * pad and at most kMaxSize (and the format's largest side)
   std::string atlas;           // the atlas's name ("" for none): letters, digits, '.', '_', '-'
-  int atlas_max = 4096;        // the largest side of an atlas page
+  int atlas_max = 4096;        // the largest side of an atlas page: at most kMaxAtlasSide (and the format's largest side)
 };
+// Limits that keep one request from taking the daemon's memory (a 65535 px size is a 68 GB float
+// buffer): the options are checked against them before anything is read, and every output (an image,
+// an atlas page; a size is within it by kMaxSize) against kMaxOutputPixels before its pixels are made.
 inline constexpr int kMaxPad = 1024;
+inline constexpr int kMaxSizes = 16;
+inline constexpr int kMaxSize = 8192;
+inline constexpr int kMaxAtlasSide = 16384;
+inline constexpr int64_t kMaxOutputPixels = int64_t{64} << 20;  // 64 Mpx: a kMaxSize square
 
 // Throws std::invalid_argument naming the option at fault, as the CLI spells it ("--pad -1: ...") or
 // as the HTTP API does ("\"pad\" -1: ...").
@@ -60,10 +67,11 @@ struct AssetSource {
 // Exports `sources` into `folder` and commits (nothing shows before everything is ready). `about`
 // goes into the manifest as "source" (the run, the filters). An image that cannot be loaded, or is
 // empty when trimmed, is skipped and listed with its reason. Returns the manifest. Throws
-// std::invalid_argument for options that do not fit the images (an image larger than an atlas page, an
-// atlas name taken by an image's file) and ExportFolderError for a file in the way.
+// std::invalid_argument for options that do not fit the images (an image larger than an atlas page or
+// than kMaxOutputPixels, an atlas name taken by an image's file), naming the options as `names` says,
+// and ExportFolderError for a file in the way.
 nlohmann::json export_assets(const std::vector<AssetSource>& sources, const AssetExportOptions& options, ExportFolder& folder,
-                             const nlohmann::json& about);
+                             const nlohmann::json& about, OptionNames names = OptionNames::kCli);
 
 // What an export did, as `rgbaq export --assets --json` prints it and the HTTP route answers:
 // {"folder", "manifest" (its path), "images", "files" (counts), "skipped", "atlas"}.

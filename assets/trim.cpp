@@ -13,7 +13,7 @@ std::optional<PixelRect> content_rect(const RgbaImage& image) {
     const uint8_t* row = image.pixel(0, y);
     int first = -1, last = -1;
     for (int x = 0; x < image.width; ++x) {
-      if (row[size_t(x) * 4 + 3] > kTrimAlphaMax) {
+      if (row[size_t(x) * 4 + 3] > kTransparentAlphaMax) {
         if (first < 0) first = x;
         last = x;
       }

@@ -15,6 +15,7 @@
 #include "cli/run_export.h"
 #include "cli/text_renderer.h"
 #include "jobs/lora_list.h"
+#include "jobs/prompt_template.h"
 #include "storage/png_file.h"
 
 namespace rgbaq::cli {
@@ -73,13 +74,10 @@ struct Dimension {
   std::vector<std::string> variables = {};  // kVariable: the one on the axis; kChoiceRest: those left out
 };
 
-// A job's choices in their template's order: numbered groups by number, then the named ones.
+// A job's choices in their template's order (jobs::sort_choices).
 std::vector<std::pair<std::string, std::string>> ordered_choices(const std::map<std::string, std::string>& choices) {
   std::vector<std::pair<std::string, std::string>> out(choices.begin(), choices.end());
-  const auto digits = [](const std::string& n) {
-    return !n.empty() && n.find_first_not_of("0123456789") == std::string::npos ? n.size() : SIZE_MAX;
-  };
-  std::stable_sort(out.begin(), out.end(), [&](const auto& l, const auto& r) { return digits(l.first) < digits(r.first); });
+  jobs::sort_choices(out);
   return out;
 }
 

@@ -25,6 +25,7 @@
 #include "jobs/job_file.h"
 #include "jobs/qa_flags.h"
 #include "jobs/output_name.h"
+#include "jobs/prompt_template.h"
 #include "jobs/wildcard_set.h"
 
 namespace rgbaq::cli {
@@ -157,12 +158,11 @@ void print_option_notes(const Arguments& a, const std::string& text, jobs::FileF
   }
 }
 
-// A template's choices in their order: numbered groups by number, then the named ones as they sort.
+// A template's choices in their order (jobs::sort_choices).
 std::string choices_text(const nlohmann::json& choices) {
   std::vector<std::pair<std::string, std::string>> items;
   for (const auto& [name, value] : choices.items()) items.emplace_back(name, value.is_string() ? value.get<std::string>() : value.dump());
-  const auto number = [](const std::string& n) { return n.find_first_not_of("0123456789") == std::string::npos ? n.size() : SIZE_MAX; };
-  std::stable_sort(items.begin(), items.end(), [&](const auto& l, const auto& r) { return number(l.first) < number(r.first); });
+  jobs::sort_choices(items);
   std::string s;
   for (const auto& [name, value] : items) s += (s.empty() ? "" : ", ") + name + "=" + value;
   return s;
@@ -379,7 +379,7 @@ int submit_command(const std::vector<std::string>& args, CliContext& ctx) {
   } else if (a.has("dry-run")) {
     ctx.out << common::printable(file_name) << ": " << count_of(queued, "job") << ", valid; nothing was queued (--dry-run)\n";
     // A file of templates: the first jobs they expand to, as the daemon would queue them.
-    const bool templates = std::any_of(file.rows.begin(), file.rows.end(), [](const jobs::JobRow& row) { return !row.template_text.empty(); });
+    const bool templates = std::any_of(file.rows.begin(), file.rows.end(), [](const jobs::JobRow& row) { return row.template_text != nullptr; });
     if (templates) print_preview(r.value("preview", nlohmann::json::array()), queued, out_dir, ctx.out);
   } else if (!made_run) {
     ctx.out << "nothing to queue: " << (r.value("skipped", 0) == 1 ? "its 1 job is" : "all " + count_of(r.value("skipped", 0), "job") + " are")

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "jobs/utf8_text.h"
+
 namespace rgbaq::jobs {
 namespace {
 
@@ -23,6 +25,7 @@ class Reader {
         CsvField field;
         field.line = line_;
         field.column = column_;
+        field.offset = pos_;
         if (peek() == '"') {
           field.quoted = true;
           const int open_line = line_, open_column = column_;
@@ -101,11 +104,6 @@ class Reader {
     } else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80 && c != '\r') {
       ++column_;  // count characters, not UTF-8 continuation bytes
     }
-  }
-  static int count_chars(std::string_view s) {
-    int n = 0;
-    for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-    return n;
   }
   void skip_line_end() {
     if (peek() == '\r') advance();

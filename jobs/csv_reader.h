@@ -1,6 +1,7 @@
 #pragma once
 // RFC 4180 CSV: quoted fields with embedded commas, quotes ("") and newlines, CRLF or LF line ends, an
 // optional UTF-8 byte-order mark. Each record knows the line it starts on and each field its column.
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,7 @@ struct CsvField {
   int line = 0;    // 1-based line where the field starts
   int column = 0;  // 1-based, in characters of that line
   bool quoted = false;
+  size_t offset = 0;  // the byte of the text where the field starts (its opening quote, if quoted)
 };
 
 struct CsvRecord {

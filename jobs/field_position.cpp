@@ -8,8 +8,6 @@ namespace {
 
 bool continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
-std::string_view without_bom(std::string_view file) { return file.substr(0, 3) == "\xEF\xBB\xBF" ? file.substr(3) : file; }
-
 int column_of(std::string_view line, size_t byte) {
   int n = 1;
   for (size_t i = 0; i < byte && i < line.size(); ++i) n += !continuation(line[i]);
@@ -72,16 +70,8 @@ size_t skip_value(std::string_view s, size_t p) {
 
 }  // namespace
 
-FilePosition csv_value_position(std::string_view file, int line, int column, size_t offset) {
-  file = without_bom(file);
-  size_t p = 0;
-  for (int l = 1; l < line && p < file.size(); ++p) {
-    if (file[p] == '\n' || (file[p] == '\r' && (p + 1 >= file.size() || file[p + 1] != '\n'))) ++l;
-  }
-  for (int c = 1; c < column && p < file.size(); ++c) {  // a character: its first byte and its continuation bytes
-    ++p;
-    while (p < file.size() && continuation(file[p])) ++p;
-  }
+FilePosition csv_value_position(std::string_view file, size_t field_start, int line, int column, size_t offset) {
+  size_t p = field_start;
   FilePosition at{line, column};
   const bool quoted = p < file.size() && file[p] == '"';
   if (quoted) {
@@ -106,14 +96,8 @@ FilePosition csv_value_position(std::string_view file, int line, int column, siz
   return at;
 }
 
-FilePosition jsonl_value_position(std::string_view file, int line, std::string_view key, size_t offset) {
-  file = without_bom(file);
-  size_t b = 0;
-  for (int l = 1; l < line && b < file.size(); ++l) {
-    const size_t nl = file.find('\n', b);
-    b = nl == std::string_view::npos ? file.size() : nl + 1;
-  }
-  const std::string_view s = file.substr(b, file.find('\n', b) == std::string_view::npos ? std::string_view::npos : file.find('\n', b) - b);
+FilePosition jsonl_value_position(std::string_view line_text, int line, std::string_view key, size_t offset) {
+  const std::string_view s = line_text;
   size_t p = skip_blanks(s, 0);
   if (p >= s.size() || s[p] != '{') return {line, 0};
   ++p;

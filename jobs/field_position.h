@@ -11,12 +11,14 @@ struct FilePosition {
   int line = 0, column = 0;
 };
 
-// The CSV field that starts at (`line`, `column`) of `file`: where byte `offset` of its value came from.
-FilePosition csv_value_position(std::string_view file, int line, int column, size_t offset);
+// The CSV field whose first byte (its opening quote, if quoted) is byte `field_start` of `file`, at
+// (`line`, `column`): where byte `offset` of its value came from. It reads from the field on, never
+// from the file's start, so a file with many messages costs each only its own field.
+FilePosition csv_value_position(std::string_view file, size_t field_start, int line, int column, size_t offset);
 
 // The string value of `key` (compared without case, as the job file takes its fields) in the JSON
-// object on line `line` of a JSONL `file`: where byte `offset` of its decoded value came from; column 0
-// when the line holds no such string.
-FilePosition jsonl_value_position(std::string_view file, int line, std::string_view key, size_t offset);
+// object `line_text`, line `line` of a JSONL file: where byte `offset` of its decoded value came from;
+// column 0 when the line holds no such string.
+FilePosition jsonl_value_position(std::string_view line_text, int line, std::string_view key, size_t offset);
 
 }  // namespace rgbaq::jobs

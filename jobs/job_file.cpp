@@ -55,16 +55,18 @@ struct RawValue {
   int column = 0;
   bool given = false;
   int line = 0;  // a CSV field's own line (a record may span lines); 0: the row's
+  size_t offset = 0;  // a CSV field's first byte in the file
 };
 struct RawRow {
   int line = 0;
+  std::string_view source;  // a JSONL row's line
   std::array<RawValue, kFieldCount> values;
   const RawValue* find(const std::string& field) const {
     const RawValue& v = values[field_index(field)];
     return v.given ? &v : nullptr;
   }
-  void set(const std::string& field, std::string text, int column, int line = 0) {
-    values[field_index(field)] = {std::move(text), column, true, line};
+  void set(const std::string& field, std::string text, int column, int line = 0, size_t offset = 0) {
+    values[field_index(field)] = {std::move(text), column, true, line, offset};
   }
 };
 
@@ -100,7 +102,9 @@ std::string unneutralised(std::string cell) {
 void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector<FileError>& errors,
                    std::vector<std::string>& ignored_columns) {
   CsvDocument doc = read_csv(text);
-  for (auto& e : doc.errors) errors.push_back({e.line, e.column, "", e.message});
+  for (size_t i = 0; i < doc.errors.size() && i <= kMaxFileErrors; ++i) {
+    errors.push_back({doc.errors[i].line, doc.errors[i].column, "", doc.errors[i].message});
+  }
   if (doc.records.empty()) {
     if (doc.errors.empty()) errors.push_back({0, 0, "", "the file has no header row (a CSV needs one naming its columns: prompt, seed, ...)"});
     return;
@@ -154,7 +158,7 @@ void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector
     header_ok = false;
   }
   if (!header_ok) return;
-  for (size_t r = 1; r < doc.records.size(); ++r) {
+  for (size_t r = 1; r < doc.records.size() && errors.size() <= kMaxFileErrors; ++r) {
     CsvRecord& rec = doc.records[r];
     if (rec.fields.size() != columns.size()) {
       errors.push_back({rec.line, 0, "", "has " + std::to_string(rec.fields.size()) + " fields; the header has " +
@@ -173,7 +177,7 @@ void read_csv_rows(std::string_view text, std::vector<RawRow>& rows, std::vector
       if (rec.fields[i].value.empty() && !rec.fields[i].quoted && columns[i] != "prompt") continue;
       std::string value = std::move(rec.fields[i].value);
       if (is_export && (columns[i] == "prompt" || columns[i] == "name" || columns[i] == "lora")) value = unneutralised(std::move(value));
-      row.set(columns[i], std::move(value), rec.fields[i].column, rec.fields[i].line);
+      row.set(columns[i], std::move(value), rec.fields[i].column, rec.fields[i].line, rec.fields[i].offset);
     }
     if (width && height && !(width->value.empty() && height->value.empty())) {
       row.set("size", trim(width->value) + "x" + trim(height->value), width->column);
@@ -186,7 +190,7 @@ void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vect
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   int line_no = 0;
   size_t start = 0;
-  while (start < text.size()) {
+  while (start < text.size() && errors.size() <= kMaxFileErrors) {
     ++line_no;
     size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
@@ -210,6 +214,7 @@ void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vect
     }
     RawRow row;
     row.line = line_no;
+    row.source = line;
     for (const auto& [key, value] : doc.items()) {
       const std::string name = lower(key);
       if (!known_field(name)) {
@@ -235,9 +240,8 @@ void read_jsonl_rows(std::string_view text, std::vector<RawRow>& rows, std::vect
       row.set(name, std::move(textv), 0);
     }
     if (!row.find("prompt")) {
-      const bool reported = std::any_of(errors.begin(), errors.end(), [&](const FileError& e) {
-        return e.line == line_no && e.field == "prompt";
-      });
+      bool reported = false;  // this line's errors are the last ones
+      for (auto e = errors.rbegin(); e != errors.rend() && e->line == line_no && !reported; ++e) reported = e->field == "prompt";
       if (!reported) errors.push_back({line_no, 0, "prompt", "is missing"});
       continue;
     }
@@ -378,7 +382,8 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     uint64_t count;
     host::ImageSize size;
     int priority;
-    std::string template_text, choices_json;  // a template's expansion (JobRow's)
+    std::shared_ptr<const std::string> template_text;  // a template's expansion (JobRow's)
+    std::string choices_json;
     std::optional<uint64_t> drawn_seed;       // the seed drawn for a template row without one, shared by its combinations
     std::string reseed_on;                    // JobRow's
     int reseed_max = 0;
@@ -394,6 +399,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
   std::vector<Validated> valid;
   uint64_t total = 0;
   for (const RawRow& row : rows) {
+    if (out.errors.size() > kMaxFileErrors) break;  // enough to fix first; see the end
     const size_t errors_before = out.errors.size();
     auto error = [&](const std::string& field, const std::string& message) {
       const RawValue* v = row.find(field);
@@ -458,8 +464,8 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
           // Where in the file: the character at fault, through the CSV's quoting or the JSON's escapes.
           const RawValue* at = row.find("prompt");
           const FilePosition where = format == FileFormat::kCsv
-                                         ? csv_value_position(text, at->line ? at->line : row.line, at->column, e.offset())
-                                         : jsonl_value_position(text, row.line, "prompt", e.offset());
+                                         ? csv_value_position(text, at->offset, at->line ? at->line : row.line, at->column, e.offset())
+                                         : jsonl_value_position(row.source, row.line, "prompt", e.offset());
           out.errors.push_back({where.line, where.column, "prompt", e.what()});
           parsed = false;
         }
@@ -565,12 +571,15 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     const std::vector<uint64_t> drawn =
         options.sample ? sample_combinations(tmpl->count(), *options.sample, options.sample_seed ^ common::mix(static_cast<uint64_t>(row.line)))
                        : std::vector<uint64_t>();
+    // The template's text, one copy for all its combinations (v.prompt, copied into each, is left empty).
+    const auto template_text = std::make_shared<const std::string>(std::move(v.prompt));
+    v.prompt.clear();
     Expansion expansion;
     for (uint64_t k = 0; k < combinations; ++k) {
       const uint64_t index = options.sample ? drawn[k] : k;
       tmpl->expand(index, expansion);
       Validated x = v;
-      x.template_text = v.prompt;
+      x.template_text = template_text;
       x.prompt = expansion.prompt;
       x.choices_json = expansion.choices_json();
       std::string what = "combination " + std::to_string(index + 1) + " (";
@@ -603,6 +612,7 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
   std::map<std::string, std::map<uint64_t, std::pair<uint64_t, size_t>>> by_base;
   std::vector<const Key*> keys;                            // each kept row's content
   for (const Validated& v : valid) {
+    if (out.errors.size() > kMaxFileErrors) break;
     std::vector<SeedRange> ranges;
     bool random = false;
     if (v.seeds && !v.seeds->single()) {
@@ -666,6 +676,12 @@ JobFile parse_job_file(std::string_view text, FileFormat format, const ParseOpti
     keys.push_back(&kit->first);
     out.job_count += row_seed_count(row.seeds);
     out.rows.push_back(std::move(row));
+  }
+  // A file with thousands of faults (the wrong file, a column shifted) gets the first kMaxFileErrors of
+  // them and a last one saying there may be more: each is a message, and a position found in the file.
+  if (out.errors.size() > kMaxFileErrors) {
+    out.errors.resize(kMaxFileErrors);
+    out.errors.push_back({0, 0, "", "stopping after " + std::to_string(kMaxFileErrors) + " errors; the file may hold more"});
   }
   if (!out.errors.empty()) {
     out.rows.clear();

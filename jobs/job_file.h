@@ -4,6 +4,7 @@
 // then seed order). A file with any error yields no jobs: nothing of a bad file is queued.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,7 +68,10 @@ struct JobRow {
   bool seed_was_random = false;
   std::vector<SeedRange> seeds;  // in expansion order
   std::string lora;              // as JobSpec::lora
-  std::string template_text, choices_json;  // as JobSpec's
+  // As JobSpec's; the template's text is one copy shared by all the rows of its combinations (nullptr
+  // for a plain prompt).
+  std::shared_ptr<const std::string> template_text;
+  std::string choices_json;
   std::string reseed_on;                    // as JobSpec's
   int reseed_max = 0;
 };
@@ -84,7 +88,9 @@ struct JobFile {
 
 inline constexpr uint64_t kDefaultMaxJobs = 100'000;
 inline constexpr int kMinPriority = -1'000'000, kMaxPriority = 1'000'000;
-inline constexpr int kMaxJsonDepth = 16;  // a JSONL row nests two levels (the row, a seed list)
+inline constexpr int kMaxJsonDepth = 16;
+// A file's errors reported at most (JobFile::errors then ends with one more saying it stopped).
+inline constexpr size_t kMaxFileErrors = 100;  // a JSONL row nests two levels (the row, a seed list)
 
 struct ParseOptions {
   SubmitDefaults defaults;
@@ -120,7 +126,7 @@ template <typename F>
 void for_each_job(const JobFile& file, F&& f) {
   for (const JobRow& row : file.rows) {
     JobSpec spec{row.prompt, 0, row.seed_was_random, row.size, row.name, row.priority, row.line, row.lora,
-                 row.template_text, row.choices_json};
+                 row.template_text ? *row.template_text : std::string(), row.choices_json};
     spec.reseed_on = row.reseed_on;
     spec.reseed_max = row.reseed_max;
     for (const SeedRange& r : row.seeds) {

@@ -11,6 +11,12 @@ namespace template_detail {
 
 struct Wildcard;
 
+// The most one piece makes in one expansion, saturating: prompt bytes, choices recorded, and the bytes
+// of those choices' values (a choice inside another's value counts again).
+struct Longest {
+  uint64_t bytes = 0, choices = 0, choice_bytes = 0;
+};
+
 // One piece of a text: characters, a {...} group, or a __name__ wildcard.
 struct Part {
   enum class Kind : uint8_t { kText, kGroup, kWildcard };
@@ -21,17 +27,20 @@ struct Part {
   std::vector<uint64_t> starts;        // kGroup: the first combination of each alternative
   uint64_t count = 1;
   uint64_t stride = 1;                 // the combinations of the parts after this one in its sequence
+  Longest longest;
 };
 
 struct Sequence {
   std::vector<Part> parts;
   uint64_t count = 1;
+  Longest longest;  // of its parts together
 };
 
 struct Wildcard {
   std::vector<Sequence> options;
   std::vector<uint64_t> starts;  // the first combination of each option
   uint64_t count = 0;
+  Longest longest;  // of its longest options, as a choice
   std::vector<std::string> deepest;  // the longest chain of wildcards from this one down, itself first
 };
 
@@ -46,16 +55,28 @@ namespace {
 uint64_t add_saturating(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 uint64_t mul_saturating(uint64_t a, uint64_t b) { return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
 
+template_detail::Longest after(const template_detail::Longest& a, const template_detail::Longest& b) {
+  return {add_saturating(a.bytes, b.bytes), add_saturating(a.choices, b.choices), add_saturating(a.choice_bytes, b.choice_bytes)};
+}
+
+// A choice of one of `alternatives`: its value is at most the longest one's text, and it records itself
+// and the most choices any one of them does.
+template_detail::Longest one_of(const std::vector<Sequence>& alternatives) {
+  template_detail::Longest l{0, 1, 0};
+  for (const Sequence& a : alternatives) {
+    l.bytes = std::max(l.bytes, a.longest.bytes);
+    l.choices = std::max(l.choices, add_saturating(1, a.longest.choices));
+    l.choice_bytes = std::max(l.choice_bytes, add_saturating(a.longest.bytes, a.longest.choice_bytes));
+  }
+  return l;
+}
+
+std::string amount(uint64_t n) { return n == UINT64_MAX ? "18446744073709551615 or more" : std::to_string(n); }
+
 std::string trimmed(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return "";
   return std::string(s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1));
-}
-
-int count_chars(std::string_view s) {
-  int n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
 }
 
 std::string chain_text(const std::vector<std::string>& names) {
@@ -178,9 +199,11 @@ void PromptTemplate::expand(uint64_t index, Expansion& out) const {
 struct template_detail::Library {
   WildcardSet* files = nullptr;
   std::map<std::string, std::shared_ptr<const Wildcard>> parsed;
+  std::map<std::string, std::string> failed;  // the error of each wildcard that failed outermost
   std::vector<std::string> chain;
 
   std::shared_ptr<const Wildcard> resolve(const std::string& name, size_t at);
+  std::shared_ptr<const Wildcard> load(const std::string& name, size_t at);
 };
 
 namespace {
@@ -188,7 +211,9 @@ namespace {
 // One text (a template, or one option of a wildcard): its own group numbers and wildcard occurrences.
 class TextParser {
  public:
-  TextParser(template_detail::Library& library, std::string_view text) : library_(library), s_(text) {}
+  // `limited`: the text is a job's prompt over kMaxTemplateBytes, refused if it turns out a template.
+  TextParser(template_detail::Library& library, std::string_view text, bool limited = false)
+      : library_(library), s_(text), limited_(limited) {}
 
   Sequence parse() { return sequence(0); }
   bool special() const { return special_; }
@@ -197,26 +222,61 @@ class TextParser {
  private:
   [[noreturn]] void fail(size_t at, const std::string& what) const { throw TemplateError(at, what); }
 
+  // The text is a template from byte `at` on: a group, a wildcard or an escape.
+  void special(size_t at) {
+    special_ = true;
+    if (limited_) {
+      fail(at, "a template may be at most " + std::to_string(kMaxTemplateBytes) + " bytes; this prompt is " +
+                   std::to_string(s_.size()) + " bytes (long options go in a wildcard file)");
+    }
+  }
+
+  // What a sequence makes, with a group or wildcard at byte `at` in it: refused, there, over the limits.
+  void check(const template_detail::Longest& l, size_t at) const {
+    const std::string with = "with this, one expansion ";
+    if (l.bytes > kMaxExpandedPromptBytes) {
+      fail(at, with + "is up to " + amount(l.bytes) + " bytes long; a prompt may have at most " + std::to_string(kMaxExpandedPromptBytes));
+    }
+    if (l.choices > kMaxTemplateChoices) {
+      fail(at, with + "records up to " + amount(l.choices) + " choices; a prompt may have at most " + std::to_string(kMaxTemplateChoices));
+    }
+    if (l.choice_bytes > kMaxChoiceBytes) {
+      fail(at, with + "records choices of up to " + amount(l.choice_bytes) + " bytes in all; a prompt's may have at most " +
+                   std::to_string(kMaxChoiceBytes));
+    }
+  }
+
   // Parts up to the end, or (inside a group) up to its next '|' or its '}', which is left for the group.
   Sequence sequence(int depth) {
     Sequence seq;
     std::string text;
+    size_t last_special = std::string_view::npos;  // where the last group or wildcard began
+    // A part at byte `at` (npos for plain text, which adds no more than its own bytes).
+    const auto add = [&](Part p, size_t at) {
+      seq.longest = after(seq.longest, p.longest);
+      seq.parts.push_back(std::move(p));
+      if (at == std::string_view::npos) return;
+      last_special = at;
+      check(seq.longest, at);
+    };
     const auto flush = [&] {
       if (text.empty()) return;
       Part p;
+      p.longest.bytes = text.size();
       p.text = std::move(text);
       text.clear();
-      seq.parts.push_back(std::move(p));
+      add(std::move(p), std::string_view::npos);
     };
     while (pos_ < s_.size()) {
       const char c = s_[pos_];
       if (c == '\\' && pos_ + 1 < s_.size() && std::string_view("{|}\\_").find(s_[pos_ + 1]) != std::string_view::npos) {
+        special(pos_);
         text += s_[pos_ + 1];
         pos_ += 2;
-        special_ = true;
       } else if (c == '{') {
         flush();
-        seq.parts.push_back(group(depth));
+        const size_t at = pos_;
+        add(group(depth), at);
       } else if (c == '|' && depth > 0) {
         break;
       } else if (c == '}') {
@@ -231,7 +291,7 @@ class TextParser {
           continue;
         }
         flush();
-        seq.parts.push_back(wildcard(std::string(name), pos_));
+        add(wildcard(std::string(name), pos_), pos_);
         pos_ = end + 2;
       } else {
         text += c;
@@ -239,6 +299,7 @@ class TextParser {
       }
     }
     flush();
+    if (last_special != std::string_view::npos) check(seq.longest, last_special);  // with the text after it
     seal(seq);
     return seq;
   }
@@ -246,7 +307,7 @@ class TextParser {
   Part group(int depth) {
     const size_t open = pos_;
     if (depth + 1 > kMaxGroupNesting) fail(open, "groups nest more than " + std::to_string(kMaxGroupNesting) + " deep");
-    special_ = true;
+    special(open);
     Part g;
     g.kind = Part::Kind::kGroup;
     g.text = std::to_string(++groups_);
@@ -257,23 +318,26 @@ class TextParser {
       if (s_[pos_++] == '}') break;  // else a '|': the next alternative
     }
     g.count = starts_of(g.alternatives, g.starts);
+    g.longest = one_of(g.alternatives);
     return g;
   }
 
   Part wildcard(const std::string& name, size_t at) {
-    special_ = true;
+    special(at);
     Part w;
     w.kind = Part::Kind::kWildcard;
     const int n = ++occurrences_[name];
     w.text = n == 1 ? name : name + "#" + std::to_string(n);
     w.wildcard = library_.resolve(name, at);
     w.count = w.wildcard->count;
+    w.longest = w.wildcard->longest;
     if (w.wildcard->deepest.size() > deepest_.size()) deepest_ = w.wildcard->deepest;
     return w;
   }
 
   template_detail::Library& library_;
   std::string_view s_;
+  bool limited_ = false;
   size_t pos_ = 0;
   int groups_ = 0;
   std::map<std::string, int> occurrences_;
@@ -299,6 +363,19 @@ std::shared_ptr<const Wildcard> template_detail::Library::resolve(const std::str
     if (chain.size() + it->second->deepest.size() > static_cast<size_t>(kMaxWildcardDepth)) too_deep(it->second->deepest);
     return it->second;
   }
+  if (const auto it = failed.find(name); it != failed.end()) throw TemplateError(at, it->second);
+  // Named outermost, its error depends on no chain above it: every other template naming it gets it.
+  const bool outermost = chain.empty();
+  try {
+    return load(name, at);
+  } catch (const TemplateError& e) {
+    if (outermost) failed.emplace(name, e.what());
+    throw;
+  }
+}
+
+// NAME read and parsed, with `chain` as resolve checked it.
+std::shared_ptr<const Wildcard> template_detail::Library::load(const std::string& name, size_t at) {
   if (!files) throw TemplateError(at, "unknown wildcard __" + name + "__: no wildcard folder was given");
   std::string why;
   const std::string* text = files->read(name, why);
@@ -335,6 +412,7 @@ std::shared_ptr<const Wildcard> template_detail::Library::resolve(const std::str
     if (p.deepest().size() > deepest.size()) deepest = p.deepest();
   }
   w->count = starts_of(w->options, w->starts);
+  w->longest = one_of(w->options);
   w->deepest = {name};
   w->deepest.insert(w->deepest.end(), deepest.begin(), deepest.end());
   parsed.emplace(name, w);
@@ -345,11 +423,20 @@ TemplateParser::TemplateParser(WildcardSet* wildcards) : library_(std::make_uniq
 TemplateParser::~TemplateParser() = default;
 
 PromptTemplate TemplateParser::parse(std::string_view text) {
-  TextParser p(*library_, text);
+  TextParser p(*library_, text, text.size() > kMaxTemplateBytes);
   PromptTemplate t;
   t.root_ = std::make_shared<const Sequence>(p.parse());
   t.is_template_ = p.special();
   return t;
+}
+
+void sort_choices(std::vector<std::pair<std::string, std::string>>& choices) {
+  const auto rank = [](const std::string& n) {
+    return !n.empty() && n.find_first_not_of("0123456789") == std::string::npos ? n.size() : SIZE_MAX;
+  };
+  std::stable_sort(choices.begin(), choices.end(), [&](const auto& l, const auto& r) {
+    return std::pair(rank(l.first), std::string_view(l.first)) < std::pair(rank(r.first), std::string_view(r.first));
+  });
 }
 
 std::vector<uint64_t> sample_combinations(uint64_t count, uint64_t n, uint64_t seed) {

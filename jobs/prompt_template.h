@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "jobs/wildcard_set.h"
@@ -31,6 +32,18 @@ namespace rgbaq::jobs {
 
 inline constexpr int kMaxWildcardDepth = 8;  // __a__ whose options name __b__ ...: 8 levels in all
 inline constexpr int kMaxGroupNesting = 32;  // {...} inside {...}
+
+// What one template may make, refused when it is parsed (each combination is copied into the queue, and
+// a daemon expands what a client sent): a template's own text, at most kMaxTemplateBytes (sixteen times a
+// long prompt: a template that needs more puts its options in wildcard files); its longest expansion, at
+// most kMaxExpandedPromptBytes (far over any prompt the encoder's 512 tokens take, so no prompt it could
+// render is refused); the choices one expansion records, at most kMaxTemplateChoices, and their values'
+// bytes, at most kMaxChoiceBytes. Lengths are reckoned from the longest option of every group and
+// wildcard, saturating, without expanding anything.
+inline constexpr size_t kMaxTemplateBytes = size_t{16} << 10;
+inline constexpr uint64_t kMaxExpandedPromptBytes = uint64_t{64} << 10;
+inline constexpr uint64_t kMaxTemplateChoices = 1000;
+inline constexpr uint64_t kMaxChoiceBytes = uint64_t{256} << 10;
 
 // A template that does not parse: the byte of the text given to TemplateParser::parse at fault (for a
 // fault inside a wildcard's file, the __name__ that reached it; the message names the file, its line
@@ -86,12 +99,19 @@ class TemplateParser {
 
   // Throws TemplateError: an unclosed '{', a stray '}', groups nested over kMaxGroupNesting, an unknown
   // wildcard (naming the folder looked in), a wildcard file with no options, a fault in one (its file,
-  // line and column), wildcards nested over kMaxWildcardDepth or in a cycle (naming the chain).
+  // line and column), wildcards nested over kMaxWildcardDepth or in a cycle (naming the chain), a
+  // template over kMaxTemplateBytes (at its start), an expansion over kMaxExpandedPromptBytes,
+  // kMaxTemplateChoices or kMaxChoiceBytes (at the group or __name__ that takes it over). A wildcard
+  // that fails is not parsed again: its error is kept for the other templates that name it.
   PromptTemplate parse(std::string_view text);
 
  private:
   std::unique_ptr<template_detail::Library> library_;
 };
+
+// Choices in the order they are shown: numbered groups by number ("2" before "10"), then the named
+// ones in name order (an empty name is a named one). Sorts `choices`, whatever their order was.
+void sort_choices(std::vector<std::pair<std::string, std::string>>& choices);
 
 // `n` distinct combinations of `count`, drawn at random from `seed` (the same draw for the same three,
 // on every platform: SplitMix64 and Floyd's algorithm, no library distribution), ascending; all of them

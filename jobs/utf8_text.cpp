@@ -23,4 +23,10 @@ size_t invalid_utf8_at(std::string_view s) {
   return std::string_view::npos;
 }
 
+int count_chars(std::string_view s) {
+  int n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 }  // namespace rgbaq::jobs

@@ -7,17 +7,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "jobs/utf8_text.h"
+
 namespace rgbaq::jobs {
 namespace {
 
 bool name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-}
-
-int count_chars(std::string_view s) {
-  int n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
 }
 
 }  // namespace

@@ -52,12 +52,13 @@ std::optional<std::vector<storage::NewJob>> reseed_rows(const storage::Job& job,
   const storage::NewJob self = to_queue_row(spec, out_dir);
   if (self.output_path != job.output_path || self.content_key != job.content_key || self.row_key != job.row_key) return std::nullopt;
   std::vector<storage::NewJob> rows;
-  uint64_t seed = job.seed;  // the highest seed of the row
-  for (const uint64_t s : used) seed = std::max(seed, s);
-  // At most used.size() seeds are skipped: the loop ends however the seeds lie.
+  // `used` is ascending (row_seeds): its last is the row's highest, and a lookup is a binary search, so
+  // that a big row costs O(count log n) here. Seeds above the highest are free until the wrap past
+  // 2^64 - 1 to 0, where at most used.size() are skipped: the loop ends however the seeds lie.
+  uint64_t seed = used.empty() ? job.seed : std::max(job.seed, used.back());
   for (size_t tried = 0; rows.size() < static_cast<size_t>(count) && tried <= used.size() + static_cast<size_t>(count); ++tried) {
     ++seed;  // wraps past 2^64 - 1 to 0
-    if (std::find(used.begin(), used.end(), seed) != used.end()) continue;
+    if (std::binary_search(used.begin(), used.end(), seed)) continue;
     spec.seed = seed;
     rows.push_back(to_queue_row(spec, out_dir));
   }

@@ -16,7 +16,7 @@ storage::NewJob to_queue_row(const jobs::JobSpec& spec, const std::filesystem::p
 std::vector<storage::NewJob> to_queue_rows(const std::vector<jobs::JobSpec>& specs, const std::filesystem::path& out_dir);
 
 // The rows of `job`'s row (its spec, output folder and re-seed settings) with the next `count` seeds
-// after the highest in `used` (the seeds its row has: QueueStore::row_seeds), skipping used ones and
+// after the highest in `used` (the seeds its row has, ascending: QueueStore::row_seeds), skipping used ones and
 // wrapping past 2^64 - 1, in order. nullopt when to_queue_row does not give back the job's own output
 // path, content key and row key for its own seed (a job queued by an older rgbaq): a row that cannot be
 // rebuilt exactly is not re-seeded.

@@ -1,12 +1,14 @@
 #pragma once
 // The owner's hook (--on-run-done) run once for each run end the queue owes one (issue 41). A run's end
 // is recorded, owing its hook, in the transaction that ends the run; this thread claims owed hooks
-// (one daemon gets each, also on a shared PostgreSQL queue), writes the run's manifest, runs the
-// command (daemon/hooks/hook_process.h) and records how it ended on the run end. Off the render path:
-// a hook that hangs costs its time limit on this thread only. A hook claimed when the daemon dies is
-// never run again (the next start's recovery records it "lost"): exactly once, but for a daemon that
-// dies between the claim and the start, which leaves it not run (at most once).
+// (one daemon gets each, also on a shared PostgreSQL queue), having written the run's manifest and
+// awaited its last PNGs before the claim, runs the command (daemon/hooks/hook_process.h) at once and
+// records how it ended on the run end. Off the render path: a hook that hangs costs its time limit on
+// this thread only. A hook claimed when the daemon dies is never run again (the next start's recovery
+// records it "lost"): exactly once, but for a daemon that dies in the instant between the claim's
+// commit and the fork, which leaves it not run (at most once).
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -41,8 +43,17 @@ class RunHookRunner {
   RunHookRunner& operator=(const RunHookRunner&) = delete;
 
  private:
+  // What a hook needs before it starts: its run (nullopt: forgotten) and manifest, or why it cannot run.
+  struct PreparedHook {
+    int64_t run_id = 0;
+    std::optional<storage::Run> run;
+    std::filesystem::path manifest;
+    std::string error;  // "" when it can run
+  };
+
   void run_owed_hooks();
-  void run_hook(const storage::RunEnd& end);
+  PreparedHook prepare_hook(const storage::RunEnd& end, std::optional<storage::Run> run);
+  void run_hook(const storage::RunEnd& end, const PreparedHook& prepared);
 
   const DaemonConfig& config_;
   std::function<int64_t()> worker_id_;

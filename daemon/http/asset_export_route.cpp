@@ -104,7 +104,7 @@ void route_export_assets(const std::shared_ptr<RouteCall>& call) {
     const auto sources = sources_of(h, body, about);
     try {
       assets::ExportFolder folder(resolved, output_dir_mode(), output_file_mode());
-      return assets::asset_export_summary(assets::export_assets(sources, options, folder, about), folder.path());
+      return assets::asset_export_summary(assets::export_assets(sources, options, folder, about, assets::OptionNames::kJson), folder.path());
     } catch (const assets::ExportFolderError& e) {
       throw bad_request(e.what());
     } catch (const std::invalid_argument& e) {

@@ -1,8 +1,6 @@
 #include "daemon/http/image_encoding.h"
 
-#include <webp/encode.h>
-
-#include <stdexcept>
+#include "assets/asset_format.h"
 
 namespace rgbaq::daemon::http {
 
@@ -21,27 +19,7 @@ std::string encode_png_rgb(const std::vector<uint8_t>& rgba, int width, int heig
 }
 
 std::string encode_webp_rgba(const std::vector<uint8_t>& rgba, int width, int height, int quality) {
-  WebPConfig config;
-  WebPPicture picture;
-  if (!WebPConfigInit(&config) || !WebPPictureInit(&picture)) throw std::runtime_error("libwebp: version mismatch");
-  config.lossless = quality >= 100;
-  config.exact = 1;  // lossless means lossless: the colour under transparent pixels is kept too
-  config.quality = config.lossless ? 75.0f : static_cast<float>(quality);  // lossless: effort, not fidelity
-  picture.use_argb = 1;
-  picture.width = width;
-  picture.height = height;
-  WebPMemoryWriter writer;
-  WebPMemoryWriterInit(&writer);
-  picture.writer = WebPMemoryWrite;
-  picture.custom_ptr = &writer;
-  const bool ok = WebPValidateConfig(&config) && WebPPictureImportRGBA(&picture, rgba.data(), width * 4) && WebPEncode(&config, &picture);
-  const int error = picture.error_code;
-  WebPPictureFree(&picture);
-  std::string out(reinterpret_cast<const char*>(writer.mem), writer.size);
-  WebPMemoryWriterClear(&writer);
-  if (!ok) throw std::runtime_error("libwebp could not encode a " + std::to_string(width) + "x" + std::to_string(height) + " image (error " +
-                                    std::to_string(error) + ")");
-  return out;
+  return assets::encode_webp(rgba.data(), width, height, quality);
 }
 
 std::string base64(const std::string& bytes) {

@@ -17,7 +17,8 @@ std::vector<uint8_t> composite_on_white(const std::vector<uint8_t>& rgba);
 // std::runtime_error when libpng fails.
 std::string encode_png_rgb(const std::vector<uint8_t>& rgba, int width, int height, const std::vector<storage::PngText>& texts);
 
-// A WebP with alpha: lossless at quality 100, else lossy at `quality` (0..100, the alpha plane lossless).
+// A WebP with alpha: lossless at quality 100, else lossy at `quality` (0..100, the alpha plane lossless);
+// the export stage's encoder (assets::encode_webp).
 // Throws std::runtime_error when libwebp fails.
 std::string encode_webp_rgba(const std::vector<uint8_t>& rgba, int width, int height, int quality);
 

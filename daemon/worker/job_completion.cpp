@@ -45,11 +45,16 @@ storage::Completion job_completion(storage::QueueStore& store, const storage::Jo
   c.qa_json = assets::alpha_check_json(check).dump();
   c.qa_flags = check.flags_text();
   if (job.reseed_max > 0 && meets_reseed_on(check.flags, job.reseed_on)) {
-    auto rows = reseed_rows(job, store.row_seeds(job.run_id, job.row_key), kReseedCandidates);
-    if (rows) {
-      c.reseed_candidates = std::move(*rows);
-    } else {
-      spdlog::warn("job {} ({}) is not re-seeded: its row cannot be rebuilt exactly (queued by an older rgbaq?)", job.id, c.qa_flags);
+    try {
+      auto rows = reseed_rows(job, store.row_seeds(job.run_id, job.row_key), kReseedCandidates);
+      if (rows) {
+        c.reseed_candidates = std::move(*rows);
+      } else {
+        spdlog::warn("job {} ({}) is not re-seeded: its row cannot be rebuilt exactly (queued by an older rgbaq?)", job.id, c.qa_flags);
+      }
+    } catch (const std::exception& e) {
+      // The render is good: it is kept and recorded done, only its re-seed is lost.
+      spdlog::warn("job {} ({}) is completed without a re-seed: reading its row's seeds failed: {}", job.id, c.qa_flags, e.what());
     }
   }
   return c;

@@ -16,8 +16,9 @@ namespace rgbaq::daemon {
 // job holds, or whose seed a worker finishing another job of the row took meanwhile, has successors.
 inline constexpr int kReseedCandidates = 4;
 
-// Reads the row's seeds from `store` (QueueStore::row_seeds) only when the job is to be re-seeded.
-// Throws what the store throws.
+// Reads the row's seeds from `store` (QueueStore::row_seeds) only when the job is to be re-seeded. A
+// failure to read them is logged (naming the job and the error) and leaves no re-seed candidates: the
+// job is completed all the same.
 storage::Completion job_completion(storage::QueueStore& store, const storage::Job& job, const assets::AlphaCheck& check,
                                    std::string metadata_json);
 

@@ -192,13 +192,8 @@ void OutputWriter::write(FinishedRender& r) {
   // its lease and lost the job never replaces the PNG of the worker that finished it. The note lets a
   // start after a crash between the two finish the rename (pending_outputs.h).
   const std::string metadata = metadata_json_with_qa(r.metadata, qa);
-  storage::Completion completion;
-  try {
-    completion = job_completion(*store_, job, *check, metadata);  // may read the row's seeds
-  } catch (const std::exception& e) {
-    record_failure(job, std::string("reading the row's seeds to re-seed it failed: ") + e.what());
-    return;
-  }
+  // A failure reading the row's seeds costs the re-seed only (logged), never the finished PNG.
+  const storage::Completion completion = job_completion(*store_, job, *check, metadata);
   std::optional<PendingOutputNote> note;
   try {
     note.emplace(pending_dir_, job.id, job.output_path, png->temp_name(), metadata);

@@ -150,7 +150,7 @@ TEST(AssetExportEndToEnd, ARunsDoneJobsByTheCliAndOverHttp) {
   const fs::path nothing = h.dir.path() / "nothing";
   for (const auto& [args, said] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--pad", "-1"}, "--pad -1: the padding is 0 to 1024 pixels"},
-           {{"--sizes", "0"}, "--sizes 0: a size is 1 to 65535 pixels"},
+           {{"--sizes", "0"}, "--sizes 0: a size is 1 to 8192 pixels"},
            {{"--sizes", "64,x"}, "--sizes \"64,x\" is not a list of pixel sizes"},
            {{"--pad", "20", "--atlas", "items", "--atlas-max", "16"}, "--atlas-max 16 is smaller than job "},
            {{"--format", "gif"}, "--format \"gif\" is not png or webp"},
@@ -209,6 +209,21 @@ TEST(AssetExportEndToEnd, ARunsDoneJobsByTheCliAndOverHttp) {
   EXPECT_NE(bad_pad.body.find("\\\"pad\\\" -1"), std::string::npos) << bad_pad.body;
   EXPECT_FALSE(fs::exists(root.path() / "bad"));
   EXPECT_EQ(h.post_json("/api/v1/jobs/export-assets", {{"folder", (root.path() / "bad").string()}}).status, 400);
+  // A size past the limit (65535 px would be a 68 GB buffer) is refused before any work; the daemon serves on.
+  const auto huge = h.post_json("/api/v1/jobs/export-assets", {{"jobs", {1}}, {"sizes", {65535}}, {"folder", (root.path() / "bad").string()}});
+  EXPECT_EQ(huge.status, 400);
+  EXPECT_NE(huge.body.find("\\\"sizes\\\" 65535: a size is 1 to 8192 pixels"), std::string::npos) << huge.body;
+  EXPECT_FALSE(fs::exists(root.path() / "bad"));
+  // An atlas page smaller than an image (known once it is read) is named as the API names it, not the CLI.
+  const auto small_page = h.post_json("/api/v1/jobs/export-assets",
+                                      {{"jobs", {1}}, {"atlas", "items"}, {"atlas_max", 8}, {"folder", (root.path() / "bad").string()}});
+  EXPECT_EQ(small_page.status, 400);
+  EXPECT_NE(small_page.body.find("\\\"atlas_max\\\" 8 is smaller than job 1's image (128x128)"), std::string::npos) << small_page.body;
+  EXPECT_EQ(small_page.body.find("--atlas"), std::string::npos) << small_page.body;
+  EXPECT_FALSE(fs::exists(root.path() / "bad"));
+  const auto after = h.post_json("/api/v1/jobs/export-assets", {{"jobs", {1}}, {"folder", (root.path() / "after").string()}});
+  ASSERT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.json_body()["images"], 1);
 }
 
 }  // namespace

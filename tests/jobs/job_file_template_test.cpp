@@ -203,5 +203,68 @@ TEST(JobFileTemplates, ExportsAndLiteralSubmitsTakePromptsAsWritten) {
   EXPECT_EQ(g.jobs[0].prompt, "a } {");
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(JobFileTemplates, AnExpansionOverThePromptLimitIsRefusedAtOnceWhereItIs) {
+  // a: 100 of {__long__|x}, __long__ 1000 bytes: its 66th group (column 65 * 13 + 1) makes 66065 bytes.
+  std::string a;
+  for (int i = 0; i < 100; ++i) a += "{__long__|x} ";
+  auto files = WildcardSet::from_texts({{"a", a}, {"long", std::string(1000, 'y')}}, "");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto f = parse_job_file("{\"prompt\":\"ok\"}\n{\"seed\":1,\"prompt\":\"fox __a__\"}\n", FileFormat::kJsonl, fixed_options(&files));
+  EXPECT_EQ(only_error(f), "f:2:25: prompt: in __a__, a.txt:1:846: with this, one expansion is up to 66065 bytes long; "
+                           "a prompt may have at most 65536");
+  EXPECT_LT(seconds_since(t0), 1.0);
+}
+
+TEST(JobFileTemplates, ATemplateIsAtMostSixteenKiBAndItsRowsShareOneCopy) {
+  const std::string big = "{a|" + std::string(20000, 'x') + "} {b|c}";  // 20010 bytes
+  EXPECT_EQ(only_error(parse_job_file("name,prompt\nn1," + big + "\n", FileFormat::kCsv, fixed_options())),
+            "f:2:4: prompt: a template may be at most 16384 bytes; this prompt is 20010 bytes (long options go in a wildcard file)");
+  // As long a prompt without a template is taken as written (the encoder's check refuses it, or not).
+  const std::string tmpl = "{a|b} {c|d} {e|f} {g|h}";
+  const auto f = parse_job_file("prompt\n" + std::string(20000, 'x') + "\n" + tmpl + "\n", FileFormat::kCsv, fixed_options());
+  ASSERT_TRUE(f.errors.empty()) << all_errors(f);
+  ASSERT_EQ(f.rows.size(), 17u);
+  EXPECT_EQ(f.rows[0].template_text, nullptr);
+  ASSERT_NE(f.rows[1].template_text, nullptr);
+  EXPECT_EQ(*f.rows[1].template_text, tmpl);
+  for (size_t r = 2; r < 17; ++r) EXPECT_EQ(f.rows[r].template_text.get(), f.rows[1].template_text.get()) << r;
+  EXPECT_EQ(f.rows[16].prompt, "b d f h");
+  EXPECT_EQ(f.jobs[16].template_text, tmpl);
+}
+
+TEST(JobFileTemplates, AWildcardThatFailsIsParsedOnce) {
+  // 4 MiB whose '{' is never closed, named by 100 rows: one parse, not one per row.
+  auto files = WildcardSet::from_texts({{"bad", "{" + std::string((size_t{4} << 20) - 2, 'x')}}, "");
+  std::string file = "prompt\n";
+  for (int i = 0; i < 100; ++i) file += "an __bad__\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto f = parse_job_file(file, FileFormat::kCsv, fixed_options(&files));
+  EXPECT_LT(seconds_since(t0), 2.0);  // one parse took 0.2 s here; one per row, 20
+  ASSERT_EQ(f.errors.size(), 100u);
+  const std::string what = ": prompt: in __bad__, bad.txt:1:1: this '{' is never closed: no '}' ends its group (write \\{ for a '{' of the prompt)";
+  EXPECT_EQ(f.errors[0].to_string("f"), "f:2:4" + what);
+  EXPECT_EQ(f.errors[99].to_string("f"), "f:101:4" + what);
+}
+
+TEST(JobFileTemplates, ErrorsStopAfterAHundredAndArePlacedWithoutRescanningTheFile) {
+  // A 1 MB prompt first, then 10000 unclosed groups: 100 errors, each placed from its own field (one per
+  // row, each read from the file's start, was 10 GB read).
+  std::string file = "prompt\n\"" + std::string(1'000'000, 'x') + "\"\n";
+  for (int i = 0; i < 10'000; ++i) file += "a {b\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto f = parse_job_file(file, FileFormat::kCsv, fixed_options());
+  EXPECT_LT(seconds_since(t0), 1.0);
+  ASSERT_EQ(f.errors.size(), 101u);
+  const std::string what = ": prompt: this '{' is never closed: no '}' ends its group (write \\{ for a '{' of the prompt)";
+  EXPECT_EQ(f.errors[0].to_string("f"), "f:3:3" + what);
+  EXPECT_EQ(f.errors[99].to_string("f"), "f:102:3" + what);
+  EXPECT_EQ(f.errors[100].to_string("f"), "f: stopping after 100 errors; the file may hold more");
+  EXPECT_TRUE(f.rows.empty());
+}
+
 }  // namespace
 }  // namespace rgbaq::jobs

@@ -194,6 +194,46 @@ TEST(PromptTemplate, WildcardsNestEightDeepAndNoMore) {
   EXPECT_NE(error_of(q, "__w1__").second.find("nest more than 8 deep"), std::string::npos);
 }
 
+TEST(PromptTemplate, AnExpansionOverTheLimitsIsRefusedWhenParsed) {
+  // One combination of 10^11 bytes: refused at once, in b (its 1001st __c__, column 6001, takes its
+  // choices over 1000), reached from a's first __b__, reached from the template's __a__.
+  std::string a, b;
+  for (int i = 0; i < 700'000; ++i) a += "__b__ ", b += "__c__ ";
+  auto files = WildcardSet::from_texts({{"a", a}, {"b", b}, {"c", "x"}}, "");
+  TemplateParser p(&files);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto [at, what] = error_of(p, "fox __a__");
+  EXPECT_EQ(at, 4u);
+  EXPECT_EQ(what, "in __a__, a.txt:1:1: in __b__, b.txt:1:6001: with this, one expansion records up to 1001 choices; "
+                  "a prompt may have at most 1000");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  // Bytes: 66 of a 1000-byte option and the 65 spaces between them are 66065, over 65536.
+  std::string many;
+  for (int i = 0; i < 100; ++i) many += "{__long__|x} ";
+  auto longs = WildcardSet::from_texts({{"long", std::string(1000, 'y')}}, "");
+  TemplateParser q(&longs);
+  std::tie(at, what) = error_of(q, many);
+  EXPECT_EQ(at, 65u * 13);
+  EXPECT_EQ(what, "with this, one expansion is up to 66065 bytes long; a prompt may have at most 65536");
+  // Nested choices: each level's value holds the levels inside it. __n__ in 31 groups: 32 values of
+  // up to 7000 bytes (224000); two of it in one more group each: 2 * 33 * 7000 = 462000.
+  std::string nest = std::string(7000, 'z');
+  auto deep = WildcardSet::from_texts({{"n", nest}}, "");
+  TemplateParser r(&deep);
+  std::string nested = "__n__";
+  for (int i = 0; i < 31; ++i) nested = "{" + nested + "|}";
+  EXPECT_EQ(r.parse(nested).count(), 32u);
+  std::tie(at, what) = error_of(r, "{" + nested + "|} {" + nested + "|}");
+  EXPECT_EQ(at, nested.size() + 4);
+  EXPECT_EQ(what, "with this, one expansion records choices of up to 462000 bytes in all; a prompt's may have at most 262144");
+}
+
+TEST(PromptTemplate, ChoicesSortNumbersByNumberThenNames) {
+  std::vector<std::pair<std::string, std::string>> c = {{"style", "s"}, {"10", "t"}, {"", "e"}, {"2", "w"}, {"color", "c"}, {"1", "o"}};
+  sort_choices(c);
+  EXPECT_EQ(c, (std::vector<std::pair<std::string, std::string>>{{"1", "o"}, {"2", "w"}, {"10", "t"}, {"", "e"}, {"color", "c"}, {"style", "s"}}));
+}
+
 TEST(PromptTemplate, SampleMatchesThePythonReference) {
   // Python: SplitMix64 (seed 0's first output 0xe220a8397b1dcdaf, the published vector) and Floyd.
   EXPECT_EQ(sample_combinations(100, 5, 42), (std::vector<uint64_t>{6, 45, 50, 84, 85}));
