@@ -11,6 +11,7 @@
 // usage: queue_bench [--jobs-in-db N] [--queue URL] [--templates (that comparison only)]
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -201,6 +202,18 @@ struct TemplateCase {
   }
 };
 
+// The daemon's prompt check at submit: the prompt's token length under the template ("" when it fits).
+static std::function<std::string(const std::string&)> prompt_check(const tokenizer::PromptTemplate& tmpl) {
+  return [&tmpl](const std::string& p) -> std::string {
+    try {
+      tmpl.apply(p);
+      return "";
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  };
+}
+
 // Parse (and expand) with the tokenizer's length check, as the daemon does, then build and insert into
 // a fresh SQLite queue; the seconds it took.
 static double submit_seconds(const std::string& file, jobs::WildcardSet* wildcards, const tokenizer::PromptTemplate& tmpl,
@@ -210,14 +223,7 @@ static double submit_seconds(const std::string& file, jobs::WildcardSet* wildcar
   const auto t0 = Clock::now();
   jobs::ParseOptions options;
   options.wildcards = wildcards;
-  options.check_prompt = [&](const std::string& p) -> std::string {
-    try {
-      tmpl.apply(p);
-      return "";
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-  };
+  options.check_prompt = prompt_check(tmpl);
   const auto parsed = jobs::parse_job_file(file, jobs::FileFormat::kCsv, options);
   const auto rows = daemon::to_queue_rows(parsed.jobs, "/renders");
   const auto result = store.submit({"bench", "{}", "/renders"}, rows);
@@ -264,14 +270,7 @@ int main(int argc, char** argv) {
     const auto t0 = Clock::now();
     jobs::ParseOptions options;
     if (check_tokens) {
-      options.check_prompt = [&](const std::string& p) -> std::string {
-        try {
-          tmpl.apply(p);
-          return "";
-        } catch (const std::exception& e) {
-          return e.what();
-        }
-      };
+      options.check_prompt = prompt_check(tmpl);
     }
     const auto file = jobs::parse_job_file(csv, jobs::FileFormat::kCsv, options);
     const double parse_s = seconds_since(t0);
