@@ -18,7 +18,7 @@
 #include "engine/cpu/linear.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/cpu/vae_decoder.h"
-#include "engine/model_directory.h"
+#include "engine/model/model_directory.h"
 #include "engine/session.h"
 #include "host/noise.h"
 

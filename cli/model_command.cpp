@@ -11,9 +11,9 @@
 #include "cli/model_pull.h"
 #include "common/arguments.h"
 #include "common/printable_text.h"
-#include "engine/hf_cache.h"
-#include "engine/model_directory.h"
-#include "engine/model_quantizer.h"
+#include "engine/model/hf_cache.h"
+#include "engine/model/model_directory.h"
+#include "engine/model/model_quantizer.h"
 #include "engine/render_memory.h"
 
 namespace rgbaq::cli {

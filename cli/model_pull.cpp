@@ -27,11 +27,11 @@
 #include "common/sha256.h"
 #include "common/trusted_folder.h"
 #include "daemon/socket_paths.h"
-#include "engine/hf_cache.h"
-#include "engine/model_config.h"
-#include "engine/model_directory.h"
-#include "engine/model_files.h"
-#include "engine/model_quantizer.h"
+#include "engine/model/hf_cache.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_directory.h"
+#include "engine/model/model_files.h"
+#include "engine/model/model_quantizer.h"
 #include "engine/render_memory.h"
 
 namespace rgbaq::cli {

@@ -1,7 +1,7 @@
 #pragma once
 // `rgbaq model pull [REPO[@REV]] [--to DIR] [--endpoint URL] [--token-file F] [--quantize int8]`:
-// resolves the revision to a commit on the Hub, downloads the files rgbaq reads (engine/model_files.h)
-// and the small configs beside them into the huggingface_hub cache layout (engine/hf_cache.h), or
+// resolves the revision to a commit on the Hub, downloads the files rgbaq reads (engine/model/model_files.h)
+// and the small configs beside them into the huggingface_hub cache layout (engine/model/hf_cache.h), or
 // into DIR, and prints the folder to give --model. Resumable (a partial file lives as
 // NAME.incomplete until its bytes are complete and verified), verified (each LFS file's SHA-256),
 // checked for free disk space before the first byte.

@@ -13,8 +13,8 @@
 #include "common/data_files.h"
 #include "common/printable_text.h"
 #include "daemon/socket_paths.h"
-#include "engine/hf_cache.h"
-#include "engine/model_directory.h"
+#include "engine/model/hf_cache.h"
+#include "engine/model/model_directory.h"
 #include "launchd/service_templates.h"
 
 namespace rgbaq::cli {

@@ -44,9 +44,9 @@
 #include "daemon/worker/worker_heartbeat.h"
 #include "daemon/worker/worker_plan.h"
 #include "engine/backend_registry.h"
-#include "engine/hf_cache.h"
-#include "engine/model_directory.h"
-#include "engine/model_identity.h"
+#include "engine/model/hf_cache.h"
+#include "engine/model/model_directory.h"
+#include "engine/model/model_identity.h"
 #include "engine/render_memory.h"
 #include "storage/open_queue_store.h"
 

@@ -10,7 +10,7 @@
 
 #include "engine/engine_options.h"
 #include "engine/graphs.h"
-#include "engine/model_directory.h"
+#include "engine/model/model_directory.h"
 
 namespace rgbaq::engine {
 

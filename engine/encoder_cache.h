@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "engine/model/tensor.h"
 
 namespace rgbaq::engine {
 

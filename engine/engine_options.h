@@ -18,7 +18,7 @@ enum class Precision {
   kFp32,  // cuda: fp32 weights and GEMMs, TF32 off: for parity checks against the cpu backend
   // cuda on sm_89 and later: the DiT's blocks' and the encoder's Linear weights FP8 E4M3 with one scale
   // per output row, their inputs quantized per token on the device, FP8 GEMMs into the fp32 stream;
-  // everything else as bf16 (engine/fp8_e4m3.h). Refused by the other engines and by older devices.
+  // everything else as bf16 (engine/model/fp8_e4m3.h). Refused by the other engines and by older devices.
   kFp8,
 };
 

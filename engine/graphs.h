@@ -15,7 +15,7 @@
 #include "host/image_size.h"
 #include "host/rope.h"
 #include "engine/lora.h"
-#include "engine/tensor.h"
+#include "engine/model/tensor.h"
 
 namespace rgbaq::engine {
 

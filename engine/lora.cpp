@@ -8,8 +8,8 @@
 #include <stdexcept>
 
 #include "common/sha256.h"
-#include "engine/safetensors.h"
-#include "engine/weight_schema.h"
+#include "engine/model/safetensors.h"
+#include "engine/model/weight_schema.h"
 
 namespace rgbaq::engine {
 namespace {

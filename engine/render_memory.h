@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/engine_options.h"
-#include "engine/model_directory.h"
+#include "engine/model/model_directory.h"
 
 namespace rgbaq::engine {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "engine/backend_registry.h"
-#include "engine/model_directory.h"
+#include "engine/model/model_directory.h"
 #include "host/noise.h"
 #include "host/rgba8.h"
 

@@ -23,7 +23,7 @@
 #include <functional>
 #include <vector>
 
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 
 namespace rgbaq::engine {
 

@@ -14,11 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/int8_blocks.h"
+#include "engine/model/int8_blocks.h"
 #include "engine/lora.h"
-#include "engine/weight_schema.h"
-#include "engine/model_quantizer.h"
-#include "engine/safetensors.h"
+#include "engine/model/weight_schema.h"
+#include "engine/model/model_quantizer.h"
+#include "engine/model/safetensors.h"
 #include "host/schedule.h"
 
 namespace rgbaq::tools {
@@ -81,7 +81,7 @@ class WeightMaker {
   }
 
   // A Linear [out, in] that keeps activations at unit scale. With int8 Linears: uniform int8 values
-  // and one bf16 scale per 32 inputs (engine/int8_blocks.h), the same distribution without a float copy.
+  // and one bf16 scale per 32 inputs (engine/model/int8_blocks.h), the same distribution without a float copy.
   void linear(Named& out, const std::string& name, int64_t rows, int64_t cols, double gain = 1.0) const {
     const double stddev = gain / std::sqrt(static_cast<double>(cols));
     if (!int8_linears_) return add(out, name, {rows, cols}, stddev);

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/dtype.h"
-#include "engine/model_config.h"
+#include "engine/model/dtype.h"
+#include "engine/model/model_config.h"
 
 namespace rgbaq::tools {
 

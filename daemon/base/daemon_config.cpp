@@ -7,8 +7,8 @@
 
 #include "common/arguments.h"
 #include "daemon/socket_paths.h"
-#include "engine/hf_cache.h"
-#include "engine/model_directory.h"
+#include "engine/model/hf_cache.h"
+#include "engine/model/model_directory.h"
 #include "storage/open_queue_store.h"
 
 namespace rgbaq::daemon {

@@ -1,6 +1,6 @@
 #include "daemon/base/render_record.h"
 
-#include "engine/hf_cache.h"
+#include "engine/model/hf_cache.h"
 
 namespace rgbaq::daemon {
 

@@ -15,7 +15,7 @@
 #include "daemon/base/finished_output.h"
 #include "daemon/base/lora_folders.h"
 #include "daemon/base/render_record.h"
-#include "engine/model_identity.h"
+#include "engine/model/model_identity.h"
 #include "host/contract_limits.h"
 #include "jobs/lora_list.h"
 #include "storage/open_queue_store.h"

@@ -9,7 +9,7 @@
 #include "engine/cpu/thread_pool.h"
 #include "engine/cpu/vae_decoder.h"
 #include "engine/graphs.h"
-#include "engine/model_directory.h"
+#include "engine/model/model_directory.h"
 
 namespace rgbaq::engine::cpu {
 

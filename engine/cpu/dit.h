@@ -10,9 +10,9 @@
 
 #include "engine/cpu/thread_pool.h"
 #include "engine/lora.h"
-#include "engine/model_config.h"
-#include "engine/tensor.h"
-#include "engine/weight_store.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor.h"
+#include "engine/model/weight_store.h"
 #include "host/rope.h"
 
 namespace rgbaq::engine::cpu {

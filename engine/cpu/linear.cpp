@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "engine/int8_blocks.h"
+#include "engine/model/int8_blocks.h"
 
 namespace rgbaq::engine::cpu {
 namespace {

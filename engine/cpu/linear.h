@@ -2,7 +2,7 @@
 // y = x W^T for a Linear weight W [out, in] in its stored dtype. F32 weights go straight to OpenBLAS
 // sgemm; BF16/F16 weights stay in their dtype (mapped from the file) and are widened 256 rows at a
 // time into a per-thread scratch (256 x in floats: 4 MiB at in = 4096), so a model costs its file
-// size in memory, not twice that. I8 weights with block scales (engine/int8_blocks.h) are dequantized
+// size in memory, not twice that. I8 weights with block scales (engine/model/int8_blocks.h) are dequantized
 // the same way, a tile at a time. Threads split the output columns into fixed tiles, so results do
 // not depend on the thread count.
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #include "engine/cpu/thread_pool.h"
 #include "engine/lora.h"
-#include "engine/tensor.h"
+#include "engine/model/tensor.h"
 
 namespace rgbaq::engine::cpu {
 

@@ -7,7 +7,7 @@
 #include "engine/cpu/attention.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/linear.h"
-#include "engine/weight_schema.h"
+#include "engine/model/weight_schema.h"
 
 namespace rgbaq::engine::cpu {
 

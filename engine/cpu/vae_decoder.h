@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "engine/cpu/thread_pool.h"
-#include "engine/model_config.h"
-#include "engine/tensor.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor.h"
 #include "engine/vae_tile_plan.h"
-#include "engine/weight_store.h"
+#include "engine/model/weight_store.h"
 
 namespace rgbaq::engine::cpu {
 

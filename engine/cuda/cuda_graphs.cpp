@@ -7,7 +7,7 @@
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/weight_plan.h"
 #include "engine/cuda/workspace_plan.h"
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 #include "host/contract_limits.h"
 
 namespace rgbaq::engine::cuda {

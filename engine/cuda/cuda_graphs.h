@@ -20,8 +20,8 @@
 #include "engine/cuda/gemm.h"
 #include "engine/engine_options.h"
 #include "engine/graphs.h"
-#include "engine/model_directory.h"
-#include "engine/weight_store.h"
+#include "engine/model/model_directory.h"
+#include "engine/model/weight_store.h"
 
 namespace rgbaq::engine::cuda {
 

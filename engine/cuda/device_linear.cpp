@@ -5,7 +5,7 @@
 
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
-#include "engine/fp8_e4m3.h"
+#include "engine/model/fp8_e4m3.h"
 
 namespace rgbaq::engine::cuda {
 

@@ -14,7 +14,7 @@
 #include "engine/cuda/device_memory.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/linear_format.h"
-#include "engine/tensor.h"
+#include "engine/model/tensor.h"
 
 namespace rgbaq::engine::cuda {
 

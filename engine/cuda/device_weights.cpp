@@ -6,8 +6,8 @@
 
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/kernels.h"
-#include "engine/dtype.h"
-#include "engine/int8_blocks.h"
+#include "engine/model/dtype.h"
+#include "engine/model/int8_blocks.h"
 
 namespace rgbaq::engine::cuda {
 

@@ -11,8 +11,8 @@
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/kernels.h"
 #include "engine/elementwise_math.h"
-#include "engine/fp8_e4m3.h"
-#include "engine/int8_blocks.h"
+#include "engine/model/fp8_e4m3.h"
+#include "engine/model/int8_blocks.h"
 
 namespace rgbaq::engine::cuda {
 namespace {

@@ -90,10 +90,10 @@ void clamp_unit(float* x, int64_t n, cudaStream_t s);
 void fill_random(void* p, ElementType type, int64_t n, uint64_t seed, float scale, float offset, cudaStream_t s);
 
 // Weight formats (linear_format.h). out [rows, in] (out_type, or fp32 when out_type is kF32) = q * s
-// of an int8 Linear with its bf16 block scales (engine/int8_blocks.h).
+// of an int8 Linear with its bf16 block scales (engine/model/int8_blocks.h).
 void dequantize_int8(const int8_t* q, const uint16_t* scales, int64_t rows, int64_t in, void* out, ElementType out_type,
                      cudaStream_t s);
-// Each row of x [rows, cols] (`type`) as FP8 E4M3 codes with its fp32 scale (engine/fp8_e4m3.h: the
+// Each row of x [rows, cols] (`type`) as FP8 E4M3 codes with its fp32 scale (engine/model/fp8_e4m3.h: the
 // host's fp8::quantize_rows, bit for bit): Linear weights per output row, activations per token.
 void quantize_fp8_rows(const void* x, ElementType type, int64_t rows, int64_t cols, uint8_t* codes, float* scales,
                        cudaStream_t s);

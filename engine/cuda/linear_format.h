@@ -1,13 +1,13 @@
 #pragma once
 // The forms a Linear weight [out, in] takes on the device, and their bytes, as plain arithmetic (the
 // session's fit check, `rgbaq model check` and the host tests use the same numbers the uploads make):
-// dense in the GEMM type; int8 with bf16 block scales as stored (engine/int8_blocks.h, --gpu-int8 keep);
-// FP8 E4M3 with one fp32 scale per output row (engine/fp8_e4m3.h, --precision fp8).
+// dense in the GEMM type; int8 with bf16 block scales as stored (engine/model/int8_blocks.h, --gpu-int8 keep);
+// FP8 E4M3 with one fp32 scale per output row (engine/model/fp8_e4m3.h, --precision fp8).
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
-#include "engine/int8_blocks.h"
+#include "engine/model/int8_blocks.h"
 
 namespace rgbaq::engine::cuda {
 

@@ -1,6 +1,6 @@
 #pragma once
 // What a CUDA session's weights take on the device, tensor by tensor from the model's schemas (what
-// the graphs read, engine/weight_schema.h) and the Linear formats asked for (linear_format.h): what
+// the graphs read, engine/model/weight_schema.h) and the Linear formats asked for (linear_format.h): what
 // CudaTextEncoder, CudaDit and CudaVae upload. The session's fit check, `rgbaq model check` and the
 // host tests share this one count; a gpu test holds each session's own count of its uploads to it.
 #include <cstdint>
@@ -8,8 +8,8 @@
 #include <string>
 
 #include "engine/cuda/linear_format.h"
-#include "engine/model_directory.h"
-#include "engine/weight_schema.h"
+#include "engine/model/model_directory.h"
+#include "engine/model/weight_schema.h"
 
 namespace rgbaq::engine::cuda {
 

@@ -10,7 +10,7 @@
 
 #include "engine/cuda/attention_plan.h"
 #include "engine/cuda/linear_format.h"
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 #include "engine/vae_tile_plan.h"
 
 namespace rgbaq::engine::cuda {

@@ -7,7 +7,7 @@
 
 #include <fstream>
 
-#include "engine/safetensors.h"
+#include "engine/model/safetensors.h"
 #include "tests/daemon/daemon_test_helpers.h"
 #include "tools/tiny_model.h"
 

@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "engine/lora.h"
-#include "engine/safetensors.h"
+#include "engine/model/safetensors.h"
 #include "storage/png_file.h"
 #include "storage/sqlite/sqlite_queue_store.h"
 #include "tests/daemon/daemon_test_helpers.h"

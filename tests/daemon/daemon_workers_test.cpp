@@ -10,7 +10,7 @@
 #include <regex>
 #include <set>
 
-#include "engine/model_directory.h"
+#include "engine/model/model_directory.h"
 #include "engine/render_memory.h"
 #include "storage/png_file.h"
 #include "storage/postgres/postgres_queue_store.h"

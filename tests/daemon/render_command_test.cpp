@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/backend_registry.h"
-#include "engine/model_identity.h"
+#include "engine/model/model_identity.h"
 #include "storage/png_file.h"
 #include "tests/engine/tiny_model_fixture.h"
 #include "tests/run_process.h"

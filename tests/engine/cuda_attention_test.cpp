@@ -13,7 +13,7 @@
 #include "engine/cuda/attention.h"
 #include "engine/cuda/attention_plan.h"
 #include "engine/cuda/flash_attention.h"
-#include "engine/dtype.h"
+#include "engine/model/dtype.h"
 #include "engine/session.h"
 #include "tests/engine/cuda_device_test.h"
 #include "tests/engine/reference_math.h"

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/cuda/kernels.h"
-#include "engine/dtype.h"
+#include "engine/model/dtype.h"
 #include "tests/engine/cuda_device_test.h"
 #include "tests/engine/reference_math.h"
 

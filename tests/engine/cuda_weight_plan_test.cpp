@@ -11,7 +11,7 @@
 
 #include "engine/cuda/weight_plan.h"
 #include "engine/cuda/workspace_plan.h"
-#include "engine/model_directory.h"
+#include "engine/model/model_directory.h"
 #include "engine/render_memory.h"
 #include "tests/test_temp_dir.h"
 #include "tools/tiny_model.h"

@@ -6,8 +6,8 @@
 #include <string>
 #include <utility>
 
-#include "engine/model_config.h"
-#include "engine/weight_store.h"
+#include "engine/model/model_config.h"
+#include "engine/model/weight_store.h"
 #include "host/rope.h"
 #include "tests/engine/reference_math.h"
 

@@ -1,4 +1,4 @@
-// FP8 E4M3 and its per-row scaling (engine/fp8_e4m3.h) against float64 references: every code's value
+// FP8 E4M3 and its per-row scaling (engine/model/fp8_e4m3.h) against float64 references: every code's value
 // from the format's definition, the encoder against a brute-force search for the nearest of the 254
 // finite codes (ties to the even code, saturation at 448), and the row quantizer against the error
 // bound half a step of the code grid gives.
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/fp8_e4m3.h"
+#include "engine/model/fp8_e4m3.h"
 
 namespace rgbaq::engine {
 namespace {

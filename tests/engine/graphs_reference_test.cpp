@@ -7,7 +7,7 @@
 
 #include <iostream>
 
-#include "engine/weight_store.h"
+#include "engine/model/weight_store.h"
 #include "host/rope.h"
 #include "tests/engine/backend_params.h"
 #include "tests/engine/dit_reference.h"

@@ -15,9 +15,9 @@
 
 #include "engine/lora.h"
 #include "engine/lora_cache.h"
-#include "engine/safetensors.h"
+#include "engine/model/safetensors.h"
 #include "engine/session.h"
-#include "engine/weight_store.h"
+#include "engine/model/weight_store.h"
 #include "host/rope.h"
 #include "tests/engine/backend_params.h"
 #include "tests/engine/dit_reference.h"

@@ -1,7 +1,7 @@
 // Model discovery: our layout and the published one (processor/, the whole Qwen3-VL text encoder, the
 // VAE encoder, 4-D convolutions) render the same bytes from the same weights; a directory that is a
 // different model, lacks a component or holds a tensor of the wrong shape is refused naming it.
-#include "engine/model_directory.h"
+#include "engine/model/model_directory.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/render_memory.h"
-#include "engine/safetensors.h"
+#include "engine/model/safetensors.h"
 #include "engine/session.h"
 #include "tests/engine/tiny_model_fixture.h"
 

@@ -1,6 +1,6 @@
 // A model directory that changes is a different model at the next open: a weight file rewritten in
 // place (same size, same first and last 64 KiB) changes the identity through its modification time.
-#include "engine/model_identity.h"
+#include "engine/model/model_identity.h"
 
 #include <gtest/gtest.h>
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_nesting.h"
-#include "engine/safetensors.h"
-#include "engine/weight_schema.h"
+#include "engine/model/safetensors.h"
+#include "engine/model/weight_schema.h"
 #include "tests/peak_memory.h"
 #include "tests/test_temp_dir.h"
 #include "tools/tiny_model.h"

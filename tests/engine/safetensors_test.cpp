@@ -1,6 +1,6 @@
 // The safetensors reader against files written by hand: round trips, and every corruption the issue
 // lists giving an error that names the file and tensor, never a crash or an out-of-bounds read.
-#include "engine/safetensors.h"
+#include "engine/model/safetensors.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,9 +10,9 @@
 #include <set>
 #include <random>
 
-#include "engine/model_config.h"
-#include "engine/model_files.h"
-#include "engine/weight_store.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_files.h"
+#include "engine/model/weight_store.h"
 #include "tests/test_temp_dir.h"
 
 namespace rgbaq::engine {

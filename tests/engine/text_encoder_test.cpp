@@ -6,7 +6,7 @@
 
 #include <iostream>
 
-#include "engine/model_directory.h"
+#include "engine/model/model_directory.h"
 #include "tests/engine/reference_math.h"
 #include "tests/engine/tiny_model_fixture.h"
 #include <fstream>

@@ -2,7 +2,7 @@
 // The tiny checkpoint, generated into a temporary directory for a test (never committed).
 #include <filesystem>
 
-#include "engine/dtype.h"
+#include "engine/model/dtype.h"
 #include "tests/test_temp_dir.h"
 #include "tools/tiny_model.h"
 

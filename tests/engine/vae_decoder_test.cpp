@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "engine/cpu/vector_exp.h"
-#include "engine/safetensors.h"
+#include "engine/model/safetensors.h"
 #include "host/rgba8.h"
 #include "tests/engine/reference_math.h"
 #include "tests/engine/vae_reference.h"

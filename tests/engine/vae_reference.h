@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_config.h"
-#include "engine/weight_store.h"
+#include "engine/model/model_config.h"
+#include "engine/model/weight_store.h"
 #include "tests/engine/reference_math.h"
 
 namespace rgbaq::testing {

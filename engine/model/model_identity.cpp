@@ -1,4 +1,4 @@
-#include "engine/model_identity.h"
+#include "engine/model/model_identity.h"
 
 #include <sys/stat.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 // Which files of one weight component's folder hold its weights, chosen by name alone, so that what
-// `rgbaq model pull` downloads and a cache snapshot is checked for (engine/model_files) is what
+// `rgbaq model pull` downloads and a cache snapshot is checked for (engine/model/model_files) is what
 // WeightStore::open reads:
 // - the shard index; of several (dtype variants beside it), the plain one diffusers loads;
 // - without an index, the plain weights file when there is one (not its variants), else every

@@ -1,4 +1,4 @@
-#include "engine/fp8_e4m3.h"
+#include "engine/model/fp8_e4m3.h"
 
 #include <algorithm>
 #include <cmath>

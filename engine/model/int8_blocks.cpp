@@ -1,9 +1,9 @@
-#include "engine/int8_blocks.h"
+#include "engine/model/int8_blocks.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "engine/dtype.h"
+#include "engine/model/dtype.h"
 
 namespace rgbaq::engine {
 

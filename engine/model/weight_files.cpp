@@ -1,4 +1,4 @@
-#include "engine/weight_files.h"
+#include "engine/model/weight_files.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/dtype.h"
+#include "engine/model/dtype.h"
 
 namespace rgbaq::engine {
 
@@ -24,7 +24,7 @@ class Tensor {
   static Tensor from_f32(Shape shape, std::vector<float> values);
   // A view of `data` (numel * element size bytes) whose lifetime `keep_alive` guarantees.
   static Tensor view(DType type, Shape shape, const void* data, std::shared_ptr<const void> keep_alive);
-  // An I8 Linear weight [out, in] with its block scales [out, ceil(in / 32)] BF16 (engine/int8_blocks.h).
+  // An I8 Linear weight [out, in] with its block scales [out, ceil(in / 32)] BF16 (engine/model/int8_blocks.h).
   static Tensor with_block_scales(Tensor int8_values, Tensor scales);
 
   DType dtype() const { return dtype_; }

@@ -2,7 +2,7 @@
 // A diffusers-layout model directory, found through its model_index.json: each component's folder by
 // its role (the tokenizer under `processor/` as the published Qwen-Image-2.1 pipelines keep it, or
 // `tokenizer/`; text_encoder, transformer, vae, scheduler), each config read, and each component's
-// weights checked once against the weight schema (engine/weight_schema.h). Both layouts are accepted:
+// weights checked once against the weight schema (engine/model/weight_schema.h). Both layouts are accepted:
 // ours, and the published one whose files also hold tensors text-to-image never reads (lm_head, the
 // vision tower, the VAE encoder), which are counted and ignored. A different model (Qwen-Image v1,
 // another pipeline class, a missing component) is refused naming what was found.
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_config.h"
-#include "engine/weight_schema.h"
+#include "engine/model/model_config.h"
+#include "engine/model/weight_schema.h"
 #include "host/schedule.h"
 
 namespace rgbaq::engine {

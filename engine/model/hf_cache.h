@@ -34,8 +34,8 @@ std::string model_folder_name(const std::filesystem::path& dir);
 
 // What `--model TEXT` names: TEXT itself when it is a directory (a path always wins, so a folder
 // ./ORG/NAME is read as that folder); else, for a repo id, its snapshot in the cache, which must hold
-// every file rgbaq reads (engine/model_files.h); else TEXT, which ModelDirectory::open then refuses.
-// Throws InvalidModel (engine/model_directory.h) for a repo id not in the cache, a revision it has
+// every file rgbaq reads (engine/model/model_files.h); else TEXT, which ModelDirectory::open then refuses.
+// Throws InvalidModel (engine/model/model_directory.h) for a repo id not in the cache, a revision it has
 // no ref or snapshot for, or a snapshot that lacks files, naming them and how to fetch them.
 std::filesystem::path resolve_model_argument(const std::string& text);
 

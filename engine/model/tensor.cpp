@@ -1,8 +1,8 @@
-#include "engine/tensor.h"
+#include "engine/model/tensor.h"
 
 #include <stdexcept>
 
-#include "engine/int8_blocks.h"
+#include "engine/model/int8_blocks.h"
 
 namespace rgbaq::engine {
 

@@ -1,9 +1,9 @@
-#include "engine/weight_schema.h"
+#include "engine/model/weight_schema.h"
 
 #include <set>
 #include <stdexcept>
 
-#include "engine/int8_blocks.h"
+#include "engine/model/int8_blocks.h"
 
 namespace rgbaq::engine {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/model_directory.h"
+#include "engine/model/model_directory.h"
 
 #include <set>
 #include <sstream>

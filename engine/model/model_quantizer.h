@@ -1,6 +1,6 @@
 #pragma once
 // `rgbaq model quantize`: a copy of a model directory whose Linear weights (those the weight schema
-// names as Linear) are int8 with bf16 block scales (engine/int8_blocks.h), everything else as stored.
+// names as Linear) are int8 with bf16 block scales (engine/model/int8_blocks.h), everything else as stored.
 // Each quantized component keeps its file layout (shards and index), gains the scale tensors beside
 // their weights, and an "rgbaq_quantization" entry in its config.json that says so. The CPU engine
 // (and any backend) reads the result directly.

@@ -1,11 +1,11 @@
-#include "engine/hf_cache.h"
+#include "engine/model/hf_cache.h"
 
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
 
-#include "engine/model_directory.h"
-#include "engine/model_files.h"
+#include "engine/model/model_directory.h"
+#include "engine/model/model_files.h"
 
 namespace rgbaq::engine {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/model_quantizer.h"
+#include "engine/model/model_quantizer.h"
 
 #include <fstream>
 #include <set>
@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/int8_blocks.h"
-#include "engine/model_config.h"
-#include "engine/model_directory.h"
-#include "engine/safetensors.h"
+#include "engine/model/int8_blocks.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_directory.h"
+#include "engine/model/safetensors.h"
 
 namespace rgbaq::engine {
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "engine/model/tensor.h"
 
 namespace rgbaq::engine {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_config.h"
-#include "engine/tensor.h"
-#include "engine/weight_store.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor.h"
+#include "engine/model/weight_store.h"
 
 namespace rgbaq::engine {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/safetensors.h"
+#include "engine/model/safetensors.h"
 
 namespace rgbaq::engine {
 

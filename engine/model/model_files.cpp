@@ -1,16 +1,16 @@
-#include "engine/model_files.h"
+#include "engine/model/model_files.h"
 
 #include <algorithm>
 
-#include "engine/model_config.h"
-#include "engine/weight_files.h"
+#include "engine/model/model_config.h"
+#include "engine/model/weight_files.h"
 
 namespace rgbaq::engine {
 namespace {
 
 using nlohmann::json;
 
-// The folders ModelDirectory takes its components from (engine/model_directory.cpp's role rules).
+// The folders ModelDirectory takes its components from (engine/model/model_directory.cpp's role rules).
 constexpr const char* kWeightFolders[] = {"text_encoder", "transformer", "vae"};
 constexpr const char* kTokenizerFolders[] = {"processor", "tokenizer"};
 
@@ -26,7 +26,7 @@ std::vector<std::string> files_in(const std::set<std::string>& listing, const st
   return out;
 }
 
-// A component's weights as WeightStore::open reads them (engine/weight_files): the shard index and
+// A component's weights as WeightStore::open reads them (engine/model/weight_files): the shard index and
 // the shards it names, or the weight files.
 void add_weights(const std::set<std::string>& listing, const std::string& folder,
                  const std::function<json(const std::string&)>& read_json, std::vector<std::string>& out) {

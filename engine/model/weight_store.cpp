@@ -1,12 +1,12 @@
-#include "engine/weight_store.h"
+#include "engine/model/weight_store.h"
 
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
-#include "engine/int8_blocks.h"
-#include "engine/model_config.h"
-#include "engine/weight_files.h"
+#include "engine/model/int8_blocks.h"
+#include "engine/model/model_config.h"
+#include "engine/model/weight_files.h"
 
 namespace rgbaq::engine {
 
