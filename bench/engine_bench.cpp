@@ -1,12 +1,14 @@
 // The CPU engine's speed against the machine's OpenBLAS sgemm, measured in the same run.
 // usage: engine_bench [--threads N] | engine_bench --engine cuda [--text-tokens L] [--reps R] [--json FILE]
+//        | engine_bench --precision int8-convrot [--threads N]
 // (engine_bench_cuda.cpp: real dims on a GPU)
 // Prints achieved GFLOP/s next to sgemm's for: a mid-size Qwen3 text encoder (head_dim 128, hidden 2048,
 // 3 layers, BF16 and F32 weights) at Lfull = 256; one DiT step (hidden 2048 = 16 heads x 128, 2 blocks,
 // L = 64) at N = 256, 1024 and 4096; the VAE decode (decoder_base_dim 32) at N = 256 and 1024; and the peak
 // resident memory after each. `--real-vae` adds the VAE at the real dims (decoder_base_dim 144) at
 // 256x256 to the VAE section; `--only encoder|dit|vae|vae-tiles` runs one section (vae-tiles: the
-// tiled decode against the untiled one).
+// tiled decode against the untiled one). `--precision int8-convrot` runs engine_bench_int8.cpp's section
+// instead (the int8 GEMM and the ConvRot W8A8 Linear against sgemm and the fp32 Linear, 2 threads).
 // Every ratio is against sgemm measured in the same rounds as the graph (sgemm, graph, sgemm, graph, ...;
 // the best of each), so a machine whose load changes during the run still gives comparable figures.
 #include <cblas.h>
@@ -202,15 +204,20 @@ int run_cuda_engine_bench(int argc, char** argv);
 }
 #endif
 
+namespace rgbaq {
+void int8_convrot_section(engine::cpu::ThreadPool& pool);  // engine_bench_int8.cpp
+}
+
 int main(int argc, char** argv) {
   int threads = 0;
   bool real_vae = false;
-  std::string only;
+  std::string only, precision;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--real-vae") == 0) real_vae = true;
     if (i + 1 >= argc) break;
     if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
     if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--precision") == 0) precision = argv[i + 1];
     if (std::strcmp(argv[i], "--engine") == 0 && std::strcmp(argv[i + 1], "cuda") == 0) {
 #if RGBAQ_HAVE_CUDA
       return rgbaq::run_cuda_engine_bench(argc, argv);
@@ -219,6 +226,15 @@ int main(int argc, char** argv) {
       return 2;
 #endif
     }
+  }
+  if (precision == "int8-convrot") {  // the int8 products against fp32; 2 threads unless --threads says
+    engine::cpu::ThreadPool pool(threads > 0 ? threads : 2);
+    int8_convrot_section(pool);
+    return 0;
+  }
+  if (!precision.empty()) {
+    std::fprintf(stderr, "engine_bench: --precision %s: not one of int8-convrot\n", precision.c_str());
+    return 2;
   }
   engine::cpu::ThreadPool pool(threads);
   const double sgemm = sgemm_gflops(pool.size());

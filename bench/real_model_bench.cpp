@@ -1,6 +1,7 @@
 // A render at the real model's size on this machine, from a checkpoint `make_tiny_model --dims real`
 // (random weights, bf16 or --int8) wrote. Never part of CI: it needs tens of GB of disk and minutes.
-// usage: real_model_bench --model DIR [--size 256] [--steps 8] [--threads N]
+// usage: real_model_bench --model DIR [--dit FILE] [--size 256] [--steps 8] [--threads N]
+// (--dit: a single-file DiT, e.g. `rgbaq model quantize --format int8-convrot`, in place of the directory's.)
 // Prints per-phase times (tokenize, encode, the text prefix + first step, each later step, decode), the
 // DiT step's GFLOP/s as a ratio to OpenBLAS sgemm measured in the same run, peak RSS, and major page
 // faults per phase (the mapped weights read from disk): the encoder runs a second prompt to show that
@@ -63,27 +64,33 @@ void phase(const char* name, double seconds, const Usage& before) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model;
+  std::string model, dit;
   int side = 256, steps = 8, threads = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--model")) model = argv[i + 1];
+    if (!std::strcmp(argv[i], "--dit")) dit = argv[i + 1];
     if (!std::strcmp(argv[i], "--size")) side = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
   }
   if (model.empty()) {
-    std::fprintf(stderr, "usage: real_model_bench --model DIR [--size 256] [--steps 8] [--threads N]\n");
+    std::fprintf(stderr, "usage: real_model_bench --model DIR [--dit FILE] [--size 256] [--steps 8] [--threads N]\n");
     return 2;
   }
   try {
     Usage before = usage();
     auto t = Clock::now();
-    const auto dir = engine::ModelDirectory::open(model);
-    auto session = engine::Session::open(model, "cpu", threads);
+    engine::EngineOptions options;
+    options.backend = "cpu";
+    options.threads = threads;
+    options.components.dit = dit;
+    const auto dir = engine::ModelDirectory::open(model, options.components);
+    auto session = engine::Session::open(model, options);
     engine::cpu::ThreadPool pool(threads);
     const double sgemm = sgemm_gflops(pool.size());
-    std::printf("model %s (%s), %dx%d, %d threads; OpenBLAS sgemm 256x12288x4096: %.1f GFLOP/s\n", model.c_str(),
-                dir.reports()[1].quantized ? "int8 Linears" : "as stored", side, side, pool.size(), sgemm);
+    std::printf("model %s%s%s (DiT: %s), %dx%d, %d threads; OpenBLAS sgemm 256x12288x4096: %.1f GFLOP/s\n", model.c_str(),
+                dit.empty() ? "" : ", DiT file ", dit.c_str(), engine::linear_formats_summary(dir.reports()[1]).c_str(), side,
+                side, pool.size(), sgemm);
     phase("open (map, check)", seconds_since(t), before);
 
     const engine::RenderRequest request{"a red fox in the snow, game asset, studio lighting", 7, {side, side}};
@@ -127,7 +134,7 @@ int main(int argc, char** argv) {
     // Decode: the decoder (our own VaeDecoder over the checked weights), on noise-shaped latents.
     before = usage();
     t = Clock::now();
-    const auto vae_weights = engine::WeightStore::open(dir.vae_dir());
+    const auto vae_weights = dir.open_weights("vae");
     const engine::cpu::VaeDecoder vae(vae_weights, dir.vae_config());
     const host::ImageSize size{side, side};
     const engine::Tensor latents = engine::Tensor::from_f32({size.tokens(), 64}, host::initial_tokens(1, size));

@@ -25,8 +25,9 @@ namespace rgbaq::daemon {
 namespace {
 
 constexpr const char* kHelp = R"(usage: rgbaqd render --model DIR --prompt TEXT [--seed S] [--size SIZE] -o FILE.png
+                     [--dit FILE] [--text-encoder FILE] [--vae FILE]
                      [--engine auto|cpu|cuda] [--threads N] [--device N] [--precision bf16|fp32|fp8]
-                     [--gpu-int8 widen|keep] [--vae-tiles on|off] [--attention gemm|fused]
+                     [--gpu-int8 widen|keep|w8a8] [--vae-tiles on|off] [--attention gemm|fused]
                      [--fused-blocks on|off] [--gpu-memory GIB] [--lora NAME:W[;NAME:W] --lora-dir DIR ...]
                      [--random-weights SEED]
 
@@ -34,13 +35,17 @@ Renders one image with no queue: tokenize, encode, 8 Euler steps, decode, then a
 parameters embedded (a `parameters` text chunk in the AUTOMATIC1111 form and an `rgbaq` JSON chunk).
   --model DIR    a diffusers-layout model directory (tools/make_tiny_model writes a tiny one), or a
                  Hugging Face repo id ORG/NAME[@REV] in the huggingface_hub cache (rgbaq model pull)
+  --dit FILE, --text-encoder FILE, --vae FILE
+                 single .safetensors files (ComfyUI's: bf16, FP8 scaled or INT8 ConvRot) replacing
+                 those components of --model; with all three, --model may be left out (the tokenizer
+                 is then rgbaq's own, the sigmas the Turbo's published ones)
   --seed S       0..2^64-1 (default 0); the noise is torch's randn for this seed
   --size SIZE    256, 512, 1024 or WxH in pixels (multiples of 16; default 256)
   --engine E     auto (default: cuda when a CUDA device is visible, else cpu), cpu or cuda
   --threads N    CPU threads (default: all)
   --lora L       LoRAs to apply, NAME:WEIGHT items separated by ";" (the prompt's <lora:NAME:W> tags
                  add to them); NAME is NAME.safetensors in a --lora-dir (repeatable)
-  --device N, --precision bf16|fp32|fp8, --gpu-int8 widen|keep, --vae-tiles on|off,
+  --device N, --precision bf16|fp32|fp8, --gpu-int8 widen|keep|w8a8, --vae-tiles on|off,
   --attention gemm|fused, --fused-blocks on|off, --gpu-memory GIB: the cuda engine's device, GEMM
                  precision, int8 weights, tiled VAE, attention kernel, fused DiT passes and memory
                  budget (see rgbaqd --help)
@@ -57,7 +62,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
   std::vector<std::string> args;
   for (const auto& a : raw_args) args.push_back(a == "-o" ? "--output" : a);
   try {
-    const common::Arguments a(args, {"model", "prompt", "seed", "size", "output", "engine", "threads", "device", "precision", "gpu-int8",
+    const common::Arguments a(args, {"model", "dit", "text-encoder", "vae", "prompt", "seed", "size", "output", "engine", "threads", "device", "precision", "gpu-int8",
                                "vae-tiles", "attention", "fused-blocks", "gpu-memory", "lora", "lora-dir", "random-weights"}, {"help"});
     if (a.has("help")) {
       out << kHelp;
@@ -87,13 +92,18 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
       throw common::UsageError(std::string("--size: ") + e.what());
     }
     const std::string output = a.require("output");
-    std::filesystem::path model;
-    try {
-      model = engine::resolve_model_argument(a.require("model"));
-    } catch (const engine::InvalidModel& e) {
-      throw common::UsageError(std::string("--model: ") + e.what());
-    }
     engine::EngineOptions options;
+    read_component_flags(a, options.components);
+    std::filesystem::path model;
+    if (a.has("model") || options.components.empty()) {
+      try {
+        model = engine::resolve_model_argument(a.require("model"));
+      } catch (const engine::InvalidModel& e) {
+        throw common::UsageError(std::string("--model: ") + e.what());
+      }
+    }
+    check_component_files(options.components, model);  // without --model: names the files missing
+    if (model.empty()) options.tokenizer = own_tokenizer();
     options.backend = a.get("engine").value_or("auto");
     options.threads = a.get_int("threads", 0);
     options.device = a.get_int("device", 0);
@@ -112,6 +122,8 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
     } catch (const std::invalid_argument& e) {
       throw common::UsageError(std::string("--engine: ") + e.what());
     } catch (const std::exception& e) {
+      const std::string message = name_component_flag(e.what(), options.components);
+      if (message != e.what()) throw common::UsageError(message);
       const std::string hint = how_to_get_a_model(model);
       throw common::UsageError(std::string("--model: ") + e.what() + (hint.empty() ? "" : ". " + hint));
     }
@@ -134,15 +146,18 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
       if (show_progress) err << "\n";
       throw common::UsageError(e.what());
     }
-    const std::string identity = engine::model_identity(model) + engine::random_weights_mark(options);
-    storage::RenderMetadata m = describe_render(request, result, model, identity, session->backend_name(), session->precision());
+    const std::string identity = engine::model_identity(model, options.components) + engine::random_weights_mark(options);
+    storage::RenderMetadata m =
+        describe_render(request, result, model, options.components, identity, session->backend_name(), session->precision());
     m.prompt = prompt;
     // Its alpha check in its record, as the daemon's outputs have it (rgbaq qa prints the same).
     const auto qa = assets::alpha_check_json(assets::check_alpha(result.rgba.data(), result.size.width, result.size.height));
-    storage::write_png_atomic(output, result.rgba.data(), result.size.width, result.size.height, png_texts_with_qa(m, qa));
+    storage::write_png_atomic(output, result.rgba.data(), result.size.width, result.size.height,
+                              png_texts_with_qa(m, qa, describe_component_files(options.components)));
     out << output << " (" << result.size.to_string() << ", seed " << request.seed << ", " << result.timings.total_s
         << " s, engine " << session->backend_name() << " on " << session->device_description()
         << (options.random_weights ? ", random weights: a speed measurement" : "") << ")\n";
+    for (const auto& note : session->model_notes()) out << "note: " << note << "\n";
     if (const uint64_t peak = session->device_peak_bytes()) {
       char gib[32];
       std::snprintf(gib, sizeof gib, "%.2f", static_cast<double>(peak) / double(uint64_t{1} << 30));

@@ -85,7 +85,8 @@ void setup_logging(const DaemonConfig& c) {
 uint64_t cpu_session_bytes(const DaemonConfig& config, const std::vector<WorkerPlan>& plans) {
   for (const auto& p : plans) {
     if (p.options.backend != "cpu") continue;
-    for (const auto& m : engine::estimate_render_memory(engine::ModelDirectory::open(config.model_dir), p.options.threads)) {
+    for (const auto& m : engine::estimate_render_memory(engine::ModelDirectory::open(config.model_dir, config.components, p.options.tokenizer),
+                                                        p.options.threads)) {
       if (m.engine == "cpu" && m.size == 1024) return m.per_session();
     }
   }
@@ -165,6 +166,9 @@ int run_serve_command(const std::vector<std::string>& args) {
     make_data_dir_private(config.data_dir);  // one from before, 0755 with 0644 files, is tightened (logged)
     spdlog::info("rgbaqd {} starting: model {}, engine {}, data {}", storage::kRgbaqVersion, config.model_dir.string(),
                  config.engine, config.data_dir.string());
+    for (const auto& f : kComponentFlags) {
+      if (!(config.components.*f.file).empty()) spdlog::info("{}: {}", f.key, (config.components.*f.file).string());
+    }
     if (const auto fd = activated_listen_socket()) {
       listen_fd = *fd;
       spdlog::info("using the socket the service manager opened");
@@ -182,19 +186,23 @@ int run_serve_command(const std::vector<std::string>& args) {
         sessions.push_back(open_worker_session(config, plan, static_cast<size_t>(on_device)));
         spdlog::info("worker {}: engine {} on {}", plan.index, sessions.back()->backend_name(), sessions.back()->device_description());
       }
+      for (const auto& note : sessions.front()->model_notes()) spdlog::info("model: {}", note);
     } catch (const std::exception& e) {
       // --engine cuda on a machine without a device, devices that are not there, workers that do not
       // fit their device, a model directory it cannot use: usage or bad input, not a failure of the daemon.
+      // A component file it cannot use (named by the engine) is bad input too.
+      const std::string message = name_component_flag(e.what(), config.components);
       const bool usage = dynamic_cast<const engine::BackendUnavailable*>(&e) || dynamic_cast<const common::UsageError*>(&e) ||
-                         dynamic_cast<const MemoryDoesNotFit*>(&e) || dynamic_cast<const engine::InvalidModel*>(&e);
+                         dynamic_cast<const MemoryDoesNotFit*>(&e) || dynamic_cast<const engine::InvalidModel*>(&e) ||
+                         message != e.what();
       if (!usage) throw;
-      spdlog::error("cannot start: {}", e.what());
-      const std::string hint = how_to_get_a_model(config.model_dir);
-      std::cerr << "rgbaqd: " << e.what() << (hint.empty() ? "" : "\n" + hint) << "\n";
+      spdlog::error("cannot start: {}", message);
+      const std::string hint = message == e.what() ? how_to_get_a_model(config.model_dir) : "";
+      std::cerr << "rgbaqd: " << message << (hint.empty() ? "" : "\n" + hint) << "\n";
       if (bound_here) unlink(config.socket_path.c_str());
       return 2;
     }
-    identity = engine::model_identity(config.model_dir) + engine::random_weights_mark(config.engine_options());
+    identity = engine::model_identity(config.model_dir, config.components) + engine::random_weights_mark(config.engine_options());
     const auto store = storage::open_queue_store(config.queue_url(), config.store_options());
     spdlog::info("queue {}", store->location());
     me = this_worker(config, sessions.front()->backend_name(), sessions.front()->device_description());
@@ -234,7 +242,7 @@ int run_serve_command(const std::vector<std::string>& args) {
   }
   EventHub events;
   SharedEncoderCache encoder_cache(
-      engine::text_encoder_identity(config.model_dir) + engine::random_weights_mark(config.engine_options()) +
+      engine::text_encoder_identity(config.model_dir, config.components) + engine::random_weights_mark(config.engine_options()) +
           engine::embedding_precision_mark(config.engine_options()),
       config.encoder_cache_mb << 20, config.cache_dir(), config.encoder_cache_disk_bytes(), state.counters);
   // Submits tokenize with the first session's tokenizer, which a reopen of its backend leaves alone.
@@ -318,7 +326,7 @@ int run_serve_command(const std::vector<std::string>& args) {
           .guard = *http_guard,
           .thumbnails = *thumbnails,
           .base_url = "http://" + hosts.front(),
-          .model_name = engine::model_folder_name(config.model_dir),
+          .model_name = config.model_dir.empty() ? config.components.dit.stem().string() : engine::model_folder_name(config.model_dir),
           .model_identity = identity});
       http_api = std::make_unique<http::HttpApi>(*http_context);
       state.http_url = http_context->base_url;

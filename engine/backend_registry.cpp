@@ -95,6 +95,10 @@ const BackendEntry& resolve_backend(const EngineOptions& options) {
     throw std::invalid_argument("precision fp8 is the cuda engine's (FP8 tensor cores, sm_89 and later); engine \"" +
                                 b.name + "\" computes in fp32");
   }
+  if (options.gpu_int8 == GpuInt8::kW8A8 && b.name != "cuda") {
+    throw std::invalid_argument("--gpu-int8 w8a8 is the cuda engine's (int8 GEMMs on the device); engine \"" + b.name +
+                                "\" runs a ConvRot file's Linears as W8A8 always");
+  }
   return b;
 }
 

@@ -23,10 +23,11 @@ const char* precision_name(Precision p) {
 GpuInt8 parse_gpu_int8(const std::string& name) {
   if (name == "widen") return GpuInt8::kWiden;
   if (name == "keep") return GpuInt8::kKeep;
-  throw std::invalid_argument("\"" + name + "\" is not one of widen, keep");
+  if (name == "w8a8") return GpuInt8::kW8A8;
+  throw std::invalid_argument("\"" + name + "\" is not one of widen, keep, w8a8");
 }
 
-const char* gpu_int8_name(GpuInt8 g) { return g == GpuInt8::kKeep ? "keep" : "widen"; }
+const char* gpu_int8_name(GpuInt8 g) { return g == GpuInt8::kKeep ? "keep" : g == GpuInt8::kW8A8 ? "w8a8" : "widen"; }
 
 AttentionKernel parse_attention_kernel(const std::string& name) {
   if (name == "gemm") return AttentionKernel::kGemm;

@@ -1,13 +1,16 @@
 #pragma once
 // How a session opens its backend: which one, and the knobs each understands. A backend ignores the
 // knobs that are not its own (cpu: threads; cuda: device, gpu_int8, gpu_memory_gib, vae_tiles,
-// attention, fused_blocks), except a precision only cuda computes in (fp8), which resolve_backend refuses for the
-// others.
+// attention, fused_blocks), except a precision only cuda computes in (fp8) and --gpu-int8 w8a8, which
+// resolve_backend refuses for the others.
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+
+#include "engine/model/component_files.h"
 
 namespace rgbaq::engine {
 
@@ -26,6 +29,10 @@ enum class Precision {
 enum class GpuInt8 {
   kWiden,  // widened to the GEMM type at upload (twice the bytes): the default until kKeep has run on a GPU
   kKeep,   // int8 with their block scales, dequantized per Linear into one reused scratch buffer
+  // A ConvRot file's Linears (ComfyUI int8 with convrot) int8 as stored, run as W8A8: inputs rotated and
+  // quantized per row on the device, cuBLASLt int8 GEMMs (engine/cuda/w8a8_plan.h). Without it they are
+  // widened, (q s) R. Opt-in until measured on a GPU (never run on one yet); the cpu engine refuses it.
+  kW8A8,
 };
 
 // cuda: how the DiT's and the encoder's attention runs.
@@ -36,6 +43,12 @@ enum class AttentionKernel {
 
 struct EngineOptions {
   std::string backend = "auto";  // auto | cpu | cuda; auto: cuda when a CUDA device is visible, else cpu
+  // Single files (ComfyUI's) that replace the model directory's transformer/, text_encoder/, vae/
+  // (engine/model/component_files.h); empty: from the directory.
+  ComponentFiles components;
+  // The tokenizer.json a session takes when there is no model directory (all three components given as
+  // files): rgbaq's own installed copy, which the caller finds (common::data_file); unused with a directory.
+  std::filesystem::path tokenizer;
   int threads = 0;               // cpu: worker threads, 0 = one per hardware thread
   int device = 0;                // cuda: device ordinal
   Precision precision = Precision::kBf16;

@@ -93,7 +93,9 @@ std::map<std::string, Pending> lora_layout(const SafetensorsFile& file, const Di
     if (!linears.count(module)) fail(path, key, "maps to no Linear of this DiT (module \"" + module + "\")");
     Pending& p = pending[module];
     const Tensor t = file.tensor(key);
-    if (t.dtype() == DType::kI8) fail(path, key, "is I8; a LoRA tensor must be F32, BF16 or F16");
+    if (t.dtype() != DType::kF32 && t.dtype() != DType::kBF16 && t.dtype() != DType::kF16) {
+      fail(path, key, "is " + std::string(dtype_name(t.dtype())) + "; a LoRA tensor must be F32, BF16 or F16");
+    }
     if (part == Part::kAlpha) {
       if (t.numel() != 1) fail(path, key, "alpha has shape " + shape_string(t.shape()) + "; expected one value");
       if (!p.alpha_key.empty()) fail(path, key, "a second alpha for module \"" + module + "\"");

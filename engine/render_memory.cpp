@@ -42,12 +42,16 @@ void cuda_memory(const ModelDirectory& model, int side, const EngineOptions& opt
   using namespace cuda;
   const int64_t e = options.precision == Precision::kFp32 ? 4 : 2, l = host::kMaxTextTokens,
                 n = int64_t{side / 16} * (side / 16);
-  const LinearFormats formats{options.precision == Precision::kFp8, options.gpu_int8 == GpuInt8::kKeep};
+  const LinearFormats formats{options.precision == Precision::kFp8, options.gpu_int8 == GpuInt8::kKeep,
+                              options.gpu_int8 == GpuInt8::kW8A8};
   const bool dit_int8 = !report_of(model, "transformer").int8_linears.empty();
   const bool encoder_int8 = !report_of(model, "text_encoder").int8_linears.empty();
+  const bool convrot = !report_of(model, "transformer").convrot_linears.empty() ||
+                       !report_of(model, "text_encoder").convrot_linears.empty();
   const bool fused = options.attention == AttentionKernel::kFused;
   m.precision = std::string(precision_name(options.precision)) +
-                (formats.keep_int8 && (dit_int8 || encoder_int8) ? ", int8 kept" : "") + (fused ? ", fused attention" : "") +
+                (formats.keep_int8 && (dit_int8 || encoder_int8) ? ", int8 kept" : "") +
+                (convrot ? (formats.w8a8 ? ", ConvRot W8A8" : ", ConvRot widened") : "") + (fused ? ", fused attention" : "") +
                 (options.vae_tiles ? ", VAE tiled" : "") + (options.fused_blocks ? ", fused blocks" : "");
   m.weights = static_cast<uint64_t>(session_weight_bytes(model, e, formats).total());
   const TextEncoderConfig& t = model.text_encoder_config();

@@ -41,18 +41,20 @@ std::unique_ptr<Session> Session::open(const std::filesystem::path& model_dir, c
 
 std::unique_ptr<Session> Session::open(const std::filesystem::path& model_dir, const EngineOptions& options) {
   const BackendEntry& backend = resolve_backend(options);
-  const auto dir = ModelDirectory::open(model_dir);
+  const auto dir = ModelDirectory::open(model_dir, options.components, options.tokenizer);
   std::unique_ptr<Session> s(new Session());
   s->model_dir_ = model_dir;
   s->backend_ = backend.name;
   s->tokenizer_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_file(dir.tokenizer_json()));
   s->template_ = std::make_unique<tokenizer::PromptTemplate>(*s->tokenizer_);
-  s->scheduler_ = host::load_scheduler_config(model_dir);
-  s->rope_tables_ = host::RopeTables::for_model(model_dir);
+  s->scheduler_ = dir.scheduler();
+  // No directory: no host/ tables to read, so the contract's formula.
+  s->rope_tables_ = model_dir.empty() ? host::RopeTables::from_formula() : host::RopeTables::for_model(model_dir);
+  s->model_notes_ = dir.notes();
   s->options_ = options;
   s->options_.backend = backend.name;
   s->graphs_ = backend.open(dir, options);
-  s->dit_config_ = load_dit_config(dir.transformer_dir() / "config.json");
+  s->dit_config_ = dir.dit_config();
   s->lora_cache_ = options.lora_cache ? options.lora_cache : std::make_shared<LoraCache>(options.lora_cache_bytes);
   return s;
 }
@@ -60,7 +62,7 @@ std::unique_ptr<Session> Session::open(const std::filesystem::path& model_dir, c
 void Session::reopen_backend() {
   graphs_.reset();  // first: a device holds one session's weights, not two
   const BackendEntry& backend = resolve_backend(options_);
-  graphs_ = backend.open(ModelDirectory::open(model_dir_), options_);
+  graphs_ = backend.open(ModelDirectory::open(model_dir_, options_.components, options_.tokenizer), options_);
 }
 
 Graphs& Session::graphs() {

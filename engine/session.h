@@ -68,8 +68,9 @@ struct PromptEmbedding {
 
 class Session {
  public:
-  // The backend named in options (backend_registry.h). Throws std::runtime_error naming what is missing
-  // or malformed in the model directory, std::invalid_argument for an unknown backend,
+  // The backend named in options (backend_registry.h). model_dir may be empty when options.components
+  // names all three files (ModelDirectory::open: the tokenizer then options.tokenizer). Throws
+  // std::runtime_error naming what is missing or malformed in the model, std::invalid_argument for an unknown backend,
   // BackendUnavailable for one that cannot run here (cuda without a device).
   static std::unique_ptr<Session> open(const std::filesystem::path& model_dir, const EngineOptions& options);
   static std::unique_ptr<Session> open(const std::filesystem::path& model_dir, const std::string& backend = "cpu",
@@ -104,6 +105,9 @@ class Session {
   // other sessions when EngineOptions::lora_cache named one.
   LoraCache& lora_cache() { return *lora_cache_; }
   const DitConfig& dit_config() const { return dit_config_; }
+  // With no model directory, what the model took from where (ModelDirectory::notes: the configs, the
+  // VAE's built-in latent constants, the tokenizer, the sampler); empty for a directory.
+  const std::vector<std::string>& model_notes() const { return model_notes_; }
 
  private:
   Session() = default;
@@ -118,6 +122,7 @@ class Session {
   std::unique_ptr<Graphs> graphs_;
   DitConfig dit_config_;
   std::shared_ptr<LoraCache> lora_cache_;
+  std::vector<std::string> model_notes_;
 };
 
 }  // namespace rgbaq::engine

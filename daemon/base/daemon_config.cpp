@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/arguments.h"
+#include "common/data_files.h"
 #include "daemon/socket_paths.h"
 #include "engine/model/hf_cache.h"
 #include "engine/model/model_directory.h"
@@ -13,7 +14,8 @@
 
 namespace rgbaq::daemon {
 
-const char* const kDaemonHelp = R"(usage: rgbaqd [serve] --model DIR|REPO [options]
+const char* const kDaemonHelp = R"(usage: rgbaqd [serve] --model DIR|REPO [--dit FILE] [--text-encoder FILE] [--vae FILE] [options]
+       rgbaqd [serve] --dit FILE --text-encoder FILE --vae FILE [options]
        rgbaqd render --model DIR --prompt TEXT -o FILE.png [...]   (one image, no queue; see rgbaqd render --help)
 
 Serves the render queue: takes jobs from the queue database, renders them with persistent engine
@@ -23,7 +25,15 @@ foreground and logs to stderr and a rotating file.
 
 options (each may also be set in the config file; flags win):
   --model DIR|REPO        diffusers-layout model directory, or a Hugging Face repo id ORG/NAME[@REV]
-                          read from the huggingface_hub cache (see rgbaq model pull) (required)
+                          read from the huggingface_hub cache (see rgbaq model pull) (required,
+                          unless --dit, --text-encoder and --vae are all given)
+  --dit FILE              a single .safetensors file as the DiT (ComfyUI's models/diffusion_models/:
+                          bf16, FP8 scaled or INT8 ConvRot, keys with or without their
+                          model.diffusion_model. prefix), replacing --model's transformer
+  --text-encoder FILE     a single file as the text encoder (ComfyUI's models/text_encoders/)
+  --vae FILE              a single file as the VAE (ComfyUI's models/vae/). With --model each file
+                          must match its config.json for that component; with all three and no
+                          --model, the tokenizer is rgbaq's own and the sigmas the Turbo's published ones
   --engine auto|cpu|cuda  backend (default auto: cuda when a CUDA device is visible, else cpu)
   --threads N             CPU threads of each worker (default: all, shared out between --workers)
   --workers N             cpu: N render workers, each its own session, all on the one queue
@@ -38,9 +48,11 @@ options (each may also be set in the config file; flags win):
                           cuda: bf16 GEMMs with fp32 accumulation (default), fp32 throughout, or
                           fp8 (sm_89 and later: the big Linear weights FP8 E4M3 with a scale per
                           row, inputs quantized per token; never run on a GPU yet, see README)
-  --gpu-int8 widen|keep   cuda, with an int8 model (rgbaq model quantize): its Linear weights widened
+  --gpu-int8 widen|keep|w8a8
+                          cuda, with an int8 model (rgbaq model quantize): its Linear weights widened
                           to the GEMM type at upload (default), or kept int8 on the device, half the
-                          memory (never run on a GPU yet, see README)
+                          memory; w8a8: a ConvRot file's Linears kept int8 and run as int8 x int8
+                          GEMMs (never run on a GPU yet, see README)
   --vae-tiles on|off      cuda: decode the VAE tile by tile, exact (a halo per tile), its workspace
                           within 1 GiB at 1024x1024 where untiled it takes 4.7 GiB at the real dims;
                           off by default (never run on a GPU yet, see README). The cpu engine tiles
@@ -120,7 +132,7 @@ options (each may also be set in the config file; flags win):
                           --max-jobs cannot exceed it
   --create-queue          when DATA_DIR/queue.db exists but is not an rgbaq queue (empty, or another
                           database), make a new queue in it instead of refusing to start
-  --config FILE           a JSON file with any of: {"model", "engine", "threads", "workers", "device",
+  --config FILE           a JSON file with any of: {"model", "dit", "text_encoder", "vae", "engine", "threads", "workers", "device",
                           "devices" ("all", "0,2" or a list of ordinals), "precision", "gpu_int8",
                           "vae_tiles" and "fused_blocks" (true or false), "attention", "gpu_memory_gib", "socket", "data_dir", "queue", "lease_s", "host", "max_attempts", "max_interruptions", "max_deaths",
                           "encoder_cache_mb", "encoder_cache_disk_mb", "log_level", "max_frame_mb", "max_connections", "frame_timeout_s",
@@ -200,6 +212,14 @@ void apply_file(DaemonConfig& c, const std::filesystem::path& file) {
       return out;
     };
     if (key == "model") c.model_dir = model_folder(text(), base, file.string() + ": \"model\": ");
+    else if (key == "dit" || key == "text_encoder" || key == "vae") {
+      const auto& flag = *std::find_if(std::begin(kComponentFlags), std::end(kComponentFlags), [&](const ComponentFlag& f) { return key == f.key; });
+      c.components.*flag.file = path();
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(c.components.*flag.file, ec)) {
+        throw common::UsageError(file.string() + ": \"" + key + "\": " + (c.components.*flag.file).string() + ": no such file");
+      }
+    }
     else if (key == "engine") c.engine = text();
     else if (key == "threads") c.threads = static_cast<int>(number());
     else if (key == "device") {
@@ -301,8 +321,46 @@ uint64_t DaemonConfig::encoder_cache_disk_bytes() const {
   return ec ? kMost : std::min(kMost, space.capacity / 20);
 }
 
+void read_component_flags(const common::Arguments& a, engine::ComponentFiles& files) {
+  for (const auto& f : kComponentFlags) {
+    if (const auto v = a.get(f.flag)) files.*f.file = made_absolute(*v);
+  }
+}
+
+void check_component_files(const engine::ComponentFiles& files, const std::filesystem::path& model) {
+  std::string missing;
+  for (const auto& f : kComponentFlags) {
+    const auto& file = files.*f.file;
+    if (file.empty()) {
+      missing += std::string(missing.empty() ? "" : ", ") + "--" + f.flag;
+      continue;
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) throw common::UsageError(std::string("--") + f.flag + " " + file.string() + ": no such file");
+    if (!std::filesystem::is_regular_file(file, ec)) {
+      throw common::UsageError(std::string("--") + f.flag + " " + file.string() + ": not a file (a single .safetensors file)");
+    }
+  }
+  if (model.empty() && !missing.empty()) {
+    throw common::UsageError("without --model, every component needs its file: " + missing + " not given");
+  }
+}
+
+std::string name_component_flag(const std::string& message, const engine::ComponentFiles& files) {
+  for (const auto& f : kComponentFlags) {
+    const auto& file = files.*f.file;
+    if (file.empty() || message.find(file.filename().string()) == std::string::npos) continue;
+    const std::string flag = std::string("--") + f.flag;
+    return message.rfind(flag, 0) == 0 ? message : flag + ": " + message;
+  }
+  return message;
+}
+
+std::filesystem::path own_tokenizer() { return common::data_file("tokenizer/qwen3/tokenizer.json", RGBAQ_DEFAULT_TOKENIZER); }
+
 std::string how_to_get_a_model(const std::filesystem::path& dir) {
   std::error_code ec;
+  if (dir.empty()) return "";  // single component files, no model directory
   if (std::filesystem::exists(dir / "model_index.json", ec)) return "";
   return dir.string() + " holds no model. To try rgbaq, write the tiny test model there: `tools/make_tiny_model " +
          dir.string() + "` in a build (`rgbaq-make-tiny-model` installed); for real images, `rgbaq model pull` fetches "
@@ -352,6 +410,8 @@ engine::EngineOptions DaemonConfig::engine_options() const {
   o.fused_blocks = fused_blocks;
   o.random_weights = random_weights;
   o.lora_cache_bytes = lora_cache_mb << 20;
+  o.components = components;
+  if (model_dir.empty()) o.tokenizer = own_tokenizer();
   o.precision = common::parse_option("precision", precision, engine::parse_precision);
   o.gpu_int8 = common::parse_option("gpu-int8", gpu_int8, engine::parse_gpu_int8);
   o.attention = common::parse_option("attention", attention, engine::parse_attention_kernel);
@@ -373,7 +433,7 @@ storage::StoreOptions DaemonConfig::store_options() const {
 
 DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   const common::Arguments a(args,
-                         {"model", "engine", "threads", "workers", "device", "devices", "precision", "gpu-int8", "vae-tiles", "attention", "fused-blocks", "gpu-memory", "socket", "data-dir",
+                         {"model", "dit", "text-encoder", "vae", "engine", "threads", "workers", "device", "devices", "precision", "gpu-int8", "vae-tiles", "attention", "fused-blocks", "gpu-memory", "socket", "data-dir",
                           "queue", "max-attempts", "encoder-cache-mb", "encoder-cache-disk-mb", "log-level", "config", "max-frame-mb", "max-connections",
                           "frame-timeout-s", "client-queue-kb", "busy-timeout-ms", "unhealthy-exit-s",
                           "max-jobs-per-submit", "max-interruptions", "max-deaths", "lora-dir", "lora-cache-mb", "lease-s", "host",
@@ -384,6 +444,7 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   DaemonConfig c;
   if (const auto file = a.get("config")) apply_file(c, made_absolute(*file));
   if (const auto v = a.get("model")) c.model_dir = model_folder(*v, std::filesystem::current_path(), "--model ");
+  read_component_flags(a, c.components);
   if (const auto v = a.get("engine")) c.engine = *v;
   c.threads = a.get_int("threads", c.threads);
   c.workers = a.get_int("workers", c.workers);
@@ -460,7 +521,11 @@ DaemonConfig parse_daemon_config(const std::vector<std::string>& args) {
   if (c.copy_roots.empty()) {
     if (const char* home = std::getenv("HOME"); home && *home) c.copy_roots.push_back(home);
   }
-  if (c.model_dir.empty()) throw common::UsageError("--model DIR is required (a diffusers-layout model directory)");
+  if (c.model_dir.empty() && c.components.empty()) {
+    throw common::UsageError("--model DIR is required (a diffusers-layout model directory), unless --dit, --text-encoder and "
+                             "--vae name all three components");
+  }
+  check_component_files(c.components, c.model_dir);  // without --model: names the files missing
   if (c.socket_path.empty()) c.socket_path = paths::default_socket_path();
   if (c.data_dir.empty()) c.data_dir = paths::default_data_dir();
   if (c.threads < 0) throw common::UsageError("--threads must be 0 or more");

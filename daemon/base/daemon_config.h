@@ -8,13 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "common/arguments.h"
 #include "engine/engine_options.h"
 #include "storage/queue_store.h"
 
 namespace rgbaq::daemon {
 
 struct DaemonConfig {
-  std::filesystem::path model_dir;
+  std::filesystem::path model_dir;     // empty only when `components` names all three files
+  // --dit, --text-encoder, --vae: single files (ComfyUI's) that replace those components of --model;
+  // with all three and no --model, the tokenizer is rgbaq's own (own_tokenizer()) and the engine gives
+  // the sampler's sigmas.
+  engine::ComponentFiles components;
   std::string engine = "auto";         // auto (cuda when a device is visible, else cpu) | cpu | cuda
   int threads = 0;                     // 0: all hardware threads
   int device = 0;                      // cuda: device ordinal
@@ -94,6 +99,29 @@ struct DaemonConfig {
   uint64_t encoder_cache_disk_bytes() const;
   std::filesystem::path log_file() const { return data_dir / "logs" / "rgbaqd.log"; }
 };
+
+// A component file's flag and config key, and its field in engine::ComponentFiles.
+struct ComponentFlag {
+  const char* flag;  // "dit", "text-encoder", "vae" (as --FLAG)
+  const char* key;   // "dit", "text_encoder", "vae" (the config file's)
+  std::filesystem::path engine::ComponentFiles::*file;
+};
+inline constexpr ComponentFlag kComponentFlags[] = {{"dit", "dit", &engine::ComponentFiles::dit},
+                                                    {"text-encoder", "text_encoder", &engine::ComponentFiles::text_encoder},
+                                                    {"vae", "vae", &engine::ComponentFiles::vae}};
+
+// read_component_flags: --dit, --text-encoder and --vae from `a` into `files` (absolute).
+// check_component_files: with `model` (the --model DIR, perhaps empty), each file given must be a
+// regular file, and without a model all three must be given. Throws common::UsageError naming the flag
+// and the file.
+void read_component_flags(const common::Arguments& a, engine::ComponentFiles& files);
+void check_component_files(const engine::ComponentFiles& files, const std::filesystem::path& model);
+// `message` (an engine error) with "--FLAG: " before it when it names one of the component files (by
+// its name) and does not begin with the flag already: the engine names the file, the user typed the flag.
+std::string name_component_flag(const std::string& message, const engine::ComponentFiles& files);
+// rgbaq's own tokenizer.json (installed beside the binaries, or the source tree's): what a session with
+// no model directory tokenizes with (EngineOptions::tokenizer).
+std::filesystem::path own_tokenizer();
 
 // The help text for `rgbaqd --help`, flags and config file both.
 extern const char* const kDaemonHelp;

@@ -175,7 +175,7 @@ void OutputWriter::write(FinishedRender& r) {
       if ((folder_stat.st_mode & S_IXGRP) == 0) mode &= ~mode_t{070};
       if ((folder_stat.st_mode & S_IXOTH) == 0) mode &= ~mode_t{007};
     }
-    png.emplace(dfd, job.output_path, r.rgba.data(), r.width, r.height, png_texts_with_qa(r.metadata, qa), mode);
+    png.emplace(dfd, job.output_path, r.rgba.data(), r.width, r.height, png_texts_with_qa(r.metadata, qa, r.components), mode);
   } catch (const common::FolderError& e) {
     const bool refused = e.code() == std::errc::operation_not_permitted || e.code() == std::errc::too_many_symbolic_link_levels;
     cannot_write(job.output_path + (refused ? ": refusing its folder " : ": cannot make its folder ") + folder.string() + ": " + e.what(),
@@ -191,7 +191,7 @@ void OutputWriter::write(FinishedRender& r) {
   // Recorded done first (fenced by the lease), renamed into place only then: a worker that stalled past
   // its lease and lost the job never replaces the PNG of the worker that finished it. The note lets a
   // start after a crash between the two finish the rename (pending_outputs.h).
-  const std::string metadata = metadata_json_with_qa(r.metadata, qa);
+  const std::string metadata = metadata_json_with_qa(r.metadata, qa, r.components);
   // A failure reading the row's seeds costs the re-seed only (logged), never the finished PNG.
   const storage::Completion completion = job_completion(*store_, job, *check, metadata);
   std::optional<PendingOutputNote> note;

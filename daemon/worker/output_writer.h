@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "daemon/base/daemon_state.h"
 #include "daemon/base/event_hub.h"
 #include "storage/queue_store.h"
@@ -26,6 +28,7 @@ struct FinishedRender {
   std::vector<uint8_t> rgba;
   int width = 0, height = 0;
   storage::RenderMetadata metadata;
+  nlohmann::json components;  // the single component files rendered with (describe_component_files), or {}
 };
 
 class OutputWriter {

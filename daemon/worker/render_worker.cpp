@@ -40,6 +40,7 @@ RenderWorker::RenderWorker(const DaemonConfig& config, engine::Session& session,
     : config_(config),
       session_(session),
       model_identity_(model_identity),
+      components_(describe_component_files(config.components)),
       state_(state),
       worker_(worker),
       events_(events),
@@ -217,8 +218,9 @@ void RenderWorker::handle(const storage::Job& job) {
     render.job = job;
     render.width = result.size.width;
     render.height = result.size.height;
-    render.metadata = describe_render(request, result, config_.model_dir, model_identity_, session_.backend_name(),
-                                      session_.precision());
+    render.metadata = describe_render(request, result, config_.model_dir, config_.components, model_identity_,
+                                      session_.backend_name(), session_.precision());
+    render.components = components_;
     render.rgba = std::move(result.rgba);
     // The worker tokenized and encoded (or found the embeddings) itself: its own clock for those.
     storage::RenderMetadata& m = render.metadata;

@@ -50,6 +50,7 @@ class RenderWorker {
   const DaemonConfig& config_;
   engine::Session& session_;
   std::string model_identity_;
+  nlohmann::json components_;  // describe_component_files of the config's, for each output's record
   DaemonState& state_;
   WorkerState& worker_;
   EventHub& events_;

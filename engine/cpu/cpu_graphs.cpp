@@ -6,19 +6,19 @@ namespace rgbaq::engine::cpu {
 
 CpuGraphs::CpuGraphs(const ModelDirectory& model, int threads)
     : pool_(threads),
-      text_weights_(WeightStore::open(model.text_encoder_dir())),
-      dit_weights_(WeightStore::open(model.transformer_dir())),
-      vae_weights_(WeightStore::open(model.vae_dir())) {
+      text_weights_(model.open_weights("text_encoder")),
+      dit_weights_(model.open_weights("transformer")),
+      vae_weights_(model.open_weights("vae")) {
   use_single_threaded_blas();
-  const auto text_config = load_text_encoder_config(model.text_encoder_dir() / "config.json");
-  const auto dit_config = load_dit_config(model.transformer_dir() / "config.json");
+  const TextEncoderConfig& text_config = model.text_encoder_config();
+  const DitConfig& dit_config = model.dit_config();
   if (dit_config.context_dim != text_config.hidden) {
     throw std::runtime_error(model.root().string() + ": the DiT's context_in_dim " + std::to_string(dit_config.context_dim) +
                              " is not the text encoder's hidden size " + std::to_string(text_config.hidden));
   }
   encoder_ = std::make_unique<TextEncoder>(text_weights_, text_config);
   dit_ = std::make_unique<Dit>(dit_weights_, dit_config);
-  vae_ = std::make_unique<VaeDecoder>(vae_weights_, load_vae_config(model.vae_dir() / "config.json"));
+  vae_ = std::make_unique<VaeDecoder>(vae_weights_, model.vae_config());
 }
 
 Tensor CpuGraphs::run_encode(std::span<const int32_t> ids) { return encoder_->encode(ids, pool_); }

@@ -54,6 +54,11 @@ void Dit::linear_lora(const float* x, int64_t rows, const Tensor& w, int index, 
   add_lora(x, rows, w.dim(1), lora_terms_[static_cast<size_t>(index)], y, w.dim(0), pool);
 }
 
+void Dit::linear_lora(SharedInput& x, const Tensor& w, int index, float* y, ThreadPool& pool) const {
+  x.linear(w, y, w.dim(0));
+  add_lora(x.x(), x.rows(), x.ldx(), lora_terms_[static_cast<size_t>(index)], y, w.dim(0), pool);
+}
+
 std::vector<float> Dit::timestep_embedding(float t) {
   std::vector<float> emb(kTimestepDim);
   timestep_embedding(t, emb.data());
@@ -154,9 +159,10 @@ void Dit::run_block(int block, DitWorkspace& ws, int64_t rows, int64_t text_rows
   float* q = ws.q.data();
   float* own_k = ws.k.data() + prefix_rows * dim;
   float* own_v = ws.v.data() + prefix_rows * dim;
-  linear_lora(h, rows, b.to_q, dit_linear_index(block, kToQ), q, pool);
-  linear_lora(h, rows, b.to_k, dit_linear_index(block, kToK), own_k, pool);
-  linear_lora(h, rows, b.to_v, dit_linear_index(block, kToV), own_v, pool);
+  SharedInput attn_in(h, rows, dim, ws.packed, pool);
+  linear_lora(attn_in, b.to_q, dit_linear_index(block, kToQ), q, pool);
+  linear_lora(attn_in, b.to_k, dit_linear_index(block, kToK), own_k, pool);
+  linear_lora(attn_in, b.to_v, dit_linear_index(block, kToV), own_v, pool);
   rms_norm(q, rows * config_.heads, config_.head_dim, b.norm_q.data(), 0.0f, eps, q, pool);
   rms_norm(own_k, rows * config_.heads, config_.head_dim, b.norm_k.data(), 0.0f, eps, own_k, pool);
   rope_interleaved(q, rows, dim, config_.heads, config_.head_dim, cos, sin, pool);
@@ -182,8 +188,9 @@ void Dit::run_block(int block, DitWorkspace& ws, int64_t rows, int64_t text_rows
   gated_add(dim);
 
   modulated_norm(2 * dim);
-  linear_lora(h, rows, b.gate, dit_linear_index(block, kMlpGate), ws.gate.data(), pool);
-  linear_lora(h, rows, b.proj, dit_linear_index(block, kMlpProj), ws.up.data(), pool);
+  SharedInput mlp_in(h, rows, dim, ws.packed, pool);
+  linear_lora(mlp_in, b.gate, dit_linear_index(block, kMlpGate), ws.gate.data(), pool);
+  linear_lora(mlp_in, b.proj, dit_linear_index(block, kMlpProj), ws.up.data(), pool);
   swiglu(ws.gate.data(), ws.up.data(), rows * mlp, pool);
   linear_lora(ws.gate.data(), rows, b.out, dit_linear_index(block, kMlpOut), delta, pool);
   gated_add(3 * dim);

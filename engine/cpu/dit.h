@@ -8,6 +8,7 @@
 // the block-causal mask, kept to prove the two agree.
 #include <vector>
 
+#include "engine/cpu/linear.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/lora.h"
 #include "engine/model/model_config.h"
@@ -33,6 +34,7 @@ struct DitWorkspace {
   std::vector<float> x, h, q, k, v, attn, delta, up, gate;
   std::vector<float> emb, hidden, temb;  // the time embedding's
   DitModulation text_mod, image_mod;
+  ConvRotRows packed;  // a ConvRot DiT's shared input rows (q/k/v, gate/proj), rotated and quantized once
   void reserve(int64_t rows, int64_t keys, int64_t dim, int64_t mlp);
 };
 
@@ -89,6 +91,8 @@ class Dit {
   void project_out(DitWorkspace& ws, int64_t first_row, int64_t rows, float* vel, ThreadPool& pool) const;
   // y = x W^T plus the LoRA terms of Linear `index` (dit_linear_index order), contiguous rows.
   void linear_lora(const float* x, int64_t rows, const Tensor& w, int index, float* y, ThreadPool& pool) const;
+  // The same on an input several Linears share (its ConvRot packing done once); LoRA from the fp32 rows.
+  void linear_lora(SharedInput& x, const Tensor& w, int index, float* y, ThreadPool& pool) const;
 
   DitConfig config_;
   Tensor img_in_, txt_in_, txt_out_, time_1_, time_2_, modulation_, norm_out_, proj_out_;

@@ -84,11 +84,13 @@ Tensor TextEncoder::encode(std::span<const int32_t> ids, ThreadPool& pool) const
       for (int64_t i = a; i < b; ++i) x[i] += y[static_cast<size_t>(i)];
     });
   };
+  ConvRotRows packed;  // a ConvRot encoder's shared input rows, rotated and quantized once per use
   for (const Layer& layer : layers_) {
     rms_norm(x, n, h, layer.input_norm.data(), 0.0f, eps, normed.data(), pool);
-    linear(normed.data(), n, layer.q, q.data(), pool);
-    linear(normed.data(), n, layer.k, k.data(), pool);
-    linear(normed.data(), n, layer.v, v.data(), pool);
+    SharedInput attn_in(normed.data(), n, h, packed, pool);
+    attn_in.linear(layer.q, q.data(), q_dim);
+    attn_in.linear(layer.k, k.data(), kv_dim);
+    attn_in.linear(layer.v, v.data(), kv_dim);
     rms_norm(q.data(), n * config_.heads, d, layer.q_norm.data(), 0.0f, eps, q.data(), pool);
     rms_norm(k.data(), n * config_.kv_heads, d, layer.k_norm.data(), 0.0f, eps, k.data(), pool);
     rope_rotate_half(q.data(), n, q_dim, config_.heads, static_cast<int>(d), cos.data(), sin.data(), pool);
@@ -97,8 +99,9 @@ Tensor TextEncoder::encode(std::span<const int32_t> ids, ThreadPool& pool) const
     linear(attn.data(), n, layer.o, delta.data(), pool);
     add(delta);
     rms_norm(x, n, h, layer.post_norm.data(), 0.0f, eps, normed.data(), pool);
-    linear(normed.data(), n, layer.gate, gate.data(), pool);
-    linear(normed.data(), n, layer.up, up.data(), pool);
+    SharedInput mlp_in(normed.data(), n, h, packed, pool);
+    mlp_in.linear(layer.gate, gate.data(), inter);
+    mlp_in.linear(layer.up, up.data(), inter);
     swiglu(gate.data(), up.data(), n * inter, pool);
     linear(gate.data(), n, layer.down, delta.data(), pool);
     add(delta);

@@ -83,6 +83,7 @@ CudaDit::CudaDit(const DitConfig& config, const cpu::Dit* dit, WeightSource& sou
       dev.formats.push_back(source.format_of(linears[j], true));
       dev.linears.emplace_back();
       dev.first_part.push_back(stream_blocks ? static_cast<int>(staged.back().size()) : 0);
+      dev.groups.push_back(linears[j] ? linears[j]->convrot_group() : 0);
       if (stack.empty()) continue;
       if (!stream_blocks) {
         dev.linears.back() = stack.size() == 1 ? source.linear(stack[0], shapes[j][0], shapes[j][1], true, name + " linears")
@@ -163,7 +164,7 @@ void CudaDit::project(int index, const void* x, int64_t rows, const LinearView& 
 LinearView CudaDit::linear(int block, int which, const std::vector<const void*>* streamed) const {
   const Block& b = blocks_[block];
   if (!streamed) return b.linears[which].view();
-  return view_of_parts(b.formats[which], streamed->data() + b.first_part[which]);
+  return view_of_parts(b.formats[which], streamed->data() + b.first_part[which], b.groups[which]);
 }
 
 // [scale1 | gate1 | scale2 | gate2] (gates through tanh) then the final scale: 5 * dim fp32 at `out`.

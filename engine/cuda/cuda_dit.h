@@ -54,6 +54,7 @@ class CudaDit {
     std::vector<DeviceLinear> linears;  // resident: to_q, to_k, to_v, to_out, gate, proj, out (fused: stacks in to_q, gate)
     std::vector<LinearFormat> formats;  // each linear's, resident or streamed
     std::vector<int> first_part;        // streamed: each linear's first part in the block's parts
+    std::vector<int> groups;            // streamed: each ConvRot linear's group (0 for the others)
     DeviceBuffer norm_q, norm_k;
   };
   // The scales a norm of the rows applies (layer_norm_modulate's): text below text_rows, else image.

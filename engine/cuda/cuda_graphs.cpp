@@ -16,11 +16,11 @@ CudaGraphs::CudaGraphs(const ModelDirectory& model, const EngineOptions& options
       precision_(options.precision),
       // fp8 sessions keep bf16 activations (the fp8 Linears quantize their inputs per token).
       type_(options.precision == Precision::kFp32 ? ElementType::kF32 : ElementType::kBf16),
-      formats_{options.precision == Precision::kFp8, options.gpu_int8 == GpuInt8::kKeep},
+      formats_{options.precision == Precision::kFp8, options.gpu_int8 == GpuInt8::kKeep, options.gpu_int8 == GpuInt8::kW8A8},
       fused_attention_(options.attention == AttentionKernel::kFused),
       fused_blocks_(options.fused_blocks),
-      text_config_(load_text_encoder_config(model.text_encoder_dir() / "config.json")),
-      text_weights_(WeightStore::open(model.text_encoder_dir())) {
+      text_config_(model.text_encoder_config()),
+      text_weights_(model.open_weights("text_encoder")) {
   RGBAQ_CUDA_CHECK(cudaSetDevice(device_), device_);
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
@@ -54,7 +54,7 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   gemm_ = std::make_unique<Gemm>(*arena_, stream_);
   linears_ = std::make_unique<LinearRunner>(*arena_, *gemm_, type_, stream_);
 
-  const auto dit_config = load_dit_config(model.transformer_dir() / "config.json");
+  const DitConfig dit_config = model.dit_config();
   if (dit_config.context_dim != text_config_.hidden) {
     throw std::runtime_error(model.root().string() + ": the DiT's context_in_dim " + std::to_string(dit_config.context_dim) +
                              " is not the text encoder's hidden size " + std::to_string(text_config_.hidden));
@@ -62,10 +62,10 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   // The CPU backend's loaders check every tensor's name, shape and dtype; the device copies come from
   // their views, so both backends run the same checked weights.
   text_views_ = std::make_unique<cpu::TextEncoder>(text_weights_, text_config_);
-  const WeightStore dit_weights = WeightStore::open(model.transformer_dir());
+  const WeightStore dit_weights = model.open_weights("transformer");
   const cpu::Dit dit_views(dit_weights, dit_config);
-  const VaeConfig vae_config = load_vae_config(model.vae_dir() / "config.json");
-  const WeightStore vae_weights = WeightStore::open(model.vae_dir());
+  const VaeConfig vae_config = model.vae_config();
+  const WeightStore vae_weights = model.open_weights("vae");
   auto vae_views = std::make_unique<cpu::VaeDecoder>(vae_weights, vae_config);
   const auto e = static_cast<int64_t>(element_size(type_));
   const SessionWeightBytes planned = session_weight_bytes(model, e, formats_);
@@ -78,6 +78,7 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   dit_int8_ = !report_of(model, "transformer").int8_linears.empty();
   encoder_int8_ = !report_of(model, "text_encoder").int8_linears.empty();
   keeps_int8_ = formats_.keep_int8 && (dit_int8_ || encoder_int8_);
+  convrot_ = !report_of(model, "transformer").convrot_linears.empty() || !report_of(model, "text_encoder").convrot_linears.empty();
   // What the session holds beside its weights at the largest render the contract allows (the daemon's
   // workers reserve it at start): weights that fit only without it would run out at the first decode.
   const WorkspaceChoices choices{formats_, dit_int8_, encoder_int8_, options.vae_tiles, fused_attention_, fused_blocks_};
@@ -130,7 +131,9 @@ std::string CudaGraphs::device_description() const {
   cudaGetDeviceProperties(&prop, device_);
   return std::string(prop.name) + " (device " + std::to_string(device_) + ", sm_" + std::to_string(prop.major) +
          std::to_string(prop.minor) + ", " + gib_string(prop.totalGlobalMem) + "), " +
-         precision_name(precision_) + (keeps_int8_ ? ", int8 weights kept" : "") + (fused_attention_ ? ", fused attention" : "") +
+         precision_name(precision_) + (keeps_int8_ ? ", int8 weights kept" : "") +
+         (!convrot_ ? "" : formats_.w8a8 ? ", ConvRot Linears W8A8" : ", ConvRot Linears widened (--gpu-int8 w8a8 keeps them int8)") +
+         (fused_attention_ ? ", fused attention" : "") +
          (fused_blocks_ ? ", fused blocks" : "") +
          (dit_ && dit_->streams_blocks() ? ", DiT blocks streamed" : "");
 }
@@ -195,6 +198,7 @@ void CudaGraphs::run_reserve(int64_t text_tokens, int64_t image_tokens) {
                                       dit_int8_, encoder_int8_, std::max(text_tokens, image_tokens), host::kMaxFullTokens,
                                       fused_blocks_);
   linears_->reserve(scratch[0].bytes, scratch[1].bytes, scratch[2].bytes, scratch[3].bytes);
+  if (formats_.w8a8) linears_->reserve_w8a8({scratch[4].bytes, scratch[5].bytes, scratch[6].bytes});
   if (encoder_) return encoder_->reserve(host::kMaxFullTokens);
   // Not resident: the encoder comes up for each prompt beside the workspaces held now, its weights, its
   // buffers for the longest prompt, and what making its last Linear holds for a moment.

@@ -67,6 +67,7 @@ class CudaGraphs final : public Graphs {
   bool fused_blocks_;     // --fused-blocks on
   bool dit_int8_ = false, encoder_int8_ = false;  // some of their Linears are stored int8
   bool keeps_int8_ = false;                       // and stay int8 on the device
+  bool convrot_ = false;                          // some Linears are ConvRot (W8A8 with --gpu-int8 w8a8, else widened)
   size_t encoder_bytes_ = 0;  // the encoder's weights as planned, for the per-prompt upload's check
   size_t weight_bytes_ = 0, planned_weight_bytes_ = 0;
   TextEncoderConfig text_config_;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "engine/cuda/convrot_kernels.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
 #include "engine/model/fp8_e4m3.h"
@@ -24,6 +25,10 @@ std::vector<std::vector<uint8_t>> staged_parts(const Tensor& t, LinearFormat for
       std::memcpy(scales.data(), row_scales.data(), scales.size());
       return {std::move(codes), std::move(scales)};
     }
+    case LinearFormat::kInt8ConvRot:
+      if (t.quant() != WeightQuant::kInt8ConvRot) throw std::logic_error("staged_parts: W8A8 for a weight that is not ConvRot");
+      check_w8a8_shape(t.dim(0), t.dim(1), t.convrot_group(), what);
+      return {raw_bytes(t), raw_bytes(*t.scales())};  // I8 values, F32 [out] scales, as stored
     case LinearFormat::kDense: break;
   }
   return {host_bytes(t, type)};
@@ -31,7 +36,7 @@ std::vector<std::vector<uint8_t>> staged_parts(const Tensor& t, LinearFormat for
 
 void require_one_format(const std::vector<LinearFormat>& formats, const std::string& what) {
   const auto name = [](LinearFormat f) {
-    return f == LinearFormat::kInt8Blocks ? "int8 kept" : f == LinearFormat::kFp8Rows ? "fp8" : "dense";
+    return f == LinearFormat::kInt8Blocks ? "int8 kept" : f == LinearFormat::kFp8Rows ? "fp8" : f == LinearFormat::kInt8ConvRot ? "int8 W8A8" : "dense";
   };
   for (LinearFormat f : formats) {
     if (f == formats.front()) continue;
@@ -52,8 +57,8 @@ std::vector<std::vector<uint8_t>> staged_stack(const std::vector<const Tensor*>&
   return stack;
 }
 
-LinearView view_of_parts(LinearFormat f, const void* const* parts) {
-  return {f, parts[0], parts_of(f) > 1 ? parts[1] : nullptr};
+LinearView view_of_parts(LinearFormat f, const void* const* parts, int group) {
+  return {f, parts[0], parts_of(f) > 1 ? parts[1] : nullptr, f == LinearFormat::kInt8ConvRot ? group : 0};
 }
 
 void LinearRunner::reserve(int64_t weight_bytes, int64_t code_bytes, int64_t scale_bytes, int64_t accumulator_bytes) {
@@ -61,6 +66,12 @@ void LinearRunner::reserve(int64_t weight_bytes, int64_t code_bytes, int64_t sca
   arena_.ensure(codes_, static_cast<size_t>(code_bytes), "a Linear's input as FP8 codes");
   arena_.ensure(row_scales_, static_cast<size_t>(scale_bytes), "a Linear's FP8 input row scales");
   arena_.ensure(accumulator_, static_cast<size_t>(accumulator_bytes), "an fp8 Linear's accumulator");
+}
+
+void LinearRunner::reserve_w8a8(const W8A8Scratch& most) {
+  arena_.ensure(int8_codes_, static_cast<size_t>(most.codes), "a W8A8 Linear's rotated input as int8 codes");
+  arena_.ensure(int8_scales_, static_cast<size_t>(most.scales), "a W8A8 Linear's input row scales");
+  arena_.ensure(int32_product_, static_cast<size_t>(most.accumulator), "a W8A8 Linear's int32 product");
 }
 
 LinearView LinearRunner::prepared(const LinearView& w, int64_t out, int64_t in) {
@@ -92,6 +103,18 @@ void LinearRunner::run(const LinearView& w, const void* x, int64_t rows, int64_t
                        static_cast<const float*>(w.scales), out, in, y, beta, accumulator_.as<float>(),
                        static_cast<int64_t>(accumulator_.bytes() / sizeof(float)));
       return;
+    case LinearFormat::kInt8ConvRot: {
+      // Sized by reserve_w8a8; grows (once, outside the step loop's steady state) for a wider call.
+      const W8A8Scratch need = w8a8_scratch(rows, out, in);
+      reserve_w8a8(need);
+      convrot_quantize_rows(x, type_, rows, in, w.group, int8_codes_.as<int8_t>(), int8_scales_.as<float>(), arena_.device(),
+                            stream_);
+      gemm_.linear_int8(int8_codes_.as<int8_t>(), rows, static_cast<const int8_t*>(w.values), out, in,
+                        int32_product_.as<int32_t>());
+      w8a8_epilogue(int32_product_.as<int32_t>(), int8_scales_.as<float>(), static_cast<const float*>(w.scales), rows, out, y,
+                    beta, stream_);
+      return;
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/w8a8_plan.h"
 #include "engine/model/dtype.h"
 #include "engine/model/int8_blocks.h"
 
@@ -99,6 +100,21 @@ DeviceLinear WeightSource::linear(const Tensor* host, int64_t out, int64_t in, b
       check_fp8_shape(out, in, what);
       fp8_rows(host, out, in, l, what);
       break;
+    case LinearFormat::kInt8ConvRot:
+      l.group = host->convrot_group();  // a ConvRot format comes only from a host tensor (format_of)
+      check_w8a8_shape(out, in, l.group, what);
+      if (random_) {
+        // As int8 blocks' random values: q s uniform in +-1/sqrt(in) (R keeps the spread).
+        l.values = arena_.allocate(static_cast<size_t>(out * in), what);
+        fill_random_int8(l.values.as<int8_t>(), out * in, seed_++ * 0x100000001b3ull, stream_);
+        l.scales = made(out, ElementType::kF32, 0.0f, 1.0f / (127.0f * std::sqrt(static_cast<float>(in))), what + " scales");
+        check_launch(arena_.device(), "fill_random_int8");
+      } else {
+        l.values = upload(arena_, raw_bytes(*host), what);
+        l.scales = upload(arena_, raw_bytes(*host->scales()), what + " scales");
+      }
+      weight_bytes_ += l.values.bytes() + l.scales.bytes();
+      break;
   }
   return l;
 }
@@ -112,6 +128,14 @@ DeviceLinear WeightSource::stacked_linear(const std::vector<const Tensor*>& host
   for (const Tensor* h : hosts) each.push_back(linear(h, out, in, block, what));
   DeviceLinear stack;
   stack.format = formats.front();
+  stack.group = each.front().group;
+  for (const DeviceLinear& l : each) {
+    if (l.group != stack.group) {
+      throw std::invalid_argument(what + ": --fused-blocks makes these ConvRot Linears one GEMM, so they must share a group, but "
+                                  "they have " + std::to_string(stack.group) + " and " + std::to_string(l.group) +
+                                  " (or --fused-blocks off)");
+    }
+  }
   const auto fill = [&](DeviceBuffer DeviceLinear::*part, const std::string& name) {
     const size_t bytes = (each.front().*part).bytes();
     if (bytes == 0) return;

@@ -39,10 +39,11 @@ class WeightSource {
   // The format of a Linear stored as `host` (its dtype: random weights keep the file header's; null, as
   // a benchmark without a model passes, is not int8); `block`: a DiT block's or an encoder layer's.
   LinearFormat format_of(const Tensor* host, bool block) const {
-    return formats_.of(host && host->block_scales() != nullptr, block);
+    return formats_.of(host && host->block_scales() != nullptr, block, host && host->quant() == WeightQuant::kInt8ConvRot);
   }
-  // A Linear [out, in] in its format: dense as `matrix`; int8 as stored; fp8 made on the device from
-  // the stored values (the host's fp8::quantize_rows bit for bit). `host` may be null only when random.
+  // A Linear [out, in] in its format: dense as `matrix`; int8 (blocks or ConvRot) as stored; fp8 made on
+  // the device from the stored values (the host's fp8::quantize_rows bit for bit). `host` may be null
+  // only when random.
   DeviceLinear linear(const Tensor* host, int64_t out, int64_t in, bool block, const std::string& what);
   // Linears [out, in] each, one format (require_one_format), stacked by rows into one [n out, in]
   // (device_linear.h's staged_stack, on the device): each made as `linear` makes it, then copied in.

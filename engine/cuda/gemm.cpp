@@ -7,6 +7,7 @@
 #include "engine/cuda/cublaslt_library.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/w8a8_plan.h"
 #include "engine/cuda/workspace_plan.h"
 
 namespace rgbaq::engine::cuda {
@@ -63,9 +64,13 @@ Gemm::Plan Gemm::make_plan(const GemmShape& s, Operands type, unsigned alignment
 bool Gemm::build_plan(Plan& p, const GemmShape& s, Operands type, unsigned alignment, bool may_find_none) {
   const int device = arena_.device();
   const bool fp8 = type == Operands::kFp8 || type == Operands::kFp8Unscaled;
-  const cudaDataType_t in = type == Operands::kBf16 ? CUDA_R_16BF : fp8 ? CUDA_R_8F_E4M3 : CUDA_R_32F;
+  const bool int8 = type == Operands::kInt8;
+  const cudaDataType_t in = type == Operands::kBf16 ? CUDA_R_16BF : fp8 ? CUDA_R_8F_E4M3 : int8 ? CUDA_R_8I : CUDA_R_32F;
+  const cudaDataType_t out = int8 ? CUDA_R_32I : CUDA_R_32F;
   // Row-major C = A op(B) is column-major C^T = op(B)^T A^T: cuBLASLt's first operand is our B.
-  check_cublas(lt_.matmul_desc_create(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), device, "cublasLtMatmulDescCreate");
+  // int8: CUBLAS_COMPUTE_32I with an int32 scale type, the only IMMA form with an int32 result.
+  check_cublas(lt_.matmul_desc_create(&p.op, int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F, out), device,
+               "cublasLtMatmulDescCreate");
   if (type == Operands::kFp8) {
     // One scale per row of cuBLASLt's A (our W's output rows) and per column of its B (our x's rows);
     // the pointers are set at each call. FP8 takes only this transposed-A form, which a Linear is.
@@ -84,7 +89,7 @@ bool Gemm::build_plan(Plan& p, const GemmShape& s, Operands type, unsigned align
   const uint64_t b_rows = s.b_transposed ? s.k : s.n, b_cols = s.b_transposed ? s.n : s.k;
   check_cublas(lt_.matrix_layout_create(&p.a, in, b_rows, b_cols, s.ldb), device, "cublasLtMatrixLayoutCreate");
   check_cublas(lt_.matrix_layout_create(&p.b, in, s.k, s.m, s.lda), device, "cublasLtMatrixLayoutCreate");
-  check_cublas(lt_.matrix_layout_create(&p.c, CUDA_R_32F, s.n, s.m, s.ldc), device, "cublasLtMatrixLayoutCreate");
+  check_cublas(lt_.matrix_layout_create(&p.c, out, s.n, s.m, s.ldc), device, "cublasLtMatrixLayoutCreate");
   if (s.batch > 1) {
     const int32_t count = s.batch;
     const int64_t strides[3] = {s.stride_b, s.stride_a, s.stride_c};
@@ -117,7 +122,7 @@ bool Gemm::build_plan(Plan& p, const GemmShape& s, Operands type, unsigned align
   if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
     if (may_find_none) return false;
     throw CudaError(device_label(device) + ": cuBLASLt has no algorithm for a " +
-                    (type == Operands::kBf16 ? "bf16" : fp8 ? "fp8 (E4M3)" : "fp32") +
+                    (type == Operands::kBf16 ? "bf16" : fp8 ? "fp8 (E4M3)" : int8 ? "int8 (IMMA)" : "fp32") +
                     " GEMM of m " + std::to_string(s.m) + ", n " +
                     std::to_string(s.n) + ", k " + std::to_string(s.k) + ", batch " + std::to_string(s.batch) +
                     ", lda " + std::to_string(s.lda) + ", ldb " + std::to_string(s.ldb) + ", ldc " + std::to_string(s.ldc) +
@@ -169,6 +174,26 @@ void Gemm::linear_fp8(const uint8_t* x, const float* x_scales, int64_t rows, con
   check_cublas(lt_.matmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &p.algo, workspace_.get(),
                           workspace_.bytes(), stream_),
                device, "cublasLtMatmul (fp8)");
+}
+
+void Gemm::linear_int8(const int8_t* x, int64_t rows, const int8_t* w, int64_t out, int64_t in, int32_t* acc) {
+  if (rows == 0 || out == 0) return;
+  // The TN call w8a8_plan.h lays out is the one build_plan makes for a Linear: cuBLASLt's A our W
+  // transposed, its B our x; refused here rather than by a heuristic that finds nothing.
+  const ImmaCall call = imma_call(rows, out, in);
+  if (const std::string problem = imma_shape_problem(call); !problem.empty()) {
+    throw std::invalid_argument("int8 GEMM of [" + std::to_string(rows) + ", " + std::to_string(in) + "] x [" +
+                                std::to_string(out) + ", " + std::to_string(in) + "]^T: " + problem);
+  }
+  const GemmShape s{rows, out, in, call.ldb, call.lda, call.ldc, true, 1, 0, 0, 0};
+  const Plan& p = plan_for(s, Operands::kInt8,
+                           imma_alignment(reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(w),
+                                          reinterpret_cast<uintptr_t>(acc)));
+  const int32_t alpha = 1, beta = 0;  // the scale type is int32 (CUBLAS_COMPUTE_32I)
+  count_launch();
+  check_cublas(lt_.matmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, acc, p.c, acc, p.c, &p.algo, workspace_.get(),
+                          workspace_.bytes(), stream_),
+               arena_.device(), "cublasLtMatmul (int8)");
 }
 
 void Gemm::run(const GemmShape& s, ElementType type, const void* a, const void* b, float* c, float alpha, float beta) {

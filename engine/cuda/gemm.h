@@ -6,6 +6,7 @@
 // and per row of x (cuBLASLt's outer-vector scaling), fp32 accumulation into an fp32 C. Where cuBLASLt
 // has no outer-vector algorithm for a shape (reported for sm_89, and for few rows at large k on sm_90),
 // that shape runs as an unscaled FP8 GEMM and one pass applies the scales (scale_fp8_product).
+// linear_int8 is the int8 form (IMMA: int8 operands, int32 product; a W8A8 Linear's, device_linear.h).
 // A call's descriptors and algorithm are made once per (shape, type, pointer alignment) and cached, so
 // the step loop allocates nothing; the workspace is allocated once. cuBLASLt itself is loaded when the
 // first Gemm is made (cublaslt_library.h).
@@ -56,11 +57,14 @@ class Gemm {
   // Whether the FP8 GEMM of this shape (16-byte aligned operands) runs as the fallback; plans it if need
   // be. For the gpu tests and benchmarks: linear_fp8 decides by itself.
   bool fp8_falls_back(int64_t rows, int64_t out, int64_t in);
+  // acc[rows, out] = sum_k x[r, k] W[o, k], int8 x int8 -> int32 (IMMA; w8a8_plan.h lays the call out and
+  // says which shapes it takes: out and in multiples of 4). A W8A8 Linear's product before its epilogue.
+  void linear_int8(const int8_t* x, int64_t rows, const int8_t* w, int64_t out, int64_t in, int32_t* acc);
 
  private:
   // kFp8: per-row scales (outer vectors), or the fallback where cuBLASLt has none; kFp8Unscaled: always
-  // the fallback.
-  enum class Operands { kBf16, kF32, kFp8, kFp8Unscaled };
+  // the fallback. kInt8: int8 operands, int32 compute and result (linear_int8).
+  enum class Operands { kBf16, kF32, kFp8, kFp8Unscaled, kInt8 };
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int, int64_t, int64_t, int64_t, int, int>;
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;

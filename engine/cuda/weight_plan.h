@@ -32,7 +32,9 @@ int64_t schema_weight_bytes(const ComponentSchema& schema, const ComponentReport
     switch (w.role) {
       case WeightRole::kLinear: {
         const bool block = in_block(w.name);
-        const int64_t b = linear_weight_bytes(f.of(report.int8_linears.count(w.name) > 0, block), e, w.shape[0], w.shape[1]);
+        const LinearFormat format =
+            f.of(report.int8_linears.count(w.name) > 0, block, report.convrot_linears.count(w.name) > 0);
+        const int64_t b = linear_weight_bytes(format, e, w.shape[0], w.shape[1]);
         if (block && block_linears) *block_linears += b;
         else total += b;
         break;

@@ -10,6 +10,7 @@
 
 #include "engine/cuda/attention_plan.h"
 #include "engine/cuda/linear_format.h"
+#include "engine/cuda/w8a8_plan.h"
 #include "engine/model/model_config.h"
 #include "engine/vae_tile_plan.h"
 
@@ -192,6 +193,7 @@ inline std::vector<WorkspaceBuffer> encoder_workspace(const TextEncoderConfig& c
 // kept int8, dequantized in the GEMM type; the widest input an fp8 Linear takes, as codes and row
 // scales; and the largest output of an fp8 Linear that adds to its y (the encoder's o_proj and
 // down_proj), for the FP8 GEMM's fallback (gemm.h), counted whether or not the device needs it.
+// Then, with --gpu-int8 w8a8, the W8A8 Linears' codes, row scales and int32 product (w8a8_plan.h).
 // `dit_rows`: the DiT's widest pass; `encoder_rows`: the longest prompt (Lfull). With `fused_blocks`
 // the DiT's stacks are its widest Linears: Q|K|V [3 dim, dim] and gate|up [2 mlp, dim], a chunk's rows.
 inline std::vector<WorkspaceBuffer> linear_scratch(const TextEncoderConfig& t, const DitConfig& d, int64_t e, LinearFormats f,
@@ -215,7 +217,12 @@ inline std::vector<WorkspaceBuffer> linear_scratch(const TextEncoderConfig& t, c
       {h, q, true, encoder_int8, encoder_rows, true}, {inter, h, true, encoder_int8, encoder_rows},
       {h, inter, true, encoder_int8, encoder_rows, true}};
   int64_t weight = 0, codes = 0, scales = 0, accumulator = 0;
+  W8A8Scratch w8a8;  // --gpu-int8 w8a8: counted for every Linear, since any of them may be stored ConvRot
   for (const Linear& l : linears) {
+    if (f.w8a8) {
+      const W8A8Scratch one = w8a8_scratch(l.rows, l.out, l.in);
+      w8a8 = {std::max(w8a8.codes, one.codes), std::max(w8a8.scales, one.scales), std::max(w8a8.accumulator, one.accumulator)};
+    }
     switch (f.of(l.int8, l.block)) {
       case LinearFormat::kInt8Blocks: weight = std::max(weight, l.out * l.in * e); break;
       case LinearFormat::kFp8Rows:
@@ -223,13 +230,17 @@ inline std::vector<WorkspaceBuffer> linear_scratch(const TextEncoderConfig& t, c
         scales = std::max(scales, l.rows * 4);
         if (l.accumulates) accumulator = std::max(accumulator, l.rows * l.out * 4);
         break;
-      case LinearFormat::kDense: break;
+      case LinearFormat::kDense:
+      case LinearFormat::kInt8ConvRot: break;  // never asked for here: l.int8 is a block-scaled weight
     }
   }
   return {{"an int8 Linear dequantized for its GEMM", weight},
           {"a Linear's input as FP8 codes", codes},
           {"a Linear's FP8 input row scales", scales},
-          {"an fp8 Linear's accumulator", accumulator}};
+          {"an fp8 Linear's accumulator", accumulator},
+          {"a W8A8 Linear's rotated input as int8 codes", w8a8.codes},
+          {"a W8A8 Linear's input row scales", w8a8.scales},
+          {"a W8A8 Linear's int32 product", w8a8.accumulator}};
 }
 
 // What a session was asked for that changes its buffers beside the precision's element size.

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "engine/model/fp8_e4m3.h"
+
 namespace rgbaq::engine {
 
 size_t dtype_size(DType t) {
@@ -9,7 +11,9 @@ size_t dtype_size(DType t) {
     case DType::kF32: return 4;
     case DType::kBF16:
     case DType::kF16: return 2;
-    case DType::kI8: return 1;
+    case DType::kI8:
+    case DType::kF8E4M3:
+    case DType::kU8: return 1;
   }
   return 0;
 }
@@ -20,6 +24,8 @@ std::string_view dtype_name(DType t) {
     case DType::kBF16: return "BF16";
     case DType::kF16: return "F16";
     case DType::kI8: return "I8";
+    case DType::kF8E4M3: return "F8_E4M3";
+    case DType::kU8: return "U8";
   }
   return "?";
 }
@@ -29,6 +35,8 @@ std::optional<DType> parse_dtype(std::string_view name) {
   if (name == "BF16") return DType::kBF16;
   if (name == "F16") return DType::kF16;
   if (name == "I8") return DType::kI8;
+  if (name == "F8_E4M3") return DType::kF8E4M3;
+  if (name == "U8") return DType::kU8;
   return std::nullopt;
 }
 
@@ -62,6 +70,16 @@ void to_f32(DType type, const void* src, float* dst, size_t n) {
     }
     case DType::kI8: {
       const auto* s = static_cast<const int8_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      return;
+    }
+    case DType::kF8E4M3: {
+      const auto* s = static_cast<const uint8_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = fp8::e4m3_to_float(s[i]);
+      return;
+    }
+    case DType::kU8: {
+      const auto* s = static_cast<const uint8_t*>(src);
       for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
       return;
     }

@@ -9,10 +9,11 @@
 
 namespace rgbaq::engine {
 
-enum class DType : uint8_t { kF32, kBF16, kF16, kI8 };
+// kF8E4M3: FP8 E4M3 "fn" codes (engine/model/fp8_e4m3.h); kU8: raw bytes (ComfyUI's comfy_quant JSON).
+enum class DType : uint8_t { kF32, kBF16, kF16, kI8, kF8E4M3, kU8 };
 
 size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);                      // safetensors spelling: "F32", "BF16", ...
+std::string_view dtype_name(DType t);                      // safetensors spelling: "F32", "BF16", "F8_E4M3", ...
 std::optional<DType> parse_dtype(std::string_view name);   // nullopt for types the engine does not read
 
 inline float bf16_to_f32(uint16_t v) {

@@ -86,9 +86,10 @@ const ModelComponent& ModelDirectory::component(const std::string& role) const {
   throw std::logic_error("ModelDirectory: no component for role " + role);
 }
 
-ModelDirectory ModelDirectory::open(const std::filesystem::path& root) {
+ModelDirectory ModelDirectory::open(const std::filesystem::path& root, const ComponentFiles& files,
+                                    const std::filesystem::path& tokenizer) {
   try {
-    return open_checked(root);
+    return open_checked(root, files, tokenizer);
   } catch (const InvalidModel&) {
     throw;
   } catch (const std::runtime_error& e) {  // std::filesystem::filesystem_error too
@@ -96,12 +97,65 @@ ModelDirectory ModelDirectory::open(const std::filesystem::path& root) {
   }
 }
 
-ModelDirectory ModelDirectory::open_checked(const std::filesystem::path& root) {
+WeightStore ModelDirectory::open_weights(const std::string& role) const {
+  const std::filesystem::path& file = files_.for_role(role);
+  return file.empty() ? WeightStore::open(component_dir(role)) : open_component_file(role, file);
+}
+
+ModelDirectory ModelDirectory::open_files(const ComponentFiles& files, const std::filesystem::path& tokenizer) {
+  for (const auto& [role, flag] : {std::pair{"transformer", "--dit"}, {"text_encoder", "--text-encoder"}, {"vae", "--vae"}}) {
+    if (files.for_role(role).empty()) {
+      throw std::runtime_error(std::string("no model directory and no ") + flag + " FILE (the " + role +
+                               "): without --model, --dit, --text-encoder and --vae must all be given");
+    }
+  }
+  if (tokenizer.empty()) {
+    throw std::runtime_error("no model directory and no tokenizer.json: rgbaq's own copy (tokenizer/qwen3/tokenizer.json in "
+                             "its data folder) was not found; install it, or give --model DIR");
+  }
+  if (!std::filesystem::is_regular_file(tokenizer)) {
+    throw std::runtime_error(tokenizer.string() + ": no such tokenizer.json (rgbaq's own copy, used when no --model is given)");
+  }
+  ModelDirectory dir;
+  dir.files_ = files;
+  dir.tokenizer_json_ = tokenizer;
+  dir.pipeline_class_ = "QwenImage21Pipeline";  // the family the key table and the configs are for
+  const WeightStore text = dir.open_weights("text_encoder");
+  dir.text_prefix_ = engine::text_encoder_prefix(text);
+  dir.text_config_ = text_encoder_config_from_weights(text, dir.text_prefix_);
+  const WeightStore dit = dir.open_weights("transformer");
+  dir.dit_config_ = dit_config_from_weights(dit);
+  const WeightStore vae = dir.open_weights("vae");
+  dir.vae_config_ = vae_config_from_weights(vae);
+  dir.scheduler_ = host::turbo_scheduler_config();
+  dir.check_weights(text, dit, vae, files.text_encoder, files.dit);
+  return dir;
+}
+
+void ModelDirectory::check_weights(const WeightStore& text, const WeightStore& dit, const WeightStore& vae,
+                                   const std::filesystem::path& text_source, const std::filesystem::path& dit_source) {
+  if (dit_config_.context_dim != text_config_.hidden) {
+    throw std::runtime_error((root_.empty() ? files_.dit : root_).string() + ": the DiT's context_in_dim " +
+                             std::to_string(dit_config_.context_dim) + " is not the text encoder's hidden size " +
+                             std::to_string(text_config_.hidden));
+  }
+  check_block_count(text, text_prefix_ + "layers.", text_config_.layers, text_source, "num_hidden_layers");
+  reports_.push_back(check_component(text, text_encoder_schema(text_config_, text_prefix_)));
+  check_block_count(dit, "transformer_blocks.", dit_config_.layers, dit_source, "num_layers");
+  reports_.push_back(check_component(dit, dit_schema(dit_config_)));
+  reports_.push_back(check_component(vae, vae_schema(vae_config_)));
+  for (const auto& r : reports_) log_report(r);
+}
+
+ModelDirectory ModelDirectory::open_checked(const std::filesystem::path& root, const ComponentFiles& files,
+                                            const std::filesystem::path& tokenizer) {
+  if (root.empty()) return open_files(files, tokenizer);
   if (!std::filesystem::is_directory(root)) throw std::runtime_error(root.string() + ": no such model directory");
   const auto index_path = root / "model_index.json";
   const json index = read_index(index_path);
   ModelDirectory dir;
   dir.root_ = root;
+  dir.files_ = files;
   dir.pipeline_class_ = index.value("_class_name", std::string());
 
   std::vector<ModelComponent> found;  // every [library, class] entry
@@ -155,33 +209,36 @@ ModelDirectory ModelDirectory::open_checked(const std::filesystem::path& root) {
                                "'s dimensions)");
     }
   }
+  dir.tokenizer_json_ = dir.component_dir("tokenizer") / "tokenizer.json";
   dir.text_config_ = load_text_encoder_config(dir.text_encoder_dir() / "config.json");
   dir.dit_config_ = load_dit_config(dir.transformer_dir() / "config.json");
   dir.vae_config_ = load_vae_config(dir.vae_dir() / "config.json");
-  if (dir.dit_config_.context_dim != dir.text_config_.hidden) {
-    throw std::runtime_error(root.string() + ": the DiT's context_in_dim " + std::to_string(dir.dit_config_.context_dim) +
-                             " is not the text encoder's hidden size " + std::to_string(dir.text_config_.hidden));
-  }
   dir.scheduler_ = host::load_scheduler_config(root);
 
-  const WeightStore text = WeightStore::open(dir.text_encoder_dir());
+  const WeightStore text = dir.open_weights("text_encoder");
   dir.text_prefix_ = engine::text_encoder_prefix(text);
-  check_block_count(text, dir.text_prefix_ + "layers.", dir.text_config_.layers, dir.text_encoder_dir() / "config.json",
-                    "num_hidden_layers");
-  dir.reports_.push_back(check_component(text, text_encoder_schema(dir.text_config_, dir.text_prefix_)));
-  const WeightStore dit = WeightStore::open(dir.transformer_dir());
-  check_block_count(dit, "transformer_blocks.", dir.dit_config_.layers, dir.transformer_dir() / "config.json", "num_layers");
-  dir.reports_.push_back(check_component(dit, dit_schema(dir.dit_config_)));
-  dir.reports_.push_back(check_component(WeightStore::open(dir.vae_dir()), vae_schema(dir.vae_config_)));
-  for (const auto& r : dir.reports_) log_report(r);
+  dir.check_weights(text, dir.open_weights("transformer"), dir.open_weights("vae"), dir.text_encoder_dir() / "config.json",
+                    dir.transformer_dir() / "config.json");
   return dir;
+}
+
+std::vector<std::string> ModelDirectory::notes() const {
+  if (!root_.empty()) return {};
+  return {
+      "no model directory: the configs from the component files' shapes and the family's published values",
+      "VAE latents_mean / latents_std: the family's built-in constants (ComfyUI's QwenImage21 latent format), "
+      "no vae/config.json",
+      "tokenizer: " + tokenizer_json_.string() + " (rgbaq's own)",
+      "sampler: the Turbo's published sigmas",
+  };
 }
 
 std::string ModelDirectory::sampler_description() const {
   std::ostringstream s;
   s << "FlowMatch Euler, ";
   if (!scheduler_.sample_sigmas.empty()) {
-    s << scheduler_.sample_sigmas.size() << " fixed sigmas from model_index.json (Turbo)";
+    s << scheduler_.sample_sigmas.size() << " fixed sigmas"
+      << (root_.empty() ? ", the Turbo's published ones (no model directory)" : " from model_index.json (Turbo)");
   } else {
     s << scheduler_.default_steps << " steps on a linspace, "
       << (scheduler_.use_dynamic_shifting ? "dynamic shift" : "shift " + std::to_string(scheduler_.shift));

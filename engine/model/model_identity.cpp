@@ -62,20 +62,43 @@ class Hasher {
 
 }  // namespace
 
-std::string text_encoder_identity(const std::filesystem::path& model_dir) {
+std::string text_encoder_identity(const std::filesystem::path& model_dir, const ComponentFiles& files) {
   Hasher h;
-  h.add_component(model_dir / "text_encoder");
+  if (!files.text_encoder.empty()) {
+    h.add("text_encoder file:");
+    h.add_file(files.text_encoder);
+    if (!model_dir.empty()) h.add_file(model_dir / "text_encoder" / "config.json");  // the dimensions it is read with
+  } else {
+    h.add_component(model_dir / "text_encoder");
+  }
   return h.hex();
 }
 
-std::string model_identity(const std::filesystem::path& model_dir) {
+std::string model_identity(const std::filesystem::path& model_dir, const ComponentFiles& files) {
   Hasher h;
-  h.add_file(model_dir / "model_index.json");
-  // The published pipelines keep the tokenizer under processor/ (hashed by file name, so either folder
-  // gives the same identity for the same file).
-  const auto processor_tokenizer = model_dir / "processor" / "tokenizer.json";
-  h.add_file(std::filesystem::exists(processor_tokenizer) ? processor_tokenizer : model_dir / "tokenizer" / "tokenizer.json");
-  for (const char* c : {"text_encoder", "transformer", "vae", "scheduler"}) h.add_component(model_dir / c);
+  if (!model_dir.empty()) {
+    h.add_file(model_dir / "model_index.json");
+    // The published pipelines keep the tokenizer under processor/ (hashed by file name, so either folder
+    // gives the same identity for the same file).
+    const auto processor_tokenizer = model_dir / "processor" / "tokenizer.json";
+    h.add_file(std::filesystem::exists(processor_tokenizer) ? processor_tokenizer : model_dir / "tokenizer" / "tokenizer.json");
+  }
+  for (const char* c : {"text_encoder", "transformer", "vae", "scheduler"}) {
+    const std::filesystem::path& file = files.for_role(c);
+    if (file.empty()) {
+      if (!model_dir.empty()) h.add_component(model_dir / c);
+      continue;
+    }
+    h.add(std::string(c) + " file:");  // a file in the folder's place: never the same stream as a folder
+    h.add_file(file);
+    if (!model_dir.empty()) h.add_file(model_dir / c / "config.json");
+  }
+  return h.hex();
+}
+
+std::string file_identity(const std::filesystem::path& file) {
+  Hasher h;
+  h.add_file(file);
   return h.hex();
 }
 

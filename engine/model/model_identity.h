@@ -6,11 +6,17 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/model/component_files.h"
+
 namespace rgbaq::engine {
 
-// The text encoder component (config.json and its weights).
-std::string text_encoder_identity(const std::filesystem::path& model_dir);
-// The whole model directory: every component, the tokenizer and model_index.json.
-std::string model_identity(const std::filesystem::path& model_dir);
+// The text encoder component (config.json and its weights, or the single file that replaces them).
+std::string text_encoder_identity(const std::filesystem::path& model_dir, const ComponentFiles& files = {});
+// The whole model directory (every component, the tokenizer and model_index.json), each component given
+// as a single file hashed in its folder's place; with no directory, the files alone. The same as
+// before for a directory with no files given.
+std::string model_identity(const std::filesystem::path& model_dir, const ComponentFiles& files = {});
+// One file's hash as above (name, size, modification time, first and last 64 KiB).
+std::string file_identity(const std::filesystem::path& file);
 
 }  // namespace rgbaq::engine

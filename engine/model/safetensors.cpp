@@ -132,7 +132,13 @@ SafetensorsFile SafetensorsFile::parse(const std::filesystem::path& path, const 
   const uint64_t data_size = size - 8 - header_len;
   std::vector<std::pair<size_t, std::string>> by_begin;
   for (const auto& [name, info] : header.items()) {
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      if (!info.is_object()) fail(path, "__metadata__ is not an object");
+      for (const auto& [key, value] : info.items()) {
+        if (value.is_string()) file.metadata_[key] = value.get<std::string>();
+      }
+      continue;
+    }
     const std::string where = "tensor \"" + name + "\"";
     if (!info.is_object()) fail(path, where + ": header entry is not an object");
     const auto dtype_it = info.find("dtype");
@@ -143,7 +149,7 @@ SafetensorsFile SafetensorsFile::parse(const std::filesystem::path& path, const 
       fail(path, where + ": needs dtype, shape and data_offsets [begin, end]");
     }
     const auto dtype = parse_dtype(dtype_it->get<std::string>());
-    if (!dtype) fail(path, where + ": dtype " + dtype_it->get<std::string>() + " is not supported (F32, BF16, F16, I8)");
+    if (!dtype) fail(path, where + ": dtype " + dtype_it->get<std::string>() + " is not supported (F32, BF16, F16, I8, F8_E4M3, U8)");
     Entry e{*dtype, {}, 0, 0};
     uint64_t numel = 1;
     for (const auto& d : *shape_it) {
@@ -208,7 +214,13 @@ Tensor SafetensorsFile::tensor(const std::string& name) const {
 
 void write_safetensors(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        bool hollow) {
+  write_safetensors(path, tensors, {}, hollow);
+}
+
+void write_safetensors(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata, bool hollow) {
   json header = json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
     header[name] = {{"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.nbytes()}}};

@@ -33,6 +33,9 @@ class SafetensorsFile {
   Tensor tensor(const std::string& name) const;
   // The bytes after the header (what AUTOMATIC1111 hashes to name a LoRA file).
   const uint8_t* data_section() const { return data_; }
+  // The header's "__metadata__" string values (ComfyUI keeps `_quantization_metadata` there). The
+  // format says string to string; other values (some LoRA trainers write them) are left out here.
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
   size_t data_section_size() const { return data_size_; }
 
  private:
@@ -49,13 +52,16 @@ class SafetensorsFile {
   const uint8_t* data_ = nullptr;        // start of the data section
   size_t data_size_ = 0;
   std::map<std::string, Entry> entries_;
+  std::map<std::string, std::string> metadata_;
 };
 
-// Writes tensors (F32, BF16, F16 or I8) in order, the header padded to 8 bytes, atomically (a temporary
-// file renamed into place).
+// Writes tensors (any DType) in order, the header padded to 8 bytes, atomically (a temporary
+// file renamed into place); `metadata`, when not empty, becomes the header's "__metadata__".
 // hollow: only the header is written and the data is a hole in the file (it reads as zeros and takes no
 // disk): benchmark checkpoints at real size whose values come from elsewhere (--random-weights).
 void write_safetensors(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        bool hollow = false);
+void write_safetensors(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata, bool hollow = false);
 
 }  // namespace rgbaq::engine

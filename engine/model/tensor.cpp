@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "engine/model/convrot.h"
+#include "engine/model/fp8_e4m3.h"
 #include "engine/model/int8_blocks.h"
 
 namespace rgbaq::engine {
@@ -60,7 +62,55 @@ Tensor Tensor::with_block_scales(Tensor values, Tensor scales) {
                                 shape_string(scales.shape_));
   }
   values.scales_ = std::make_shared<const Tensor>(std::move(scales));
+  values.quant_ = WeightQuant::kInt8Blocks;
   return values;
+}
+
+Tensor Tensor::with_scales(Tensor values, Tensor scales, WeightQuant quant, int convrot_group) {
+  if (quant == WeightQuant::kInt8Blocks && convrot_group == 0) return with_block_scales(std::move(values), std::move(scales));
+  const auto refuse = [&](const std::string& why) {
+    throw std::invalid_argument(std::string("Tensor::with_scales(") + weight_quant_name(quant) + "): values " +
+                                std::string(dtype_name(values.dtype_)) + shape_string(values.shape_) + " with scales " +
+                                std::string(dtype_name(scales.dtype_)) + shape_string(scales.shape_) + ": " + why);
+  };
+  if (values.rank() != 2) refuse("the values are not a matrix [out, in]");
+  const int64_t out = values.dim(0), in = values.dim(1);
+  if (scales.dtype_ != DType::kF32) refuse("the scales are not F32");
+  if (scales.shape_ == Shape{out, 1}) scales.shape_ = {out};  // ComfyUI writes row scales as a column
+  switch (quant) {
+    case WeightQuant::kInt8ConvRot:
+      if (values.dtype_ != DType::kI8) refuse("the values are not I8");
+      if (scales.shape_ != Shape{out}) refuse("the scales are not one per output row");
+      if (!is_convrot_group(convrot_group) || in % convrot_group != 0) {
+        refuse("group size " + std::to_string(convrot_group) + " is not a power of four >= 4 dividing " + std::to_string(in));
+      }
+      break;
+    case WeightQuant::kFp8Scaled:
+      if (values.dtype_ != DType::kF8E4M3) refuse("the values are not F8_E4M3");
+      if (scales.numel() == 1 && scales.rank() <= 1) {
+        scales.shape_ = {1};
+      } else if (scales.shape_ != Shape{out}) {
+        refuse("the scales are neither one per tensor nor one per output row");
+      }
+      if (convrot_group != 0) refuse("an FP8 weight has no ConvRot group");
+      break;
+    default:
+      refuse("not a form with_scales attaches");
+  }
+  values.scales_ = std::make_shared<const Tensor>(std::move(scales));
+  values.quant_ = quant;
+  values.convrot_group_ = convrot_group;
+  return values;
+}
+
+const char* weight_quant_name(WeightQuant q) {
+  switch (q) {
+    case WeightQuant::kNone: return "none";
+    case WeightQuant::kInt8Blocks: return "int8-blocks";
+    case WeightQuant::kInt8ConvRot: return "int8-convrot";
+    case WeightQuant::kFp8Scaled: return "fp8-scaled";
+  }
+  return "?";
 }
 
 void* Tensor::mutable_data() {
@@ -80,10 +130,30 @@ float* Tensor::mutable_f32() {
 
 std::vector<float> Tensor::to_f32_vector() const {
   std::vector<float> out(static_cast<size_t>(numel()));
-  if (scales_) {
-    dequantize_int8_rows(static_cast<const int8_t*>(data_), static_cast<const uint16_t*>(scales_->data()), dim(0), dim(1),
-                         out.data());
-    return out;
+  switch (quant_) {
+    case WeightQuant::kNone: break;
+    case WeightQuant::kInt8Blocks:
+      dequantize_int8_rows(static_cast<const int8_t*>(data_), static_cast<const uint16_t*>(scales_->data()), dim(0), dim(1),
+                           out.data());
+      return out;
+    case WeightQuant::kInt8ConvRot: {
+      const int64_t rows = dim(0), cols = dim(1);
+      const auto* q = static_cast<const int8_t*>(data_);
+      const float* s = scales_->f32();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = static_cast<float>(q[r * cols + c]) * s[r];
+      convrot_rotate_rows(out.data(), rows, cols, cols, convrot_group_);  // R = R^T = R^-1: the rotation undone
+      return out;
+    }
+    case WeightQuant::kFp8Scaled: {
+      const int64_t rows = dim(0), cols = dim(1);
+      const auto* q = static_cast<const uint8_t*>(data_);
+      const float* s = scales_->f32();
+      const bool per_row = scales_->numel() == rows && rows != 1;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = fp8::e4m3_to_float(q[r * cols + c]) * s[per_row ? r : 0];
+      return out;
+    }
   }
   to_f32(dtype_, data_, out.data(), out.size());
   return out;

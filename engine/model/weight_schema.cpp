@@ -1,5 +1,6 @@
 #include "engine/model/weight_schema.h"
 
+#include <cctype>
 #include <set>
 #include <stdexcept>
 
@@ -34,6 +35,14 @@ class SchemaBuilder {
 
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16; }
 
+// The stored bytes of a ComfyUI module's tensors beside weight `name` (weight_scale, input_scale, comfy_quant).
+uint64_t comfy_companion_bytes(const WeightStore& store, const std::string& name) {
+  uint64_t bytes = 0;
+  for (const std::string& companion : comfy_quant_companions(name))
+    if (store.has(companion)) bytes += store.get(companion).nbytes();
+  return bytes;
+}
+
 [[noreturn]] void fail(const WeightStore& store, const std::string& name, const std::string& what) {
   throw std::runtime_error(store.file_of(name).string() + ": tensor \"" + name + "\" " + what);
 }
@@ -52,14 +61,24 @@ uint64_t check_tensor(const WeightStore& store, const WeightSpec& spec, Componen
   uint64_t cpu_copy = 0;
   switch (spec.role) {
     case WeightRole::kLinear: {
-      const Tensor checked = store.require(spec.name, spec.shape);  // I8: with its scales, or throws
-      if (const Tensor* scales = checked.block_scales()) {
+      const Tensor checked = store.require(spec.name, spec.shape);  // quantized: with its scales, or throws
+      const ComfyQuant* comfy = store.comfy_quant(spec.name);
+      std::string format(dtype_name(t.dtype()));
+      for (char& ch : format) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (comfy) format = comfy_quant_label(*comfy);
+      if (checked.quant() == WeightQuant::kInt8Blocks) {
+        format = weight_quant_name(WeightQuant::kInt8Blocks);
         ++report.quantized;
         report.int8_linears.insert(spec.name);
         ++report.used;
-        report.used_bytes += scales->nbytes();
-        report.dtypes[std::string(dtype_name(scales->dtype()))]++;
+        report.used_bytes += checked.scales()->nbytes();
+        report.dtypes[std::string(dtype_name(checked.scales()->dtype()))]++;
       }
+      if (checked.quant() == WeightQuant::kInt8ConvRot) report.convrot_linears.insert(spec.name);
+      if (checked.quant() == WeightQuant::kFp8Scaled) report.fp8_linears.insert(spec.name);
+      if (comfy) report.used_bytes += comfy_companion_bytes(store, spec.name);  // its scales and comfy_quant, as stored
+      if (comfy && checked.quant() == WeightQuant::kNone) cpu_copy = checked.nbytes();  // row int8, widened
+      report.linear_formats[format]++;
       break;
     }
     case WeightRole::kEmbedding:
@@ -86,10 +105,17 @@ uint64_t check_tensor(const WeightStore& store, const WeightSpec& spec, Componen
     }
   }
   if (spec.role == WeightRole::kBias) cpu_copy = static_cast<uint64_t>(spec.shape[0]) * 4;
-  if (t.dtype() == DType::kI8 && spec.role != WeightRole::kLinear) {
-    fail(store, spec.name, "is I8; only Linear weights may be int8 (norms, embeddings and convolutions stay as stored)");
+  const bool quantized_dtype = t.dtype() == DType::kI8 || t.dtype() == DType::kF8E4M3;
+  if (quantized_dtype && spec.role != WeightRole::kLinear) {
+    fail(store, spec.name, "is " + std::string(dtype_name(t.dtype())) +
+                               "; only Linear weights may be quantized (norms, embeddings and convolutions stay as stored)");
   }
-  if (!is_float(t.dtype()) && t.dtype() != DType::kI8) fail(store, spec.name, "has an unsupported dtype");
+  if (t.dtype() == DType::kF8E4M3 && !store.comfy_quant(spec.name)) {
+    fail(store, spec.name, "is F8_E4M3 without a comfy_quant \"float8_e4m3fn\" configuration and its weight_scale");
+  }
+  if (!is_float(t.dtype()) && !quantized_dtype) {
+    fail(store, spec.name, "has dtype " + std::string(dtype_name(t.dtype())) + ", which this tensor cannot take");
+  }
   ++report.used;
   report.used_bytes += t.nbytes();
   report.dtypes[std::string(dtype_name(t.dtype()))]++;
@@ -181,7 +207,10 @@ ComponentReport check_component(const WeightStore& store, const ComponentSchema&
   for (const WeightSpec& spec : schema.tensors) {
     report.cpu_copy_bytes += check_tensor(store, spec, report);
     used.insert(spec.name);
-    if (spec.role == WeightRole::kLinear) used.insert(int8_scale_name(spec.name));
+    if (spec.role == WeightRole::kLinear) {
+      used.insert(int8_scale_name(spec.name));
+      for (const std::string& companion : comfy_quant_companions(spec.name)) used.insert(companion);
+    }
   }
   for (const std::string& name : store.names()) {
     const Tensor t = store.get(name);
@@ -192,6 +221,14 @@ ComponentReport check_component(const WeightStore& store, const ComponentSchema&
     if (report.ignored_examples.size() < 3) report.ignored_examples.push_back(name);
   }
   return report;
+}
+
+std::string linear_formats_summary(const ComponentReport& report) {
+  std::string out;
+  for (const auto& [format, count] : report.linear_formats) {
+    out += (out.empty() ? "" : ", ") + format + ": " + std::to_string(count) + (count == 1 ? " linear" : " linears");
+  }
+  return out;
 }
 
 }  // namespace rgbaq::engine

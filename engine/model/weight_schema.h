@@ -18,7 +18,7 @@
 namespace rgbaq::engine {
 
 enum class WeightRole {
-  kLinear,     // [out, in]; F32/BF16/F16, or I8 with block scales
+  kLinear,     // [out, in]; F32/BF16/F16, I8 with block scales, or a ComfyUI ConvRot / FP8-scaled module
   kEmbedding,  // [vocab, hidden]; floating point
   kNorm,       // [C] or [C, 1, 1(, 1)]: C values; floating point
   kConv,       // [out, in, k, k] or a causal 5-D [out, in, kt, k, k]; floating point
@@ -50,7 +50,11 @@ struct ComponentReport {
   std::filesystem::path dir;
   int64_t tensors = 0;  // in the files, scales included
   int64_t used = 0, ignored = 0, quantized = 0;
-  std::set<std::string> int8_linears;  // the Linear weights stored as I8 (`quantized` of them)
+  std::set<std::string> int8_linears;  // the Linear weights stored as I8 with block scales (`quantized` of them)
+  // The Linear weights in ComfyUI's quantized forms (engine/model/comfy_quant.h).
+  std::set<std::string> convrot_linears, fp8_linears;
+  // Each Linear weight format -> how many: "int8-convrot G256", "fp8-scaled", "int8-blocks", "bf16", ...
+  std::map<std::string, int64_t> linear_formats;
   uint64_t bytes = 0, used_bytes = 0;  // all tensors in the files / those the graphs read (scales included)
   // Bytes the CPU backend holds beyond the mapping (the VAE's convolutions, widened to fp32).
   uint64_t cpu_copy_bytes = 0;
@@ -59,7 +63,10 @@ struct ComponentReport {
 };
 
 // Throws std::runtime_error naming the file and tensor at fault: a missing tensor, a wrong shape, a dtype
-// the role cannot take (I8 outside a Linear, an I8 Linear without its scales).
+// the role cannot take (I8 or F8_E4M3 outside a Linear, an I8 Linear without its scales).
 ComponentReport check_component(const WeightStore& store, const ComponentSchema& schema);
+
+// "int8-convrot G256: 224 linears, bf16: 4 linears": the report's linear_formats in one line.
+std::string linear_formats_summary(const ComponentReport& report);
 
 }  // namespace rgbaq::engine

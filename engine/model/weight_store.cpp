@@ -42,52 +42,104 @@ WeightStore WeightStore::open(const std::filesystem::path& dir) {
       if (!store.files_[it->second].contains(tensor)) {
         throw std::runtime_error(index_path.string() + ": tensor \"" + tensor + "\" is not in its shard " + shard_name);
       }
-      store.file_of_[tensor] = it->second;
+      store.file_of_[tensor] = {it->second, tensor};
     }
+    store.check_comfy_quant();
     return store;
   }
 
   if (chosen.files.empty()) throw std::runtime_error(dir.string() + ": no *.safetensors weights");
-  for (const auto& name : chosen.files) {
-    const auto path = dir / name;
-    store.files_.push_back(SafetensorsFile::open(path));
-    for (const auto& name : store.files_.back().names()) {
-      const auto [it, inserted] = store.file_of_.emplace(name, store.files_.size() - 1);
-      if (!inserted) {
-        throw std::runtime_error(dir.string() + ": tensor \"" + name + "\" is in both " +
-                                 store.files_[it->second].path().filename().string() + " and " + path.filename().string());
+  for (const auto& name : chosen.files) store.add_file(SafetensorsFile::open(dir / name), nullptr);
+  store.check_comfy_quant();
+  return store;
+}
+
+WeightStore WeightStore::open_file(const std::filesystem::path& file, const TensorRename& rename) {
+  WeightStore store;
+  store.dir_ = file;
+  store.add_file(SafetensorsFile::open(file), rename);
+  store.check_comfy_quant();
+  return store;
+}
+
+void WeightStore::add_file(SafetensorsFile file, const TensorRename& rename) {
+  files_.push_back(std::move(file));
+  const SafetensorsFile& added = files_.back();
+  for (const auto& file_name : added.names()) {
+    std::string name = file_name;
+    if (rename) {
+      const auto renamed = rename(file_name);
+      if (!renamed) {
+        throw std::runtime_error(added.path().string() + ": tensor \"" + file_name +
+                                 "\" is not a tensor of this component (unknown name; engine/model/comfy_keys.cpp "
+                                 "lists the names read)");
       }
+      name = *renamed;
+    }
+    const auto [it, inserted] = file_of_.emplace(name, Located{files_.size() - 1, file_name});
+    if (!inserted) {
+      const auto& other = it->second;
+      throw std::runtime_error(dir_.string() + ": tensor \"" + name + "\" is given twice: as \"" + other.file_name + "\" in " +
+                               files_[other.file].path().filename().string() + " and as \"" + file_name + "\" in " +
+                               added.path().filename().string());
     }
   }
-  return store;
+}
+
+void WeightStore::check_comfy_quant() {
+  for (size_t i = 0; i < files_.size(); ++i) {
+    const auto modules = read_comfy_quant(files_[i]);
+    if (modules.empty()) continue;
+    std::map<std::string, std::string> engine_name;  // this file's names -> the engine's
+    for (const auto& [name, where] : file_of_)
+      if (where.file == i) engine_name[where.file_name] = name;
+    for (const auto& [module, quant] : modules) {
+      comfy_quant_weight(files_[i], module, quant);  // every check, now: throws naming the tensor and field
+      const auto weight = engine_name.find(module + ".weight");
+      if (weight == engine_name.end()) {
+        throw std::runtime_error(files_[i].path().string() + ": tensor \"" + module +
+                                 ".weight\" is quantized but not listed in the shard index");
+      }
+      quant_[weight->second] = {i, module, quant};
+    }
+  }
+}
+
+const ComfyQuant* WeightStore::comfy_quant(const std::string& name) const {
+  const auto it = quant_.find(name);
+  return it == quant_.end() ? nullptr : &it->second.quant;
 }
 
 Tensor WeightStore::get(const std::string& name) const {
   const auto it = file_of_.find(name);
   if (it == file_of_.end()) throw std::runtime_error(dir_.string() + ": tensor \"" + name + "\" is missing");
-  return files_[it->second].tensor(name);
+  return files_[it->second.file].tensor(it->second.file_name);
 }
 
 const std::filesystem::path& WeightStore::file_of(const std::string& name) const {
   const auto it = file_of_.find(name);
   if (it == file_of_.end()) throw std::runtime_error(dir_.string() + ": tensor \"" + name + "\" is missing");
-  return files_[it->second].path();
+  return files_[it->second.file].path();
 }
 
 std::vector<std::string> WeightStore::names() const {
   std::vector<std::string> out;
   out.reserve(file_of_.size());
-  for (const auto& [name, index] : file_of_) out.push_back(name);
+  for (const auto& [name, where] : file_of_) out.push_back(name);
   return out;
 }
 
 Tensor WeightStore::require(const std::string& name, const Shape& shape) const {
   Tensor t = get(name);
-  const auto file = files_[file_of_.at(name)].path().string();
+  const auto file = file_of(name).string();
+  if (const auto q = quant_.find(name); q != quant_.end()) {
+    t = comfy_quant_weight(files_[q->second.file], q->second.module, q->second.quant);
+  }
   if (t.shape() != shape) {
     throw std::runtime_error(file + ": tensor \"" + name + "\" has shape " + shape_string(t.shape()) + ", expected " +
                              shape_string(shape));
   }
+  if (t.quant() != WeightQuant::kNone) return t;
   if (t.dtype() == DType::kI8) {
     const std::string scale_name = int8_scale_name(name);
     if (t.rank() != 2 || !has(scale_name)) {

@@ -46,6 +46,7 @@ class DaemonProcess {
       : socket_(dir / "run" / "rgbaqd.sock"), data_(dir / "data"), log_(dir / "rgbaqd.log") {
     std::vector<std::string> args = {rgbaqd, "--model", model.string(), "--socket", socket_.string(), "--data-dir",
                                      data_.string(), "--threads", "2"};
+    if (model.empty()) args.erase(args.begin() + 1, args.begin() + 3);  // no model directory (component files in extra_args)
     // Tests run side by side: HTTP only where a test asks for it (on a free port, --http 127.0.0.1:0).
     if (!o.default_http && std::find(o.extra_args.begin(), o.extra_args.end(), "--http") == o.extra_args.end()) {
       args.insert(args.end(), {"--http", "off"});

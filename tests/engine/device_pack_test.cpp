@@ -176,6 +176,10 @@ TEST_F(DevicePack, DeviceCheckRunsFromTheArchiveAndWritesItsJson) {
     EXPECT_NE(j.at(std::string(step) + "_log").get<std::string>().find("cannot run here"), std::string::npos) << j.at(std::string(step) + "_log");
   }
   EXPECT_EQ(steps.at("workers"), "skipped");
+  EXPECT_EQ(steps.at("bench_int8"), "2") << j.value("bench_int8_log", "");  // no device
+  // The tiny ConvRot DiT file made here; the w8a8 render parses its flags and gets as far.
+  EXPECT_EQ(steps.at("render_convrot"), "2") << j.value("render_convrot_log", "");
+  EXPECT_NE(j.at("render_convrot_log").get<std::string>().find("cannot run here"), std::string::npos) << j.at("render_convrot_log");
   EXPECT_NE(j.at("machine").get<std::string>().find("engines: cpu, cuda"), std::string::npos);
   EXPECT_NE(j.at("bench_log").get<std::string>().find("no CUDA device visible"), std::string::npos);
   EXPECT_TRUE(j.at("bench").is_null());

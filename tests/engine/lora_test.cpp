@@ -21,6 +21,7 @@
 #include "host/rope.h"
 #include "tests/engine/backend_params.h"
 #include "tests/engine/dit_reference.h"
+#include "tests/engine/lora_reference.h"
 #include "tests/engine/tiny_model_fixture.h"
 #include "tools/tiny_model.h"
 
@@ -207,25 +208,6 @@ TEST(LoraCache, LoadsOnceEvictsLeastRecentlyUsedByBytesAndRereadsAChangedFile) {
   EXPECT_EQ(a->modules.size(), dit_linear_modules(tiny()).size());  // the old one lives on while held
 }
 
-// W + sum weight * alpha / rank * B A, in float64, per weight name.
-std::map<std::string, Vec> merged_deltas(const std::vector<std::pair<std::shared_ptr<const LoraAdapter>, double>>& set) {
-  std::map<std::string, Vec> deltas;
-  for (const auto& [adapter, weight] : set) {
-    for (const LoraModule& m : adapter->modules) {
-      Vec& d = deltas[m.module + ".weight"];
-      d.resize(static_cast<size_t>(m.out * m.in));
-      const double scale = weight * static_cast<double>(m.alpha_over_rank);
-      for (int64_t o = 0; o < m.out; ++o)
-        for (int64_t i = 0; i < m.in; ++i) {
-          double s = 0;
-          for (int64_t r = 0; r < m.rank; ++r) s += double(m.up[o * m.rank + r]) * double(m.down[r * m.in + i]);
-          d[o * m.in + i] += scale * s;
-        }
-    }
-  }
-  return deltas;
-}
-
 class LoraGraphs : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LoraGraphs, UnmergedVelocityMatchesMergedFloat64ForOneAndTwoLoras) {
@@ -251,7 +233,7 @@ TEST_P(LoraGraphs, UnmergedVelocityMatchesMergedFloat64ForOneAndTwoLoras) {
     for (const auto& [a, w] : set) uses.push_back({a, static_cast<float>(w)});
     graphs->set_loras(uses);
     const auto got = graphs->velocity({&img, &txt, t, &rope}).to_f32_vector();
-    const auto deltas = merged_deltas(set);
+    const auto deltas = testing::merged_deltas(set);
     const Vec want = testing::DitReference{weights, config, &deltas}.velocity(img.to_f32_vector(), txt.to_f32_vector(), l,
                                                                                size.tokens(), t, rope);
     const double err = testing::relative_error(got, want);
