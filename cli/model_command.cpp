@@ -207,7 +207,7 @@ int quantize_comfy_command(const Arguments& a, const std::vector<std::string>& r
     if (options.format != engine::ComfyFormat::kInt8ConvRot) throw UsageError("--group is for --format int8-convrot");
     options.convrot_group = common::parse_option("group", *group, [](const std::string& v) {
       const auto g = common::parse_u64(v);
-      if (!g || *g > (1u << 30) || !engine::is_convrot_group(static_cast<int64_t>(*g))) {
+      if (!g || *g > static_cast<uint64_t>(engine::kMaxConvRotWidth) || !engine::is_convrot_group(static_cast<int64_t>(*g))) {
         throw std::invalid_argument("\"" + v + "\" is not a power of four >= 4");
       }
       return static_cast<int>(*g);

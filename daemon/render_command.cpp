@@ -146,7 +146,7 @@ int run_render_command(const std::vector<std::string>& raw_args, std::ostream& o
       if (show_progress) err << "\n";
       throw common::UsageError(e.what());
     }
-    const std::string identity = engine::model_identity(model, options.components) + engine::random_weights_mark(options);
+    const std::string identity = engine::model_identity(model, options.components, options.tokenizer) + engine::random_weights_mark(options);
     storage::RenderMetadata m =
         describe_render(request, result, model, options.components, identity, session->backend_name(), session->precision());
     m.prompt = prompt;

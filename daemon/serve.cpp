@@ -202,7 +202,7 @@ int run_serve_command(const std::vector<std::string>& args) {
       if (bound_here) unlink(config.socket_path.c_str());
       return 2;
     }
-    identity = engine::model_identity(config.model_dir, config.components) + engine::random_weights_mark(config.engine_options());
+    identity = engine::model_identity(config.model_dir, config.components, config.engine_options().tokenizer) + engine::random_weights_mark(config.engine_options());
     const auto store = storage::open_queue_store(config.queue_url(), config.store_options());
     spdlog::info("queue {}", store->location());
     me = this_worker(config, sessions.front()->backend_name(), sessions.front()->device_description());
@@ -241,9 +241,12 @@ int run_serve_command(const std::vector<std::string>& args) {
     return 1;
   }
   EventHub events;
+  const bool text_encoder_convrot =
+      !engine::ModelDirectory::open(config.model_dir, config.components, config.engine_options().tokenizer)
+           .reports()[0].convrot_linears.empty();
   SharedEncoderCache encoder_cache(
       engine::text_encoder_identity(config.model_dir, config.components) + engine::random_weights_mark(config.engine_options()) +
-          engine::embedding_precision_mark(config.engine_options()),
+          engine::embedding_precision_mark(config.engine_options(), sessions.front()->backend_name(), text_encoder_convrot),
       config.encoder_cache_mb << 20, config.cache_dir(), config.encoder_cache_disk_bytes(), state.counters);
   // Submits tokenize with the first session's tokenizer, which a reopen of its backend leaves alone.
   RequestHandler quick_handler(config, *sessions.front(), identity, state);

@@ -43,8 +43,9 @@ bool parse_on_off(const std::string& value) {
   throw std::invalid_argument("\"" + value + "\" is not one of on, off");
 }
 
-std::string embedding_precision_mark(const EngineOptions& options) {
-  return options.precision == Precision::kFp8 ? "+fp8" : "";
+std::string embedding_precision_mark(const EngineOptions& options, const std::string& backend, bool text_encoder_convrot) {
+  const bool widened = text_encoder_convrot && backend == "cuda" && options.gpu_int8 != GpuInt8::kW8A8;
+  return std::string(options.precision == Precision::kFp8 ? "+fp8" : "") + (widened ? "+convrot-widened" : "");
 }
 
 std::string random_weights_mark(const EngineOptions& options) {

@@ -78,8 +78,11 @@ std::string random_weights_mark(const EngineOptions& options);
 
 // What the precision adds to the text encoder's identity for the encoder cache: "+fp8" (an fp8
 // embedding is not a bf16 one), or nothing (bf16 and fp32 embeddings agree within the contract's
-// bounds and are shared, as the cpu engine's are).
-std::string embedding_precision_mark(const EngineOptions& options);
+// bounds and are shared, as the cpu engine's are). A text encoder with ConvRot Linears
+// (`text_encoder_convrot`) computes W8A8 on the cpu and on cuda with --gpu-int8 w8a8, but from its
+// widened weights on cuda otherwise: `backend` "cuda" without w8a8 adds "+convrot-widened".
+std::string embedding_precision_mark(const EngineOptions& options, const std::string& backend = "",
+                                     bool text_encoder_convrot = false);
 
 // "bf16" | "fp32" | "fp8"; throws std::invalid_argument naming the value.
 Precision parse_precision(const std::string& name);

@@ -154,9 +154,20 @@ DeviceLinear WeightSource::stacked_linear(const std::vector<const Tensor*>& host
 }
 
 // The stored values go up as they are (bf16, fp32; f16 widened; int8 with its scales, dequantized there
-// to the exact fp32 q * s), then one kernel writes each row's codes and scale: the same math as the
+// to the exact fp32 q * s; FP8-scaled files' codes and scales as stored, no kernel), then one kernel writes each row's codes and scale: the same math as the
 // host's fp8::quantize_rows on to_f32_vector(), so streamed and resident fp8 weights are the same bytes.
 void WeightSource::fp8_rows(const Tensor* host, int64_t out, int64_t in, DeviceLinear& l, const std::string& what) {
+  if (!random_ && host->quant() == WeightQuant::kFp8Scaled) {
+    // A ComfyUI FP8-scaled file's codes go up as stored, its scale (one per tensor, or one a row) as one
+    // per row: no second rounding.
+    const Tensor& stored = *host->scales();
+    std::vector<float> row_scales(static_cast<size_t>(out));
+    for (int64_t r = 0; r < out; ++r) row_scales[static_cast<size_t>(r)] = stored.f32()[stored.numel() == 1 ? 0 : r];
+    l.values = upload(arena_, raw_bytes(*host), what + " (fp8 as stored)");
+    l.scales = upload(arena_, row_scales, ElementType::kF32, what + " (fp8 row scales)");
+    weight_bytes_ += l.values.bytes() + l.scales.bytes();
+    return;
+  }
   l.values = arena_.allocate(static_cast<size_t>(out * in), what + " (fp8)");
   l.scales = arena_.allocate(static_cast<size_t>(out) * sizeof(float), what + " (fp8 row scales)");
   DeviceBuffer source, q, q_scales;

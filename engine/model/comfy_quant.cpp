@@ -106,7 +106,7 @@ ComfyQuant comfy_quant_from_json(const json& config, const std::string& where) {
     fail(where, "field \"convrot_groupsize\" is missing or not an integer");
   }
   const int64_t group = group_it->get<int64_t>();
-  if (group < 4 || group > (int64_t{1} << 20) || !is_convrot_group(group)) {
+  if (group < 4 || group > kMaxConvRotWidth || !is_convrot_group(group)) {
     fail(where, "field \"convrot_groupsize\": " + std::to_string(group) + " is not a power of four >= 4");
   }
   q.quant = WeightQuant::kInt8ConvRot;
@@ -162,6 +162,12 @@ Tensor comfy_quant_weight(const SafetensorsFile& file, const std::string& module
   if (quant.quant == WeightQuant::kInt8ConvRot && in % quant.convrot_group != 0) {
     fail(weight_where, "field \"convrot_groupsize\": " + std::to_string(quant.convrot_group) + " does not divide the width " +
                            std::to_string(in) + format);
+  }
+  // The int8 products accumulate in int32 lanes: 65536 inputs at most (engine/cpu/int8_gemm.h), refused
+  // here at open rather than at the first render.
+  if (quant.quant == WeightQuant::kInt8ConvRot && in > kMaxConvRotWidth) {
+    fail(weight_where, "is " + shape_string(weight.shape()) + ": an int8 Linear takes at most " +
+                           std::to_string(kMaxConvRotWidth) + " inputs" + format);
   }
   const Tensor scale = file.tensor(scale_name);
   const std::string scale_where = tensor_where(file, scale_name);

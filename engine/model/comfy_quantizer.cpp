@@ -20,21 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// x <- x R_group on one group of `group` doubles: H4 / 2 along each base-4 digit of the index, the
-// Kronecker power's action (as convrot::rotate_group, in float64).
-void rotate_group_f64(double* v, int group) {
-  for (int stride = 1; stride < group; stride *= 4)
-    for (int base = 0; base < group; base += 4 * stride)
-      for (int j = base; j < base + stride; ++j) {
-        double &a = v[j], &b = v[j + stride], &c = v[j + 2 * stride], &d = v[j + 3 * stride];
-        const double h = 0.5 * ((a + b) + (c + d)), a0 = a, b0 = b;
-        a = h - d;
-        b = h - c;
-        c = h - b0;
-        d = h - a0;
-      }
-}
-
 // Python's json.dumps of a flat or nested object of strings, integers and booleans: ", " and ": ",
 // keys in insertion order.
 std::string python_json(const nlohmann::ordered_json& v) {
@@ -83,7 +68,7 @@ void convrot_quantize_weight(const float* w, int64_t rows, int64_t cols, int gro
   std::vector<float> rotated(static_cast<size_t>(cols));
   for (int64_t r = 0; r < rows; ++r) {
     std::copy(w + r * cols, w + (r + 1) * cols, row.begin());
-    for (int64_t g = 0; g < cols; g += group) rotate_group_f64(row.data() + g, group);
+    for (int64_t g = 0; g < cols; g += group) convrot::rotate_group(row.data() + g, group);  // in float64
     float amax = 0;
     for (int64_t c = 0; c < cols; ++c) {
       rotated[c] = static_cast<float>(row[c]);
@@ -120,7 +105,7 @@ QuantizeResult::Component write_comfy_component(const WeightStore& weights, cons
   std::vector<std::pair<std::string, Tensor>> out;
   nlohmann::ordered_json layers = nlohmann::ordered_json::object();
   for (const WeightSpec& spec : schema.tensors) {
-    Tensor t = weights.get(spec.name);
+    Tensor t = weights.require(spec.name, spec.shape);  // an rgbaq int8 source comes with its block scales
     w.result.bytes_before += t.nbytes() + (t.scales() ? t.scales()->nbytes() : 0);
     const std::string name = prefix + spec.name;
     if (comfy_key_to_engine(component, name) != spec.name) {  // written names must read back as the same tensors

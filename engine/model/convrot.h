@@ -39,10 +39,12 @@ RGBAQ_HOST_DEVICE int8_t quantized(float x, float scale) {
 }
 
 // x <- x H4 for the four values a, b, c, d (H4 symmetric, so also H4 x): with h = (a + b + c + d) / 2 the
-// outputs are h - d, h - c, h - b, h - a.
-RGBAQ_HOST_DEVICE void h4_butterfly(float& a, float& b, float& c, float& d) {
-  const float h = 0.5f * ((a + b) + (c + d));
-  const float a0 = a, b0 = b;
+// outputs are h - d, h - c, h - b, h - a. T is float (the engine) or double (the ComfyUI writer's float64
+// rotation); for float the operations are those of the float-only form, so the same bits.
+template <typename T>
+RGBAQ_HOST_DEVICE void h4_butterfly(T& a, T& b, T& c, T& d) {
+  const T h = T(0.5) * ((a + b) + (c + d));
+  const T a0 = a, b0 = b;
   a = h - d;
   b = h - c;
   c = h - b0;
@@ -51,7 +53,8 @@ RGBAQ_HOST_DEVICE void h4_butterfly(float& a, float& b, float& c, float& d) {
 
 // One group of G = 4^n contiguous values, in place: H4 along each base-4 digit of the index (stride 1,
 // 4, 16, ...), which is the Kronecker power's action; each stage is normalized, so the whole is R_G.
-RGBAQ_HOST_DEVICE void rotate_group(float* v, int group) {
+template <typename T>
+RGBAQ_HOST_DEVICE void rotate_group(T* v, int group) {
   for (int stride = 1; stride < group; stride *= 4) {
     for (int base = 0; base < group; base += 4 * stride) {
       for (int j = base; j < base + stride; ++j) h4_butterfly(v[j], v[j + stride], v[j + 2 * stride], v[j + 3 * stride]);
@@ -65,6 +68,10 @@ namespace rgbaq::engine {
 
 // A power of four >= 4 (4, 16, 64, 256, ...).
 bool is_convrot_group(int64_t g);
+
+// The widest input a ConvRot Linear may have: its int8 products accumulate in int32 lanes
+// (engine/cpu/int8_gemm.h), so files are refused past it at open, and so are larger groups.
+inline constexpr int64_t kMaxConvRotWidth = int64_t{1} << 16;
 
 // x [rows, cols] with row stride ld, in place: x <- x R, R block-diagonal with R_group blocks. `group`
 // must be a convrot group dividing cols (throws std::invalid_argument naming the values otherwise).

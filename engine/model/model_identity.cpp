@@ -74,8 +74,13 @@ std::string text_encoder_identity(const std::filesystem::path& model_dir, const 
   return h.hex();
 }
 
-std::string model_identity(const std::filesystem::path& model_dir, const ComponentFiles& files) {
+std::string model_identity(const std::filesystem::path& model_dir, const ComponentFiles& files,
+                           const std::filesystem::path& tokenizer_json) {
   Hasher h;
+  if (model_dir.empty() && !tokenizer_json.empty()) {
+    h.add("tokenizer file:");
+    h.add_file(tokenizer_json);
+  }
   if (!model_dir.empty()) {
     h.add_file(model_dir / "model_index.json");
     // The published pipelines keep the tokenizer under processor/ (hashed by file name, so either folder

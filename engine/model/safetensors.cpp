@@ -204,8 +204,10 @@ Tensor SafetensorsFile::tensor(const std::string& name) const {
   if (it == entries_.end()) fail(path_, "no tensor \"" + name + "\"");
   const Entry& e = it->second;
   const uint8_t* p = data_ + e.begin;
-  if (e.dtype == DType::kF32 && reinterpret_cast<uintptr_t>(p) % alignof(float) != 0) {
-    Tensor copy = Tensor::zeros(DType::kF32, e.shape);
+  // Element types wider than a byte are read through typed pointers: a file (ours, or one a hostile or
+  // careless writer laid out) whose tensor starts off its alignment gets a copy, never a misaligned view.
+  if (reinterpret_cast<uintptr_t>(p) % dtype_size(e.dtype) != 0) {
+    Tensor copy = Tensor::zeros(e.dtype, e.shape);
     std::memcpy(copy.mutable_data(), p, e.end - e.begin);
     return copy;
   }
@@ -221,8 +223,16 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<std:
                        const std::map<std::string, std::string>& metadata, bool hollow) {
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
+  // The data in order of element size, widest first (as Python's safetensors lays it out), so every
+  // tensor starts aligned for its type after the 8-byte-aligned header, with no gap (readers refuse holes).
+  std::vector<size_t> order(tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return dtype_size(tensors[a].second.dtype()) > dtype_size(tensors[b].second.dtype());
+  });
   uint64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
+  for (size_t i : order) {
+    const auto& [name, t] = tensors[i];
     header[name] = {{"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.nbytes()}}};
     offset += t.nbytes();
   }
@@ -238,7 +248,10 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<std:
     out.write(reinterpret_cast<const char*>(len), 8);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     if (!hollow) {
-      for (const auto& [name, t] : tensors) out.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
+      for (size_t i : order) {
+        const Tensor& t = tensors[i].second;
+        out.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
+      }
     }
     if (!out.flush()) fail(tmp, "write failed");
   }

@@ -55,7 +55,8 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
-// Writes tensors (any DType) in order, the header padded to 8 bytes, atomically (a temporary
+// Writes tensors (any DType), their data widest element type first so each starts aligned (in the given
+// order within a type), the header padded to 8 bytes, atomically (a temporary
 // file renamed into place); `metadata`, when not empty, becomes the header's "__metadata__".
 // hollow: only the header is written and the data is a hole in the file (it reads as zeros and takes no
 // disk): benchmark checkpoints at real size whose values come from elsewhere (--random-weights).

@@ -56,6 +56,11 @@ TEST(DaemonConfig, EngineFlags) {
   EXPECT_EQ(fp8.gpu_int8, engine::GpuInt8::kKeep);
   EXPECT_EQ(engine::embedding_precision_mark(fp8), "+fp8");
   EXPECT_EQ(engine::embedding_precision_mark(o), "");
+  // A ConvRot text encoder: W8A8 on the cpu and with --gpu-int8 w8a8; widened on cuda otherwise.
+  EXPECT_EQ(engine::embedding_precision_mark(o, "cpu", true), "");
+  EXPECT_EQ(engine::embedding_precision_mark(o, "cuda", true), "+convrot-widened");
+  EXPECT_EQ(engine::embedding_precision_mark(o, "cuda", false), "");
+  EXPECT_EQ(engine::embedding_precision_mark(parse({"--engine", "cuda", "--gpu-int8", "w8a8"}).engine_options(), "cuda", true), "");
   EXPECT_NE(usage_error({"--engine", "cpu", "--precision", "fp8"}).find("--precision fp8 is the cuda engine's"), std::string::npos);
   EXPECT_NE(usage_error({"--gpu-int8", "narrow"}).find("--gpu-int8: \"narrow\" is not one of widen, keep"), std::string::npos);
   // The tiled VAE (issue 21): off unless asked for.

@@ -15,7 +15,6 @@
 #include <random>
 
 #include "engine/cpu/linear.h"
-#include "engine/model/comfy_keys.h"
 #include "engine/model/safetensors.h"
 #include "tests/engine/comfy_dit_fixture.h"
 #include "tests/engine/lora_reference.h"
@@ -27,11 +26,10 @@ namespace {
 
 using testing::ComfyDit;
 using testing::ComfyFileReference;
+using testing::kComfyPrompt;
+using testing::kComfySize;
 using testing::kDitPrefix;
 using testing::Vec;
-
-const std::string kPrompt = "a red fox in the snow, game asset";
-const host::ImageSize kSize{128, 128};
 
 // Rows whose rotation x R lands far from every int8 rounding boundary: x = z R with z = (k + u) step,
 // |u| <= 0.3, and one entry of each row exactly +-127 step (step a power of two, so the row's scale is
@@ -59,9 +57,7 @@ TEST(ConvRotFile, EachLinearMatchesFloat64W8A8) {
     ComfyFileReference writer{ComfyFileReference::Format::kConvRot, group};
     const auto file = dit.out.path() / ("dit-" + std::to_string(group) + ".safetensors");
     writer.write(file, dit.source, dit.convrot_linears(group), kDitPrefix);
-    const WeightStore store = WeightStore::open_file(file, [](const std::string& key) {
-      return comfy_key_to_engine(ComfyComponent::kDit, key);
-    });
+    const WeightStore store = ComfyDit::store(file);
     double worst = 0, least_weight_only = 1;
     for (const auto& [name, ref] : writer.convrot) {
       const Tensor w = store.require(name, {ref.out, ref.in});
@@ -91,8 +87,8 @@ TEST(ConvRotFile, EachLinearMatchesFloat64W8A8) {
 TEST(ConvRotFile, RendersWithinALevelOfFloat64W8A8AndNearTheUnquantizedModel) {
   ComfyDit dit;
   auto plain = Session::open(dit.model.dir(), "cpu", 2);
-  const Tensor text = plain->encode(plain->tokenize(kPrompt));
-  const RenderRequest request{kPrompt, 7, kSize};
+  const Tensor text = plain->encode(plain->tokenize(kComfyPrompt));
+  const RenderRequest request{kComfyPrompt, 7, kComfySize};
   const auto unquantized = plain->render_embedded(text, request, {}).rgba;
   for (int group : {64, 256}) {
     ComfyFileReference writer{ComfyFileReference::Format::kConvRot, group};
@@ -100,7 +96,7 @@ TEST(ConvRotFile, RendersWithinALevelOfFloat64W8A8AndNearTheUnquantizedModel) {
     writer.write(file, dit.source, dit.convrot_linears(group), kDitPrefix);
     const auto got = dit.open(file)->render_embedded(text, request, {}).rgba;
     const testing::DitReference w8a8{dit.weights, dit.dir.dit_config(), nullptr, &writer.convrot};
-    const auto want = dit.reference(w8a8, text, request.seed, kSize);
+    const auto want = dit.reference(w8a8, text, request.seed, kComfySize);
     const double within = testing::pixels_within(got, want, 1), db = testing::psnr(got, unquantized);
     std::cout << "ConvRot G" << group << " render: " << 100 * within << "% of pixels within 1 level of the float64 "
               << "W8A8 render, " << db << " dB from the unquantized model's (" << testing::psnr(want, unquantized)
@@ -140,15 +136,15 @@ TEST(ConvRotFile, ALoraOnItMatchesTheSameLoraOnTheFloat64AndTheDequantizedDit) {
   const auto file = dit.out.path() / "dit.safetensors";
   writer.write(file, dit.source, dit.convrot_linears(group), kDitPrefix);
   auto plain = Session::open(dit.model.dir(), "cpu", 2);
-  const Tensor text = plain->encode(plain->tokenize(kPrompt));
-  RenderRequest request{kPrompt, 7, kSize};
+  const Tensor text = plain->encode(plain->tokenize(kComfyPrompt));
+  RenderRequest request{kComfyPrompt, 7, kComfySize};
   const auto style = loras.path() / "style-diffusers.safetensors";
   request.loras = {{"style", style, 0.9f}};
   auto convrot = dit.open(file);
   const auto got = convrot->render_embedded(text, request, {}).rgba;
   const auto deltas = testing::merged_deltas({{load_lora(style, "style", dit.dir.dit_config()), 0.9}});
   const testing::DitReference w8a8{dit.weights, dit.dir.dit_config(), &deltas, &writer.convrot};
-  const auto want = dit.reference(w8a8, text, request.seed, kSize);
+  const auto want = dit.reference(w8a8, text, request.seed, kComfySize);
   const auto dequantized = Session::open(dequantized_model(dit, writer), "cpu", 2)->render_embedded(text, request, {}).rgba;
   RenderRequest without = request;
   without.loras.clear();
@@ -173,17 +169,9 @@ TEST(ConvRotFile, ModelQuantizeWritesTheIndependentWritersFile) {
     EXPECT_NE(r.out.find("transformer: " + std::to_string(quantize.size()) + " Linear weights to int8-convrot"),
               std::string::npos) << r.out;
     ComfyFileReference writer{ComfyFileReference::Format::kConvRot, group};
-    const auto want = writer.tensors(dit.source, quantize, kDitPrefix);
+    testing::expect_same_tensors(dst / "transformer.safetensors", writer.tensors(dit.source, quantize, kDitPrefix),
+                                 "values or scales differ, group " + std::to_string(group));
     const SafetensorsFile got = SafetensorsFile::open(dst / "transformer.safetensors");
-    EXPECT_EQ(got.names().size(), want.size());
-    for (const auto& [name, t] : want) {
-      ASSERT_TRUE(got.contains(name)) << name;
-      const Tensor g = got.tensor(name);
-      EXPECT_EQ(g.dtype(), t.dtype()) << name;
-      EXPECT_EQ(g.shape(), t.shape()) << name;
-      ASSERT_EQ(g.nbytes(), t.nbytes()) << name;
-      EXPECT_EQ(std::memcmp(g.data(), t.data(), t.nbytes()), 0) << name << ": values or scales differ, group " << group;
-    }
     EXPECT_EQ(got.metadata(), writer.metadata());
     // ComfyUI's json.dumps of comfy/ops.py's quant_conf, byte for byte.
     const Tensor q = got.tensor("model.diffusion_model.transformer_blocks.0.attn.to_q.comfy_quant");
@@ -201,6 +189,47 @@ TEST(ConvRotFile, ModelQuantizeWritesTheIndependentWritersFile) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--group is for --format int8-convrot"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dit.out.path() / "g48"));
+}
+
+// From an rgbaq int8 model (`model quantize` with no --format: int8 values with a bf16 scale per 32
+// inputs), the ConvRot file is the one the independent writer makes from those weights dequantized here
+// by the int8 form's own definition (q * bf16 scale), not from the raw int8 codes.
+TEST(ConvRotFile, ModelQuantizeFromAnInt8ModelStartsFromItsDequantizedWeights) {
+  ComfyDit dit;
+  const auto int8_dir = dit.out.path() / "int8";
+  auto r = run_process({RGBAQ_CLI_PATH, "model", "quantize", dit.model.dir().string(), int8_dir.string(), "--components",
+                        "transformer"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto int8_store = WeightStore::open(int8_dir / "transformer");
+  ComfyFileReference::Named dequantized;
+  for (const auto& [name, t] : dit.source) {
+    const Tensor stored = int8_store.get(name);
+    if (stored.dtype() != DType::kI8) {
+      dequantized.emplace_back(name, stored);
+      continue;
+    }
+    const Tensor scales = int8_store.get(name + "_scale");
+    const int64_t rows = stored.dim(0), in = stored.dim(1), columns = scales.dim(1);
+    const auto* q = static_cast<const int8_t*>(stored.data());
+    const auto* s = static_cast<const uint16_t*>(scales.data());
+    std::vector<float> w(static_cast<size_t>(rows * in));
+    for (int64_t o = 0; o < rows; ++o) {
+      for (int64_t i = 0; i < in; ++i) {
+        const uint32_t bits = uint32_t{s[o * columns + i / 32]} << 16;  // bf16 -> fp32: the high half
+        float scale;
+        std::memcpy(&scale, &bits, 4);
+        w[static_cast<size_t>(o * in + i)] = float(q[o * in + i]) * scale;  // exact in fp32
+      }
+    }
+    dequantized.emplace_back(name, Tensor::from_f32(stored.shape(), std::move(w)));
+  }
+  const auto dst = dit.out.path() / "from-int8";
+  r = run_process({RGBAQ_CLI_PATH, "model", "quantize", int8_dir.string(), dst.string(), "--format", "int8-convrot", "--group",
+                   "64", "--components", "transformer"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ComfyFileReference writer{ComfyFileReference::Format::kConvRot, 64};
+  testing::expect_same_tensors(dst / "transformer.safetensors",
+                               writer.tensors(dequantized, dit.convrot_linears(64), kDitPrefix), "values or scales differ");
 }
 
 // The writer's file with one tensor replaced (or added), for the broken-file cases.
@@ -250,12 +279,7 @@ TEST(ConvRotFile, BrokenFilesAreRefusedAtOpenNamingTheTensorAndTheField) {
     c.edit(tensors);
     const auto file = dit.out.path() / ("broken-" + std::to_string(n++) + ".safetensors");
     write_safetensors(file, tensors, writer.metadata());
-    std::string error;
-    try {
-      dit.open(file);
-    } catch (const std::runtime_error& e) {
-      error = e.what();
-    }
+    const std::string error = dit.open_error(file);
     ASSERT_FALSE(error.empty()) << c.tensor << " (" << c.field << "): opened";
     std::cout << "refused: " << error << "\n";
     std::string lower = error;

@@ -10,6 +10,8 @@
 #include <set>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/model/model_config.h"
 #include "engine/model/model_files.h"
 #include "engine/model/weight_store.h"
@@ -64,6 +66,49 @@ TEST(Safetensors, RoundTripsEveryDtype) {
   EXPECT_EQ(file.tensor("i8").to_f32_vector()[4], -128.0f);
   EXPECT_EQ(file.tensor("f32").shape(), (Shape{2, 3}));
   EXPECT_THROW(file.tensor("nope"), std::runtime_error);
+}
+
+// A U8 tensor of odd length (a comfy_quant) before BF16 and F32 ones: the writer lays the data out widest
+// type first, so each tensor starts aligned for its type, with no gap (Python's safetensors refuses holes);
+// read from the header's own offsets.
+TEST(Safetensors, WrittenTensorsStartAlignedForTheirTypeWithNoGap) {
+  TempDir dir;
+  Tensor u8 = Tensor::zeros(DType::kU8, {3});
+  Tensor bf16 = Tensor::zeros(DType::kBF16, {3});
+  static_cast<uint16_t*>(bf16.mutable_data())[1] = f32_to_bf16(-0.25f);
+  const Tensor f32 = Tensor::from_f32({1}, {2.5f});
+  const auto path = dir.path() / "a.safetensors";
+  write_safetensors(path, {{"a.comfy_quant", u8}, {"b.bf16", bf16}, {"c.f32", f32}, {"d.i8", Tensor::zeros(DType::kI8, {1})}});
+  const std::string bytes = read_all(path);
+  uint64_t header_len = 0;
+  for (int i = 0; i < 8; ++i) header_len |= uint64_t{static_cast<uint8_t>(bytes[i])} << (8 * i);
+  const auto header = nlohmann::json::parse(bytes.substr(8, header_len));
+  const uint64_t data_start = 8 + header_len;
+  EXPECT_EQ(data_start % 8, 0u);
+  uint64_t covered = 0;
+  for (const auto& [name, size] : std::vector<std::pair<std::string, uint64_t>>{{"a.comfy_quant", 1}, {"b.bf16", 2}, {"c.f32", 4}, {"d.i8", 1}}) {
+    const uint64_t begin = header[name]["data_offsets"][0], end = header[name]["data_offsets"][1];
+    EXPECT_EQ((data_start + begin) % size, 0u) << name << " starts at " << begin;
+    covered += end - begin;
+  }
+  EXPECT_EQ(covered, bytes.size() - data_start);  // no gap, nothing past the tensors
+  EXPECT_EQ(SafetensorsFile::open(path).tensor("b.bf16").to_f32_vector(), (std::vector<float>{0.0f, -0.25f, 0.0f}));
+}
+
+// A file laid out by another writer with a BF16 tensor at an odd address: read as a copy, values intact.
+TEST(Safetensors, AMisalignedBf16TensorIsReadAsACopy) {
+  TempDir dir;
+  const std::string header = R"({"u":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[1,5]}})";
+  std::string file = raw_file(header + std::string((8 - (8 + header.size()) % 8) % 8, ' '), 0);
+  file[0] = static_cast<char>(file.size() - 8);  // the padded header's length (< 256)
+  const uint16_t values[2] = {f32_to_bf16(1.5f), f32_to_bf16(-3.0f)};
+  file += '\x07';
+  file.append(reinterpret_cast<const char*>(values), 4);
+  write_all(dir.path() / "m.safetensors", file);
+  const auto st = SafetensorsFile::open(dir.path() / "m.safetensors");
+  const Tensor b = st.tensor("b");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % 2, 0u);
+  EXPECT_EQ(b.to_f32_vector(), (std::vector<float>{1.5f, -3.0f}));
 }
 
 // make_tiny_model --hollow: the header of the whole file, then a hole the data would fill, which reads as

@@ -23,6 +23,7 @@
 #include "engine/model/weight_store.h"
 #include "engine/session.h"
 #include "host/schedule.h"
+#include "tests/engine/comfy_vae_names.h"
 #include "tests/engine/tiny_model_fixture.h"
 #include "tests/test_temp_dir.h"
 
@@ -34,32 +35,6 @@ namespace {
 using Named = std::vector<std::pair<std::string, Tensor>>;
 
 const std::filesystem::path kTokenizer = std::filesystem::path(RGBAQ_SOURCE_DIR_PATH) / "tokenizer/data/qwen3/tokenizer.json";
-
-// Our (diffusers) VAE name -> Wan 2.2's as ComfyUI's comfy/ldm/wan/vae2_2.py names it, built from that
-// layout here (not from engine/model/comfy_keys.cpp's table).
-std::string wan_vae_name(const std::string& n, int num_res_blocks) {
-  const auto resnet = [](const std::string& r) {
-    for (const auto& [ours, wan] : std::vector<std::pair<std::string, std::string>>{
-             {"norm1.", "residual.0."}, {"conv1.", "residual.2."}, {"norm2.", "residual.3."}, {"conv2.", "residual.6."},
-             {"conv_shortcut.", "shortcut."}})
-      if (r.starts_with(ours)) return wan + r.substr(ours.size());
-    return r;
-  };
-  if (n.starts_with("post_quant_conv.")) return "conv2." + n.substr(16);
-  if (n.starts_with("decoder.conv_in.")) return "decoder.conv1." + n.substr(16);
-  if (n.starts_with("decoder.norm_out.")) return "decoder.head.0." + n.substr(17);
-  if (n.starts_with("decoder.conv_out.")) return "decoder.head.2." + n.substr(17);
-  if (n.starts_with("decoder.mid_block.attentions.0.")) return "decoder.middle.1." + n.substr(31);
-  if (n.starts_with("decoder.mid_block.resnets.")) return "decoder.middle." + std::to_string(2 * (n[26] - '0')) + "." + resnet(n.substr(28));
-  if (n.starts_with("decoder.up_blocks.")) {
-    const std::string stage(1, n[18]), rest = n.substr(20);
-    if (rest.starts_with("upsampler.")) {
-      return "decoder.upsamples." + stage + ".upsamples." + std::to_string(num_res_blocks + 1) + "." + rest.substr(10);
-    }
-    return "decoder.upsamples." + stage + ".upsamples." + rest.substr(8, 1) + "." + resnet(rest.substr(10));
-  }
-  return n;
-}
 
 // The tiny model's three components as ComfyUI single files: the DiT int8 ConvRot G64 as `rgbaq model
 // quantize --format int8-convrot` writes it, the text encoder bf16 under a checkpoint's
@@ -86,7 +61,7 @@ struct ComfyFiles {
     const WeightStore vae = WeightStore::open(model.dir() / "vae");
     const int res_blocks = load_vae_config(model.dir() / "vae" / "config.json").num_res_blocks;
     Named v;
-    for (const std::string& name : vae.names()) v.emplace_back(wan_vae_name(name, res_blocks), vae.get(name));
+    for (const std::string& name : vae.names()) v.emplace_back(rgbaq::testing::wan_vae_name(name, res_blocks), vae.get(name));
     v.emplace_back("encoder.conv1.weight", Tensor::zeros(DType::kBF16, {8, 12, 3, 3, 3}));
     files.vae = out.path() / "qwen_image_2.1_vae.safetensors";
     write_safetensors(files.vae, v);
@@ -149,6 +124,14 @@ TEST(SingleFilesNoModel, TheConfigsAreTheConfigJsonsWithTheBuiltInLatents) {
   // The identity is the three files': a changed file is a new model.
   const std::string identity = model_identity({}, f.files);
   EXPECT_NE(identity, model_identity(root, f.files));
+  // The tokenizer the session reads counts too (another tokenizer file, another model).
+  TempDir other;
+  const auto tokenizer_copy = other.path() / "tokenizer.json";
+  std::filesystem::copy_file(kTokenizer, tokenizer_copy);
+  const std::string with_tokenizer = model_identity({}, f.files, tokenizer_copy);
+  EXPECT_NE(with_tokenizer, identity);
+  std::ofstream(tokenizer_copy, std::ios::app) << " ";
+  EXPECT_NE(model_identity({}, f.files, tokenizer_copy), with_tokenizer);
   write_safetensors(f.files.text_encoder, {{"model.embed_tokens.weight", Tensor::zeros(DType::kBF16, {4, 4})}});
   EXPECT_NE(model_identity({}, f.files), identity);
 }
