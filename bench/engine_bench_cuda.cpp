@@ -16,13 +16,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/cuda_timing.h"
 #include "engine/cpu/vae_decoder.h"
 #include "engine/cuda/attention.h"
 #include "engine/cuda/attention_plan.h"
@@ -50,37 +50,8 @@ using json = nlohmann::json;
 // The chat template's tokens before the prompt, which the DiT never sees (the encoder runs them).
 constexpr int64_t kTemplateTokens = 14;
 
-// Times f with events recorded on `stream` around it: one warm-up, then the median of `reps`.
-struct Timed {
-  double median = 0, best = 0;
-  uint64_t launches = 0;  // in one call
-};
-Timed time_on(cudaStream_t stream, int reps, const std::function<void()>& f) {
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), 0, "cudaEventCreate");
-  check(cudaEventCreate(&stop), 0, "cudaEventCreate");
-  const uint64_t before = launch_count();
-  f();  // warm-up: plans, workspaces, clocks
-  Timed t;
-  t.launches = launch_count() - before;
-  check(cudaStreamSynchronize(stream), 0, "cudaStreamSynchronize");
-  std::vector<double> s;
-  for (int i = 0; i < reps; ++i) {
-    check(cudaEventRecord(start, stream), 0, "cudaEventRecord");
-    f();
-    check(cudaEventRecord(stop, stream), 0, "cudaEventRecord");
-    check(cudaEventSynchronize(stop), 0, "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), 0, "cudaEventElapsedTime");
-    s.push_back(ms / 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(s.begin(), s.end());
-  t.median = s[s.size() / 2];
-  t.best = s.front();
-  return t;
-}
+using bench::Timed;
+using bench::time_on;
 
 struct Report {
   double gemm_rate = 0;

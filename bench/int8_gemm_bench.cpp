@@ -12,12 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/cuda_timing.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device_linear.h"
 #include "engine/cuda/device_memory.h"
@@ -25,33 +25,7 @@
 #include "engine/cuda/kernels.h"
 
 using namespace rgbaq::engine::cuda;
-
-namespace {
-
-// The median seconds of `reps` calls of f on `stream`, after one warm-up (plans, workspace, clocks).
-double median_seconds(cudaStream_t stream, int reps, const std::function<void()>& f) {
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), 0, "cudaEventCreate");
-  check(cudaEventCreate(&stop), 0, "cudaEventCreate");
-  f();
-  check(cudaStreamSynchronize(stream), 0, "warm-up");
-  std::vector<double> s;
-  for (int i = 0; i < reps; ++i) {
-    check(cudaEventRecord(start, stream), 0, "cudaEventRecord");
-    f();
-    check(cudaEventRecord(stop, stream), 0, "cudaEventRecord");
-    check(cudaEventSynchronize(stop), 0, "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), 0, "cudaEventElapsedTime");
-    s.push_back(ms / 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(s.begin(), s.end());
-  return s[s.size() / 2];
-}
-
-}  // namespace
+using rgbaq::bench::time_on;
 
 int main(int argc, char** argv) {
   std::string json_path;
@@ -99,14 +73,14 @@ int main(int argc, char** argv) {
     for (const int64_t m : {int64_t{256}, int64_t{1024}}) {
       for (const auto& [out, in] : {std::pair<int64_t, int64_t>{4096, 4096}, {12288, 4096}, {4096, 12288}}) {
         const double ops = 2.0 * m * out * in;
-        const double t_int8 = median_seconds(stream, reps, [&] {
+        const double t_int8 = time_on(stream, reps, [&] {
           gemm.linear_int8(x_i8.as<int8_t>(), m, w_i8.as<int8_t>(), out, in, acc.as<int32_t>());
-        });
-        const double t_bf16 = median_seconds(stream, reps, [&] {
+        }).median;
+        const double t_bf16 = time_on(stream, reps, [&] {
           gemm.linear(ElementType::kBf16, x_bf16.get(), m, w_bf16.get(), out, in, y.as<float>());
-        });
+        }).median;
         const LinearView w8a8{LinearFormat::kInt8ConvRot, w_i8.get(), w_scales.get(), 256};
-        const double t_w8a8 = median_seconds(stream, reps, [&] { runner.run(w8a8, x_bf16.get(), m, out, in, y.as<float>()); });
+        const double t_w8a8 = time_on(stream, reps, [&] { runner.run(w8a8, x_bf16.get(), m, out, in, y.as<float>()); }).median;
         std::printf("%-6lld %5lldx%-6lld %12.1f %12.1f %7.2fx %14.4f %14.4f %7.2fx\n", static_cast<long long>(m),
                     static_cast<long long>(out), static_cast<long long>(in), ops / t_int8 / 1e12, ops / t_bf16 / 1e12,
                     t_bf16 / t_int8, t_w8a8 * 1e3, t_bf16 * 1e3, t_bf16 / t_w8a8);

@@ -5,7 +5,6 @@
 // model are refused with exit 2 naming the flag and the file.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -31,14 +30,7 @@ json component(const json& report, const std::string& role) {
 
 // The tensors a safetensors file's header lists (its own reading: the JSON header's keys, less __metadata__).
 size_t tensors_in(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  unsigned char len[8];
-  in.read(reinterpret_cast<char*>(len), 8);
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = n << 8 | len[i];
-  std::string header(n, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(n));
-  const auto h = json::parse(header);
+  const json h = safetensors_header(file);
   return h.size() - (h.contains("__metadata__") ? 1 : 0);
 }
 

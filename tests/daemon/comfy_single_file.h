@@ -16,6 +16,24 @@
 
 namespace rgbaq {
 
+// The JSON header of the safetensors stream `in`, read from its start (an 8-byte little-endian length, then
+// the JSON); `in` is left at the data.
+inline nlohmann::json read_safetensors_header(std::istream& in) {
+  uint64_t header_bytes = 0;
+  unsigned char len[8];
+  in.read(reinterpret_cast<char*>(len), 8);
+  for (int i = 7; i >= 0; --i) header_bytes = header_bytes << 8 | len[i];
+  std::string header(header_bytes, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_bytes));
+  return nlohmann::json::parse(header);
+}
+
+inline nlohmann::json safetensors_header(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + file.string());
+  return read_safetensors_header(in);
+}
+
 // A tiny model's component (its .safetensors files in `from`, a folder, or one file) as one file at `to`,
 // every tensor renamed PREFIX + name, its bytes as stored; `extra_tensor` (if not empty) adds one more
 // F32 [1] tensor of that name, which no component has.
@@ -34,15 +52,9 @@ inline void write_prefixed_single_file(const std::filesystem::path& from, const 
   for (const auto& source : sources) {
     std::ifstream in(source, std::ios::binary);
     if (!in) throw std::runtime_error("cannot read " + source.string());
-    uint64_t header_bytes = 0;
-    unsigned char len[8];
-    in.read(reinterpret_cast<char*>(len), 8);
-    for (int i = 7; i >= 0; --i) header_bytes = header_bytes << 8 | len[i];
-    std::string header(header_bytes, '\0');
-    in.read(header.data(), static_cast<std::streamsize>(header_bytes));
+    nlohmann::json tensors = read_safetensors_header(in);
     const uint64_t base = data.size();  // this file's data follows the ones before it
     data.append(std::istreambuf_iterator<char>(in), {});
-    nlohmann::json tensors = nlohmann::json::parse(header);
     for (auto& [name, info] : tensors.items()) {
       if (name == "__metadata__") continue;
       info["data_offsets"] = {base + info["data_offsets"][0].get<uint64_t>(), base + info["data_offsets"][1].get<uint64_t>()};

@@ -150,15 +150,8 @@ double psnr(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
 
 // The tensors of a safetensors file's header (read here, not by the engine) whose names end with `suffix`.
 size_t tensors_ending_with(const fs::path& file, const std::string& suffix) {
-  std::ifstream in(file, std::ios::binary);
-  unsigned char len[8];
-  in.read(reinterpret_cast<char*>(len), 8);
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = n << 8 | len[i];
-  std::string header(n, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(n));
   size_t count = 0;
-  for (const auto& [name, info] : json::parse(header).items()) count += name.ends_with(suffix);
+  for (const auto& [name, info] : safetensors_header(file).items()) count += name.ends_with(suffix);
   return count;
 }
 

@@ -24,7 +24,9 @@
 #include "engine/model/safetensors.h"
 #include "engine/model/weight_schema.h"
 #include "engine/model/weight_store.h"
+#include "tests/engine/comfy_vae_names.h"
 #include "tests/engine/tiny_model_fixture.h"
+#include "tests/engine/w8a8_reference.h"
 #include "tests/test_temp_dir.h"
 
 namespace rgbaq::engine {
@@ -219,20 +221,10 @@ TEST_F(ComfyRefusal, AQuantizedWeightWhoseShapeIsNotTheSchemas) {
   }
 }
 
-// R [n, n] from the definition: block diagonal, each block H4 (x) H4 (x) ... / 2^levels, in float64.
+// R [n, n] from the definition: block diagonal, each block the float64 Kronecker power of H4 / 2
+// (tests/engine/w8a8_reference.h).
 std::vector<double> convrot_matrix(int64_t n, int group) {
-  const double h4[4][4] = {{1, 1, 1, -1}, {1, 1, -1, 1}, {1, -1, 1, 1}, {-1, 1, 1, 1}};
-  std::vector<double> block{1.0};
-  int64_t size = 1;
-  while (size < group) {  // kron(H4 / 2, block)
-    std::vector<double> next(static_cast<size_t>(16 * size * size));
-    for (int a = 0; a < 4; ++a)
-      for (int b = 0; b < 4; ++b)
-        for (int64_t i = 0; i < size; ++i)
-          for (int64_t j = 0; j < size; ++j) next[(a * size + i) * 4 * size + b * size + j] = h4[a][b] / 2 * block[i * size + j];
-    block = std::move(next);
-    size *= 4;
-  }
+  const std::vector<double> block = rgbaq::testing::hadamard_matrix(group);
   std::vector<double> r(static_cast<size_t>(n * n), 0.0);
   for (int64_t g0 = 0; g0 < n; g0 += group)
     for (int64_t i = 0; i < group; ++i)
@@ -345,31 +337,9 @@ TEST(ComfyKeys, ATinyWanVaeFileCoversTheVaeSchema) {
   TinyModel model;
   const WeightStore ours = WeightStore::open(model.dir() / "vae");
   const VaeConfig config = load_vae_config(model.dir() / "vae" / "config.json");
-  const auto wan_name = [&](std::string n) {
-    const auto resnet = [](std::string r) {
-      for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{
-               {"norm1.", "residual.0."}, {"conv1.", "residual.2."}, {"norm2.", "residual.3."}, {"conv2.", "residual.6."},
-               {"conv_shortcut.", "shortcut."}})
-        if (r.starts_with(a)) return b + r.substr(a.size());
-      return r;
-    };
-    if (n.starts_with("post_quant_conv.")) return "conv2." + n.substr(16);
-    if (n.starts_with("decoder.conv_in.")) return "decoder.conv1." + n.substr(16);
-    if (n.starts_with("decoder.norm_out.")) return "decoder.head.0." + n.substr(17);
-    if (n.starts_with("decoder.conv_out.")) return "decoder.head.2." + n.substr(17);
-    if (n.starts_with("decoder.mid_block.attentions.0.")) return "decoder.middle.1." + n.substr(31);
-    if (n.starts_with("decoder.mid_block.resnets.")) return "decoder.middle." + std::to_string(2 * (n[26] - '0')) + "." + resnet(n.substr(28));
-    if (n.starts_with("decoder.up_blocks.")) {
-      const std::string stage(1, n[18]), rest = n.substr(20);
-      if (rest.starts_with("upsampler.")) {
-        return "decoder.upsamples." + stage + ".upsamples." + std::to_string(config.num_res_blocks + 1) + "." + rest.substr(10);
-      }
-      return "decoder.upsamples." + stage + ".upsamples." + rest.substr(8, 1) + "." + resnet(rest.substr(10));
-    }
-    return n;
-  };
   Named wan;
-  for (const std::string& name : ours.names()) wan.emplace_back("first_stage_model." + wan_name(name), ours.get(name));
+  for (const std::string& name : ours.names())
+    wan.emplace_back("first_stage_model." + rgbaq::testing::wan_vae_name(name, config.num_res_blocks), ours.get(name));
   TempDir dir;
   write_safetensors(dir.path() / "wan_vae.safetensors", wan);
   const WeightStore store = open_component_file("vae", dir.path() / "wan_vae.safetensors");

@@ -1,7 +1,8 @@
 // ConvRot's math (engine/model/convrot.h) against independent references: the fast in-place rotation
-// against x times R built in float64 from the Kronecker definition (R_4 = H4, R_4G = H4 (x) R_G, applied
-// per group of the row), R R = I, and the row quantizer against worked examples done by hand (scale =
-// absmax / 127, ties to even, the +-127 clamp, ComfyUI's 1e-30 scale floor for a zero row).
+// against x times R built in float64 from the Kronecker definition (tests/engine/w8a8_reference.h's
+// hadamard_matrix, applied per group of the row), R R = I, and the row quantizer against worked examples
+// done by hand (scale = absmax / 127, ties to even, the +-127 clamp, ComfyUI's 1e-30 scale floor for a
+// zero row).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,22 +11,10 @@
 #include <vector>
 
 #include "engine/model/convrot.h"
+#include "tests/engine/w8a8_reference.h"
 
 namespace rgbaq::engine {
 namespace {
-
-// R_G [G, G] in float64: H4 = [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]] / 2, R_4G = H4 (x) R_G.
-std::vector<double> kronecker_rotation(int g) {
-  const double h4[4][4] = {{1, 1, 1, -1}, {1, 1, -1, 1}, {1, -1, 1, 1}, {-1, 1, 1, 1}};
-  std::vector<double> r(1, 1.0);
-  for (int n = 1; n < g; n *= 4) {
-    std::vector<double> next(static_cast<size_t>(16 * n * n));
-    for (int i = 0; i < 4 * n; ++i)
-      for (int j = 0; j < 4 * n; ++j) next[i * 4 * n + j] = h4[i / n][j / n] / 2.0 * r[(i % n) * n + (j % n)];
-    r = std::move(next);
-  }
-  return r;
-}
 
 TEST(ConvRot, GroupSizesArePowersOfFourFromFour) {
   for (int64_t g : {4, 16, 64, 256, 1024, 4096}) EXPECT_TRUE(is_convrot_group(g)) << g;
@@ -36,7 +25,7 @@ TEST(ConvRot, FastRotationEqualsTheKroneckerProduct) {
   std::mt19937 rng(39);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (int g : {4, 16, 64, 256}) {
-    const std::vector<double> r = kronecker_rotation(g);
+    const std::vector<double> r = rgbaq::testing::hadamard_matrix(g);
     for (int groups : {1, 2, 3}) {
       const int64_t rows = 3, cols = int64_t{g} * groups, ld = cols + 5;
       std::vector<float> x(static_cast<size_t>(rows * ld));

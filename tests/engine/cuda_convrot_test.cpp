@@ -49,15 +49,8 @@ TEST(CudaConvRot, RotateQuantizeKernelMatchesItsHostTwinBitForBit) {
     const int64_t rows = 37;
     const std::vector<float> x = activation_rows(rows, cols, static_cast<uint32_t>(cols + group));
     for (const ElementType type : {ElementType::kF32, ElementType::kBf16}) {
-      std::vector<float> host = x;
-      DeviceBuffer in;
-      if (type == ElementType::kBf16) {
-        std::vector<uint16_t> bits(x.size());
-        for (size_t i = 0; i < x.size(); ++i) bits[i] = f32_to_bf16(x[i]), host[i] = bf16_to_f32(bits[i]);
-        in = upload_values(arena, bits);
-      } else {
-        in = upload_values(arena, x);
-      }
+      std::vector<float> host;
+      DeviceBuffer in = upload_rows(arena, type, x, host);
       DeviceBuffer codes = arena.allocate(x.size(), "codes"), scales = arena.allocate(rows * 4, "scales");
       convrot_quantize_rows(in.get(), type, rows, cols, group, codes.as<int8_t>(), scales.as<float>(), 0, nullptr);
       check(cudaDeviceSynchronize(), 0, "convrot_quantize_rows");

@@ -44,15 +44,8 @@ TEST(CudaFormats, Fp8RowQuantizerMatchesTheHostBitForBit) {
   std::vector<float> x = awkward_rows(rows, cols, 1);
   DeviceArena arena(0, 0);
   for (const ElementType type : {ElementType::kF32, ElementType::kBf16}) {
-    std::vector<float> host = x;
-    DeviceBuffer in;
-    if (type == ElementType::kBf16) {
-      std::vector<uint16_t> bits(x.size());
-      for (size_t i = 0; i < x.size(); ++i) bits[i] = f32_to_bf16(x[i]), host[i] = bf16_to_f32(bits[i]);
-      in = upload_values(arena, bits);
-    } else {
-      in = upload_values(arena, x);
-    }
+    std::vector<float> host;
+    DeviceBuffer in = upload_rows(arena, type, x, host);
     DeviceBuffer codes = arena.allocate(x.size(), "codes"), scales = arena.allocate(rows * 4, "scales");
     quantize_fp8_rows(in.get(), type, rows, cols, codes.as<uint8_t>(), scales.as<float>(), nullptr);
     check(cudaDeviceSynchronize(), 0, "quantize_fp8_rows");

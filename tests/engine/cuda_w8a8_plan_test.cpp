@@ -22,38 +22,15 @@
 #include "engine/engine_options.h"
 #include "engine/model/convrot.h"
 #include "engine/model/dtype.h"
+#include "tests/engine/w8a8_reference.h"
 #include "tools/tiny_model.h"
 
 namespace rgbaq::engine::cuda {
 namespace {
 
-// R_G in float64: H4 / 2 Kronecker-multiplied by itself until G x G.
-std::vector<double> rotation_matrix(int group) {
-  const double h4[4][4] = {{1, 1, 1, -1}, {1, 1, -1, 1}, {1, -1, 1, 1}, {-1, 1, 1, 1}};
-  std::vector<double> r = {1.0};
-  for (int n = 1; n < group; n *= 4) {
-    std::vector<double> next(static_cast<size_t>(16 * n * n));
-    for (int a = 0; a < 4; ++a)
-      for (int b = 0; b < 4; ++b)
-        for (int i = 0; i < n; ++i)
-          for (int j = 0; j < n; ++j) next[(a * n + i) * 4 * n + (b * n + j)] = h4[a][b] / 2 * r[i * n + j];
-    r = std::move(next);
-  }
-  return r;
-}
-
-// x R for every row, float64.
+// x R for every row, float64 (R_G the explicit Kronecker power, tests/engine/w8a8_reference.h).
 std::vector<double> rotated_f64(const std::vector<float>& x, int64_t rows, int64_t cols, int group) {
-  const std::vector<double> r = rotation_matrix(group);
-  std::vector<double> y(x.size(), 0.0);
-  for (int64_t row = 0; row < rows; ++row)
-    for (int64_t g0 = 0; g0 < cols; g0 += group)
-      for (int j = 0; j < group; ++j) {
-        double s = 0;
-        for (int i = 0; i < group; ++i) s += double{x[row * cols + g0 + i]} * r[i * group + j];
-        y[row * cols + g0 + j] = s;
-      }
-  return y;
+  return rgbaq::testing::rotate_rows(rgbaq::testing::widen(x), rows, cols, group);
 }
 
 // Rows of very different magnitudes, one all zero, bf16-representable values in half of them (as a

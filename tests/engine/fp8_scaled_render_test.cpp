@@ -8,11 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <iostream>
 
 #include "engine/cpu/linear.h"
-#include "engine/model/comfy_keys.h"
 #include "engine/model/safetensors.h"
 #include "tests/engine/comfy_dit_fixture.h"
 #include "tests/run_process.h"
@@ -22,11 +20,10 @@ namespace {
 
 using testing::ComfyDit;
 using testing::ComfyFileReference;
+using testing::kComfyPrompt;
+using testing::kComfySize;
 using testing::kDitPrefix;
 using testing::Vec;
-
-const std::string kPrompt = "a red fox in the snow, game asset";
-const host::ImageSize kSize{128, 128};
 
 TEST(Fp8ScaledFile, EachLinearMatchesTheDequantizedWeightInFloat64PerTensorAndPerRow) {
   ComfyDit dit;
@@ -36,9 +33,7 @@ TEST(Fp8ScaledFile, EachLinearMatchesTheDequantizedWeightInFloat64PerTensorAndPe
     writer.fp8_per_row = per_row;
     const auto file = dit.out.path() / (per_row ? "rows.safetensors" : "tensor.safetensors");
     writer.write(file, dit.source, dit.linears, kDitPrefix);
-    const WeightStore store = WeightStore::open_file(file, [](const std::string& key) {
-      return comfy_key_to_engine(ComfyComponent::kDit, key);
-    });
+    const WeightStore store = ComfyDit::store(file);
     double worst = 0;
     for (const auto& [name, ref] : writer.fp8) {
       const Tensor w = store.require(name, {ref.out, ref.in});
@@ -63,8 +58,8 @@ TEST(Fp8ScaledFile, RendersWithinALevelOfTheDequantizedFloat64DitAndNearTheUnqua
   const auto file = dit.out.path() / "dit.safetensors";
   writer.write(file, dit.source, dit.linears, kDitPrefix);
   auto plain = Session::open(dit.model.dir(), "cpu", 2);
-  const Tensor text = plain->encode(plain->tokenize(kPrompt));
-  const RenderRequest request{kPrompt, 7, kSize};
+  const Tensor text = plain->encode(plain->tokenize(kComfyPrompt));
+  const RenderRequest request{kComfyPrompt, 7, kComfySize};
   const auto unquantized = plain->render_embedded(text, request, {}).rgba;
   const auto got = dit.open(file)->render_embedded(text, request, {}).rgba;
   // The float64 DiT with each Linear value(q) s: the reference's deltas are (dequantized - stored).
@@ -75,7 +70,7 @@ TEST(Fp8ScaledFile, RendersWithinALevelOfTheDequantizedFloat64DitAndNearTheUnqua
     for (size_t i = 0; i < d.size(); ++i) d[i] -= stored[i];
     deltas[name] = std::move(d);
   }
-  const auto want = dit.reference(testing::DitReference{dit.weights, dit.dir.dit_config(), &deltas}, text, request.seed, kSize);
+  const auto want = dit.reference(testing::DitReference{dit.weights, dit.dir.dit_config(), &deltas}, text, request.seed, kComfySize);
   const double within = testing::pixels_within(got, want, 1), db = testing::psnr(got, unquantized);
   std::cout << "FP8 scaled render: " << 100 * within << "% of pixels within 1 level of the float64 render of the "
             << "dequantized DiT, " << db << " dB from the unquantized model's\n";
@@ -93,17 +88,9 @@ TEST(Fp8ScaledFile, ModelQuantizeWritesTheIndependentWritersFile) {
   EXPECT_NE(r.out.find("transformer: " + std::to_string(dit.linears.size()) + " Linear weights to fp8-scaled"),
             std::string::npos) << r.out;
   ComfyFileReference writer{ComfyFileReference::Format::kFp8};
-  const auto want = writer.tensors(dit.source, dit.linears, kDitPrefix);
+  testing::expect_same_tensors(dst / "transformer.safetensors", writer.tensors(dit.source, dit.linears, kDitPrefix),
+                               "codes or scale differ");
   const SafetensorsFile got = SafetensorsFile::open(dst / "transformer.safetensors");
-  EXPECT_EQ(got.names().size(), want.size());
-  for (const auto& [name, t] : want) {
-    ASSERT_TRUE(got.contains(name)) << name;
-    const Tensor g = got.tensor(name);
-    EXPECT_EQ(g.dtype(), t.dtype()) << name;
-    EXPECT_EQ(g.shape(), t.shape()) << name;
-    ASSERT_EQ(g.nbytes(), t.nbytes()) << name;
-    EXPECT_EQ(std::memcmp(g.data(), t.data(), t.nbytes()), 0) << name << ": codes or scale differ";
-  }
   EXPECT_EQ(got.metadata(), writer.metadata());
   const std::string m = std::string(kDitPrefix) + "transformer_blocks.0.img_mlp.proj";
   const Tensor q = got.tensor(m + ".comfy_quant");
@@ -128,12 +115,7 @@ TEST(Fp8ScaledFile, BrokenScalesAreRefusedAtOpenNamingTheTensor) {
       if (name == scale) t = value;
     const auto file = dit.out.path() / ("broken-" + std::to_string(n++) + ".safetensors");
     write_safetensors(file, tensors, writer.metadata());
-    std::string error;
-    try {
-      dit.open(file);
-    } catch (const std::runtime_error& e) {
-      error = e.what();
-    }
+    const std::string error = dit.open_error(file);
     ASSERT_FALSE(error.empty()) << field << ": opened";
     EXPECT_NE(error.find(scale), std::string::npos) << error;
     EXPECT_NE(error.find(field), std::string::npos) << field << ": " << error;

@@ -17,6 +17,7 @@
 #include "engine/cpu/int8_gemm.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/cpu/w8a8_linear.h"
+#include "tests/engine/w8a8_reference.h"
 
 namespace rgbaq::engine::cpu {
 namespace {
@@ -129,23 +130,6 @@ TEST(Int8Gemm, RefusesBadShapes) {
 
 // ---- The W8A8 Linear against float64.
 
-// x R in float64 for one row, R the Kronecker power of H4 / 2 per group of g.
-std::vector<double> rotated_row(const float* x, int64_t cols, int g) {
-  const double h4[4][4] = {{1, 1, 1, -1}, {1, 1, -1, 1}, {1, -1, 1, 1}, {-1, 1, 1, 1}};
-  std::vector<double> r(1, 1.0);
-  for (int n = 1; n < g; n *= 4) {
-    std::vector<double> next(static_cast<size_t>(16 * n * n));
-    for (int i = 0; i < 4 * n; ++i)
-      for (int j = 0; j < 4 * n; ++j) next[i * 4 * n + j] = h4[i / n][j / n] / 2.0 * r[(i % n) * n + (j % n)];
-    r = std::move(next);
-  }
-  std::vector<double> out(static_cast<size_t>(cols), 0.0);
-  for (int64_t g0 = 0; g0 < cols; g0 += g)
-    for (int j = 0; j < g; ++j)
-      for (int i = 0; i < g; ++i) out[g0 + j] += double(x[g0 + i]) * r[i * g + j];
-  return out;
-}
-
 struct Reference {
   std::vector<int> codes;  // [rows, cols]
   std::vector<float> scales;
@@ -162,7 +146,9 @@ Reference reference_w8a8(const std::vector<float>& x, int64_t rows, int64_t ldx,
   ref.scales.resize(static_cast<size_t>(rows));
   ref.y.resize(static_cast<size_t>(rows * out));
   for (int64_t r = 0; r < rows; ++r) {
-    const std::vector<double> xr = rotated_row(x.data() + r * ldx, cols, g);
+    // x R in float64, R the Kronecker power of H4 / 2 per group of g (tests/engine/w8a8_reference.h).
+    const float* row = x.data() + r * ldx;
+    const std::vector<double> xr = rgbaq::testing::rotate_rows(std::vector<double>(row, row + cols), 1, cols, g);
     double max_abs = 0;
     for (double v : xr) max_abs = std::max(max_abs, std::fabs(v));
     const float s = std::max(static_cast<float>(max_abs) / 127.0f, 1e-30f);
