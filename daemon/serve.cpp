@@ -241,7 +241,9 @@ int run_serve_command(const std::vector<std::string>& args) {
     return 1;
   }
   EventHub events;
+  // Only cuda can widen a ConvRot encoder: the cpu never opens the model's headers a second time for it.
   const bool text_encoder_convrot =
+      sessions.front()->backend_name() == "cuda" &&
       !engine::ModelDirectory::open(config.model_dir, config.components, config.engine_options().tokenizer)
            .reports()[0].convrot_linears.empty();
   SharedEncoderCache encoder_cache(

@@ -7,24 +7,14 @@
 
 #include "common/arguments.h"
 #include "daemon/base/daemon_config.h"
+#include "tests/daemon/daemon_config_parse.h"
 #include "tests/test_temp_dir.h"
 
 namespace rgbaq::daemon {
 namespace {
 
-DaemonConfig parse(std::vector<std::string> args) {
-  args.insert(args.begin(), {"--model", "/m", "--socket", "/tmp/x.sock", "--data-dir", "/tmp/d"});
-  return parse_daemon_config(args);
-}
-
-std::string usage_error(std::vector<std::string> args) {
-  try {
-    parse(std::move(args));
-  } catch (const common::UsageError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using config_test::parse;
+using config_test::usage_error;
 
 TEST(RunEndConfig, NoneByDefaultAndTheQueueOwesNothing) {
   const DaemonConfig c = parse({});
