@@ -151,7 +151,8 @@ double psnr(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
 // The tensors of a safetensors file's header (read here, not by the engine) whose names end with `suffix`.
 size_t tensors_ending_with(const fs::path& file, const std::string& suffix) {
   size_t count = 0;
-  for (const auto& [name, info] : safetensors_header(file).items()) count += name.ends_with(suffix);
+  const auto header = safetensors_header(file);  // held here: items() of a temporary would dangle in the loop
+  for (const auto& [name, info] : header.items()) count += name.ends_with(suffix);
   return count;
 }
 
