@@ -24,7 +24,7 @@ __device__ __forceinline__ float load(const float* p) { return *p; }
 __device__ __forceinline__ float load(const bf16* p) { return __bfloat162float(*p); }
 
 __device__ float row_block_max(float v) {
-  __shared__ float partial[32];
+  __shared__ float partial[kConvRotStaticSharedBytes / sizeof(float)];
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   __syncthreads();  // partial may still be read for the previous row
@@ -72,7 +72,7 @@ template <typename T>
 void launch_quantize(const T* x, int64_t rows, int64_t cols, int group, int8_t* codes, float* scales, int device,
                      cudaStream_t s) {
   const auto bytes = convrot_row_shared_bytes(cols);
-  if (bytes > kStaticSharedLimit) {
+  if (convrot_block_shared_bytes(cols) > kStaticSharedLimit) {
     check(cudaFuncSetAttribute(convrot_quantize_rows_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(bytes)),
           device, "cudaFuncSetAttribute (the ConvRot row's shared memory)");
@@ -80,6 +80,7 @@ void launch_quantize(const T* x, int64_t rows, int64_t cols, int group, int8_t* 
   const auto grid = static_cast<unsigned>(std::min<int64_t>(rows, 1 << 20));
   count_launch();
   convrot_quantize_rows_kernel<T><<<grid, kThreads, static_cast<size_t>(bytes), s>>>(x, rows, cols, group, codes, scales);
+  check_launch(device, "convrot_quantize_rows");  // here: the int8 GEMM after it would read codes never written
 }
 
 }  // namespace

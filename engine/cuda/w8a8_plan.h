@@ -46,8 +46,12 @@ inline unsigned imma_alignment(uintptr_t a, uintptr_t b, uintptr_t c) {
   return align;
 }
 
-// The rotate-and-quantize kernel holds one row in shared memory as fp32.
+// The rotate-and-quantize kernel holds one row in dynamic shared memory as fp32, beside the 32 partial
+// maxima of its block reduction in static shared memory: a block needs both, and past 48 KiB together it
+// must opt in (a row of 12288, the DiT's MLP width, is 48 KiB alone).
+constexpr int64_t kConvRotStaticSharedBytes = 32 * 4;
 inline int64_t convrot_row_shared_bytes(int64_t cols) { return cols * 4; }
+inline int64_t convrot_block_shared_bytes(int64_t cols) { return convrot_row_shared_bytes(cols) + kConvRotStaticSharedBytes; }
 
 // Throws std::invalid_argument naming `what` when a ConvRot Linear [out, in] with group `group` cannot
 // run as W8A8 on the device: a group that is not a power of four >= 4 or does not divide the width (the
@@ -69,9 +73,9 @@ inline void check_w8a8_shape(int64_t out, int64_t in, int group, const std::stri
 
 // Throws std::invalid_argument naming `what` when a row of `cols` does not fit the kernel's shared memory.
 inline void check_convrot_row_fits(int64_t cols, int64_t max_shared_bytes, const std::string& what) {
-  if (convrot_row_shared_bytes(cols) > max_shared_bytes) {
+  if (convrot_block_shared_bytes(cols) > max_shared_bytes) {
     throw std::invalid_argument(what + ": a row of " + std::to_string(cols) + " inputs needs " +
-                                std::to_string(convrot_row_shared_bytes(cols)) + " bytes of shared memory, the device has " +
+                                std::to_string(convrot_block_shared_bytes(cols)) + " bytes of shared memory, the device has " +
                                 std::to_string(max_shared_bytes) + " a block (use --gpu-int8 widen)");
   }
 }

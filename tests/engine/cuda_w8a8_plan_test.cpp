@@ -209,12 +209,16 @@ TEST(CudaW8A8, ShapesTheDeviceCannotTakeAreRefusedNamingTheLinear) {
 
 TEST(CudaW8A8, ARowMustFitTheKernelsSharedMemory) {
   EXPECT_EQ(convrot_row_shared_bytes(12288), 49152);
+  // The block's 32 partial maxima come on top: the DiT's MLP width is past 48 KiB (it must opt in).
+  EXPECT_EQ(convrot_block_shared_bytes(12288), 49152 + 128);
+  EXPECT_NO_THROW(check_convrot_row_fits(12288, 49280, "x"));
+  EXPECT_THROW(check_convrot_row_fits(12288, 49279, "x"), std::invalid_argument);
   EXPECT_NO_THROW(check_convrot_row_fits(18944, 232448, "x"));  // the encoder's MLP width on an H100 (227 KiB)
   try {
     check_convrot_row_fits(65536, 232448, "a ConvRot Linear's input");
     FAIL() << "accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_EQ(std::string(e.what()), "a ConvRot Linear's input: a row of 65536 inputs needs 262144 bytes of shared memory, the "
+    EXPECT_EQ(std::string(e.what()), "a ConvRot Linear's input: a row of 65536 inputs needs 262272 bytes of shared memory, the "
                                      "device has 232448 a block (use --gpu-int8 widen)");
   }
 }
