@@ -11,6 +11,11 @@
 #include <sstream>
 #include <thread>
 
+#include <utility>  // before Asio: Boost 1.74 uses std::exchange without including <utility>
+
+#include <boost/asio.hpp>
+#include <boost/beast/http.hpp>
+
 #include "tests/daemon/http_client.h"
 #include "tests/peak_memory.h"
 #include "tests/run_process.h"

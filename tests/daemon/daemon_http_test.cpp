@@ -14,6 +14,11 @@
 #include <fstream>
 #include <set>
 
+#include <utility>  // before Asio: Boost 1.74 uses std::exchange without including <utility>
+
+#include <boost/asio.hpp>
+#include <boost/beast/http.hpp>
+
 #include "daemon/http/http_api.h"
 #include "storage/png_file.h"
 #include "tests/daemon/http_client.h"
