@@ -14,6 +14,7 @@
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without including <utility>
 
 #include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
 #include "tests/daemon/http_client.h"

@@ -17,6 +17,7 @@
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without including <utility>
 
 #include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
 #include "daemon/http/http_api.h"
