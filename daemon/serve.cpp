@@ -25,6 +25,7 @@
 #include "daemon/base/daemon_config.h"
 #include "daemon/data_dir_lock.h"
 #include "daemon/base/daemon_state.h"
+#include "daemon/base/render_record.h"
 #include "daemon/base/event_hub.h"
 #include "daemon/http/http_api.h"
 #include "daemon/http/http_server.h"
@@ -241,14 +242,9 @@ int run_serve_command(const std::vector<std::string>& args) {
     return 1;
   }
   EventHub events;
-  // Only cuda can widen a ConvRot encoder: the cpu never opens the model's headers a second time for it.
-  const bool text_encoder_convrot =
-      sessions.front()->backend_name() == "cuda" &&
-      !engine::ModelDirectory::open(config.model_dir, config.components, config.engine_options().tokenizer)
-           .reports()[0].convrot_linears.empty();
   SharedEncoderCache encoder_cache(
       engine::text_encoder_identity(config.model_dir, config.components) + engine::random_weights_mark(config.engine_options()) +
-          engine::embedding_precision_mark(config.engine_options(), sessions.front()->backend_name(), text_encoder_convrot),
+          sessions.front()->embedding_mark(),
       config.encoder_cache_mb << 20, config.cache_dir(), config.encoder_cache_disk_bytes(), state.counters);
   // Submits tokenize with the first session's tokenizer, which a reopen of its backend leaves alone.
   RequestHandler quick_handler(config, *sessions.front(), identity, state);
@@ -386,8 +382,9 @@ int run_serve_command(const std::vector<std::string>& args) {
   try {
     RemoteProgress remote_progress(config, events, state);  // other workers' steps, for watchers
     std::vector<std::unique_ptr<RenderWorker>> workers;
+    const nlohmann::json components = describe_component_files(config.components);
     for (size_t i = 0; i < plans.size(); ++i) {
-      workers.push_back(std::make_unique<RenderWorker>(config, *sessions[i], identity, state, *state.workers()[i], events,
+      workers.push_back(std::make_unique<RenderWorker>(config, *sessions[i], identity, components, state, *state.workers()[i], events,
                                                        encoder_cache,
                                                        this_worker(config, sessions[i]->backend_name(), sessions[i]->device_description())));
     }

@@ -51,6 +51,7 @@ std::unique_ptr<Session> Session::open(const std::filesystem::path& model_dir, c
   // No directory: no host/ tables to read, so the contract's formula.
   s->rope_tables_ = model_dir.empty() ? host::RopeTables::from_formula() : host::RopeTables::for_model(model_dir);
   s->model_notes_ = dir.notes();
+  s->text_encoder_convrot_ = !dir.reports()[0].convrot_linears.empty();  // reports: text encoder, DiT, VAE
   s->options_ = options;
   s->options_.backend = backend.name;
   s->graphs_ = backend.open(dir, options);

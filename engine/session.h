@@ -108,6 +108,9 @@ class Session {
   // With no model directory, what the model took from where (ModelDirectory::notes: the configs, the
   // VAE's built-in latent constants, the tokenizer, the sampler); empty for a directory.
   const std::vector<std::string>& model_notes() const { return model_notes_; }
+  // What sets this session's text embeddings apart from the cpu's fp32 ones (embedding_precision_mark
+  // of its options, backend and text encoder), for the encoder cache's key.
+  std::string embedding_mark() const { return embedding_precision_mark(options_, backend_, text_encoder_convrot_); }
 
  private:
   Session() = default;
@@ -123,6 +126,7 @@ class Session {
   DitConfig dit_config_;
   std::shared_ptr<LoraCache> lora_cache_;
   std::vector<std::string> model_notes_;
+  bool text_encoder_convrot_ = false;  // its text encoder holds ConvRot Linears
 };
 
 }  // namespace rgbaq::engine

@@ -35,12 +35,12 @@ void reserve_largest_render(engine::Session& session) {
 }
 
 RenderWorker::RenderWorker(const DaemonConfig& config, engine::Session& session, const std::string& model_identity,
-                           DaemonState& state, WorkerState& worker, EventHub& events, SharedEncoderCache& encoder_cache,
+                           const nlohmann::json& components, DaemonState& state, WorkerState& worker, EventHub& events, SharedEncoderCache& encoder_cache,
                            storage::WorkerInfo info)
     : config_(config),
       session_(session),
       model_identity_(model_identity),
-      components_(describe_component_files(config.components)),
+      components_(components),
       state_(state),
       worker_(worker),
       events_(events),

@@ -31,8 +31,9 @@ void reserve_largest_render(engine::Session& session);
 class RenderWorker {
  public:
   // Registers `info` as a queue worker (throws what the store throws) and opens its queue connections.
+  // `components`: describe_component_files of the config's, read once for every worker.
   RenderWorker(const DaemonConfig& config, engine::Session& session, const std::string& model_identity,
-               DaemonState& state, WorkerState& worker, EventHub& events, SharedEncoderCache& encoder_cache,
+               const nlohmann::json& components, DaemonState& state, WorkerState& worker, EventHub& events, SharedEncoderCache& encoder_cache,
                storage::WorkerInfo info);
 
   // Until the daemon stops, or the worker goes out of service: a job in hand goes back to the queue at
@@ -50,7 +51,7 @@ class RenderWorker {
   const DaemonConfig& config_;
   engine::Session& session_;
   std::string model_identity_;
-  nlohmann::json components_;  // describe_component_files of the config's, for each output's record
+  nlohmann::json components_;  // for each output's record
   DaemonState& state_;
   WorkerState& worker_;
   EventHub& events_;

@@ -11,11 +11,7 @@ CpuGraphs::CpuGraphs(const ModelDirectory& model, int threads)
       vae_weights_(model.open_weights("vae")) {
   use_single_threaded_blas();
   const TextEncoderConfig& text_config = model.text_encoder_config();
-  const DitConfig& dit_config = model.dit_config();
-  if (dit_config.context_dim != text_config.hidden) {
-    throw std::runtime_error(model.root().string() + ": the DiT's context_in_dim " + std::to_string(dit_config.context_dim) +
-                             " is not the text encoder's hidden size " + std::to_string(text_config.hidden));
-  }
+  const DitConfig& dit_config = model.dit_config();  // its context width checked by ModelDirectory
   encoder_ = std::make_unique<TextEncoder>(text_weights_, text_config);
   dit_ = std::make_unique<Dit>(dit_weights_, dit_config);
   vae_ = std::make_unique<VaeDecoder>(vae_weights_, model.vae_config());

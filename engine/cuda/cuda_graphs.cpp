@@ -54,11 +54,7 @@ void CudaGraphs::load(const ModelDirectory& model, const EngineOptions& options)
   gemm_ = std::make_unique<Gemm>(*arena_, stream_);
   linears_ = std::make_unique<LinearRunner>(*arena_, *gemm_, type_, stream_);
 
-  const DitConfig dit_config = model.dit_config();
-  if (dit_config.context_dim != text_config_.hidden) {
-    throw std::runtime_error(model.root().string() + ": the DiT's context_in_dim " + std::to_string(dit_config.context_dim) +
-                             " is not the text encoder's hidden size " + std::to_string(text_config_.hidden));
-  }
+  const DitConfig dit_config = model.dit_config();  // its context width checked by ModelDirectory
   // The CPU backend's loaders check every tensor's name, shape and dtype; the device copies come from
   // their views, so both backends run the same checked weights.
   text_views_ = std::make_unique<cpu::TextEncoder>(text_weights_, text_config_);

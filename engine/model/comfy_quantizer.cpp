@@ -1,13 +1,13 @@
 #include "engine/model/comfy_quantizer.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/model/comfy_keys.h"
+#include "engine/model/component_files.h"
 #include "engine/model/convrot.h"
 #include "engine/model/fp8_e4m3.h"
 #include "engine/model/model_directory.h"
@@ -57,10 +57,6 @@ std::string comfy_key_prefix(ComfyComponent component) {
   return component == ComfyComponent::kDit ? "model.diffusion_model." : "";
 }
 
-TensorRename comfy_rename(ComfyComponent component) {
-  return [component](const std::string& key) { return comfy_key_to_engine(component, key); };
-}
-
 // One Linear weight w [rows, cols] (fp32) -> ConvRot codes q and row scales; `group` (checked by the
 // caller) divides cols.
 void convrot_quantize_weight(const float* w, int64_t rows, int64_t cols, int group, int8_t* q, float* scales) {
@@ -69,23 +65,9 @@ void convrot_quantize_weight(const float* w, int64_t rows, int64_t cols, int gro
   for (int64_t r = 0; r < rows; ++r) {
     std::copy(w + r * cols, w + (r + 1) * cols, row.begin());
     for (int64_t g = 0; g < cols; g += group) convrot::rotate_group(row.data() + g, group);  // in float64
-    float amax = 0;
-    for (int64_t c = 0; c < cols; ++c) {
-      rotated[c] = static_cast<float>(row[c]);
-      amax = std::max(amax, std::fabs(rotated[c]));
-    }
-    scales[r] = convrot::row_scale(amax);
-    for (int64_t c = 0; c < cols; ++c) q[r * cols + c] = convrot::quantized(rotated[c], scales[r]);
+    std::copy(row.begin(), row.end(), rotated.begin());
+    quantize_rows_int8(rotated.data(), 1, cols, cols, q + r * cols, scales + r);  // as the activations are
   }
-}
-
-// One Linear weight (n values) -> E4M3 codes; returns the per-tensor scale (1 for an all-zero weight).
-float fp8_quantize_weight(const float* w, int64_t n, uint8_t* codes) {
-  float amax = 0;
-  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(w[i]));
-  const float scale = fp8::row_scale(amax);
-  for (int64_t i = 0; i < n; ++i) codes[i] = fp8::quantized(w[i], scale);
-  return scale;
 }
 
 }  // namespace
@@ -131,7 +113,8 @@ QuantizeResult::Component write_comfy_component(const WeightStore& weights, cons
       out.emplace_back(module + ".weight_scale", Tensor::from_f32({rows, 1}, std::move(scales)));
     } else {
       Tensor q = Tensor::zeros(DType::kF8E4M3, {rows, cols});
-      const float scale = fp8_quantize_weight(wide.data(), rows * cols, static_cast<uint8_t*>(q.mutable_data()));
+      float scale = 1;  // one for the whole tensor: the weight as one row
+      fp8::quantize_rows(wide.data(), 1, rows * cols, static_cast<uint8_t*>(q.mutable_data()), &scale);
       out.emplace_back(name, std::move(q));
       out.emplace_back(module + ".weight_scale", Tensor::from_f32({}, {scale}));
     }
@@ -177,8 +160,8 @@ QuantizeResult quantize_model_comfy(const fs::path& src, const fs::path& dst, co
     const ComponentSchema schema = role == "transformer"
                                        ? dit_schema(model.dit_config())
                                        : text_encoder_schema(model.text_encoder_config(), model.text_encoder_prefix());
-    result.components.push_back(write_comfy_component(WeightStore::open(model.component_dir(role)), schema, role, file, options));
-    WeightStore::open_file(file, comfy_rename(comfy_component_of_role(role)));  // the result must read back, every module checked
+    result.components.push_back(write_comfy_component(model.open_weights(role), schema, role, file, options));
+    open_component_file(role, file);  // the result must read back, every module checked
   }
   return result;
 }

@@ -193,13 +193,7 @@ class Shapes {
   // The blocks `prefix`0, `prefix`1, ... the weights hold, each holding `probe`: their count. A gap, or
   // no block at all, throws naming the first tensor missing.
   int count_blocks(const std::string& prefix, const std::string& probe) const {
-    std::set<long> blocks;
-    for (const std::string& name : w_.names()) {
-      if (name.compare(0, prefix.size(), prefix) != 0) continue;
-      const size_t end = name.find_first_not_of("0123456789", prefix.size());
-      if (end == prefix.size() || end == std::string::npos || name[end] != '.' || end - prefix.size() > 6) continue;
-      blocks.insert(std::stol(name.substr(prefix.size(), end - prefix.size())));
-    }
+    const std::set<long> blocks = w_.block_numbers(prefix);
     const std::string held = blocks.empty() ? "none" : prefix + std::to_string(*blocks.begin()) + " to " + prefix +
                                                            std::to_string(*blocks.rbegin()) + ", " +
                                                            std::to_string(blocks.size()) + " blocks";

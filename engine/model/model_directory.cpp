@@ -63,13 +63,7 @@ void log_report(const ComponentReport& r) {
 // throws naming the field when they differ, before the schema lists a tensor per claimed layer.
 void check_block_count(const WeightStore& weights, const std::string& prefix, int claimed,
                        const std::filesystem::path& config, const char* field) {
-  std::set<long> blocks;
-  for (const std::string& name : weights.names()) {
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    const size_t digits = name.find_first_not_of("0123456789", prefix.size());
-    if (digits == prefix.size() || digits == std::string::npos || name[digits] != '.' || digits - prefix.size() > 6) continue;
-    blocks.insert(std::stol(name.substr(prefix.size(), digits - prefix.size())));
-  }
+  const std::set<long> blocks = weights.block_numbers(prefix);
   // None at all: not this component's weights; the schema check names the first tensor missing.
   if (blocks.empty() || static_cast<long>(blocks.size()) == claimed) return;
   const std::string held = std::to_string(blocks.size()) + " (" + prefix + std::to_string(*blocks.begin()) + " to " + prefix +

@@ -57,7 +57,6 @@ class ModelDirectory {
   std::filesystem::path text_encoder_dir() const { return component_dir("text_encoder"); }
   std::filesystem::path transformer_dir() const { return component_dir("transformer"); }
   std::filesystem::path vae_dir() const { return component_dir("vae"); }
-  const ComponentFiles& component_files() const { return files_; }
   // The weights of "text_encoder", "transformer" or "vae": its single file when one was given, else its
   // folder. Backends open their weights through this.
   WeightStore open_weights(const std::string& role) const;

@@ -75,7 +75,6 @@ uint64_t check_tensor(const WeightStore& store, const WeightSpec& spec, Componen
         report.dtypes[std::string(dtype_name(checked.scales()->dtype()))]++;
       }
       if (checked.quant() == WeightQuant::kInt8ConvRot) report.convrot_linears.insert(spec.name);
-      if (checked.quant() == WeightQuant::kFp8Scaled) report.fp8_linears.insert(spec.name);
       if (comfy) report.used_bytes += comfy_companion_bytes(store, spec.name);  // its scales and comfy_quant, as stored
       if (comfy && checked.quant() == WeightQuant::kNone) cpu_copy = checked.nbytes();  // row int8, widened
       report.linear_formats[format]++;

@@ -51,8 +51,7 @@ struct ComponentReport {
   int64_t tensors = 0;  // in the files, scales included
   int64_t used = 0, ignored = 0, quantized = 0;
   std::set<std::string> int8_linears;  // the Linear weights stored as I8 with block scales (`quantized` of them)
-  // The Linear weights in ComfyUI's quantized forms (engine/model/comfy_quant.h).
-  std::set<std::string> convrot_linears, fp8_linears;
+  std::set<std::string> convrot_linears;  // the Linear weights in ComfyUI's INT8 ConvRot (engine/model/comfy_quant.h)
   // Each Linear weight format -> how many: "int8-convrot G256", "fp8-scaled", "int8-blocks", "bf16", ...
   std::map<std::string, int64_t> linear_formats;
   uint64_t bytes = 0, used_bytes = 0;  // all tensors in the files / those the graphs read (scales included)

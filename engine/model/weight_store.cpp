@@ -129,6 +129,17 @@ std::vector<std::string> WeightStore::names() const {
   return out;
 }
 
+std::set<long> WeightStore::block_numbers(const std::string& prefix) const {
+  std::set<long> blocks;
+  for (auto it = file_of_.lower_bound(prefix); it != file_of_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    const std::string& name = it->first;
+    const size_t end = name.find_first_not_of("0123456789", prefix.size());
+    if (end == prefix.size() || end == std::string::npos || name[end] != '.' || end - prefix.size() > 6) continue;
+    blocks.insert(std::stol(name.substr(prefix.size(), end - prefix.size())));
+  }
+  return blocks;
+}
+
 Tensor WeightStore::require(const std::string& name, const Shape& shape) const {
   Tensor t = get(name);
   const auto file = file_of(name).string();

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <optional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,8 @@ class WeightStore {
   // The file that holds `name` (which must be present).
   const std::filesystem::path& file_of(const std::string& name) const;
   std::vector<std::string> names() const;
+  // The numbers N of the tensors named `prefix`N.… (N at most 6 digits): a stack's numbered blocks.
+  std::set<long> block_numbers(const std::string& prefix) const;
   const std::filesystem::path& directory() const { return dir_; }
   size_t size() const { return file_of_.size(); }
 

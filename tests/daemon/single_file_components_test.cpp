@@ -17,6 +17,7 @@
 #include "storage/png_file.h"
 #include "tests/daemon/comfy_single_file.h"
 #include "tests/daemon/daemon_test_helpers.h"
+#include "tests/engine/reference_math.h"
 
 namespace rgbaq {
 namespace {
@@ -141,13 +142,6 @@ TEST(SingleFileComponents, ADaemonWithDitAndTextEncoderFilesRendersAQueuedJobAnd
   }
 }
 
-// PSNR in dB of two RGBA8 images of one size, in float64.
-double psnr(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
-  double se = 0;
-  for (size_t i = 0; i < a.size(); ++i) se += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
-  return se == 0 ? 1e9 : 10 * std::log10(255.0 * 255.0 / (se / double(a.size())));
-}
-
 // The tensors of a safetensors file's header (read here, not by the engine) whose names end with `suffix`.
 size_t tensors_ending_with(const fs::path& file, const std::string& suffix) {
   size_t count = 0;
@@ -203,7 +197,7 @@ TEST(SingleFileComponents, ADaemonRendersAQueuedJobWithAConvRotDitFile) {
   const auto pngs = pngs_in(out);
   ASSERT_EQ(pngs.size(), 1u);
   const auto png = storage::read_png(pngs[0]);
-  const double db = psnr(png.rgba, reference.rgba);
+  const double db = testing::psnr(png.rgba, reference.rgba);
   std::cout << "[ figures  ] ConvRot G64 DiT from the queue against the bf16 directory's render: " << db << " dB\n";
   EXPECT_GE(db, 30.0);
   EXPECT_LT(db, 1e9) << "W8A8 is not the bf16 DiT: the int8 file was read, not the directory's";

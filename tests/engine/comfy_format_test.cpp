@@ -25,6 +25,7 @@
 #include "engine/model/weight_schema.h"
 #include "engine/model/weight_store.h"
 #include "tests/engine/comfy_vae_names.h"
+#include "tests/engine/comfy_writer_reference.h"
 #include "tests/engine/tiny_model_fixture.h"
 #include "tests/engine/w8a8_reference.h"
 #include "tests/test_temp_dir.h"
@@ -34,11 +35,7 @@ namespace {
 
 using Named = std::vector<std::pair<std::string, Tensor>>;
 
-Tensor u8_text(const std::string& text) {
-  Tensor t = Tensor::zeros(DType::kU8, {static_cast<int64_t>(text.size())});
-  std::memcpy(t.mutable_data(), text.data(), text.size());
-  return t;
-}
+using testing::u8_bytes;
 
 Tensor i8_values(int64_t out, int64_t in, int seed) {
   Tensor t = Tensor::zeros(DType::kI8, {out, in});
@@ -60,7 +57,7 @@ void add_convrot(Named& t, const std::string& m, int64_t out, int64_t in, int gr
   t.emplace_back(m + ".weight", i8_values(out, in, seed));
   t.emplace_back(m + ".weight_scale", f32({out, 1}, row_scales(out)));
   t.emplace_back(m + ".comfy_quant",
-                 u8_text(R"({"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": )" + std::to_string(group) + "}"));
+                 u8_bytes(testing::convrot_config_json(group)));
 }
 
 // The error opening `file` as a one-file store with names as they are, or "" when it opens.
@@ -100,12 +97,12 @@ class ComfyRefusal : public ::testing::Test {
 TEST_F(ComfyRefusal, TheUntouchedModuleOpens) { EXPECT_EQ(refusal([](Named&) {}), ""); }
 
 TEST_F(ComfyRefusal, ComfyQuantThatIsNotJsonOrNotAnObject) {
-  std::string e = refusal([](Named& t) { replace(t, "blk.lin.comfy_quant", u8_text("{\"format\": int8")); });
+  std::string e = refusal([](Named& t) { replace(t, "blk.lin.comfy_quant", u8_bytes("{\"format\": int8")); });
   EXPECT_HAS(e, "tensor \"blk.lin.comfy_quant\"");
   EXPECT_HAS(e, "is not JSON");
-  e = refusal([](Named& t) { replace(t, "blk.lin.comfy_quant", u8_text("[\"int8_tensorwise\"]")); });
+  e = refusal([](Named& t) { replace(t, "blk.lin.comfy_quant", u8_bytes("[\"int8_tensorwise\"]")); });
   EXPECT_HAS(e, "tensor \"blk.lin.comfy_quant\": is not a JSON object");
-  e = refusal([](Named& t) { replace(t, "blk.lin.comfy_quant", u8_text("{\"convrot\": true}")); });
+  e = refusal([](Named& t) { replace(t, "blk.lin.comfy_quant", u8_bytes("{\"convrot\": true}")); });
   EXPECT_HAS(e, "tensor \"blk.lin.comfy_quant\": field \"format\" is missing");
   e = refusal([](Named& t) { replace(t, "blk.lin.comfy_quant", Tensor::zeros(DType::kI8, {4})); });
   EXPECT_HAS(e, "tensor \"blk.lin.comfy_quant\": is I8 [4], expected U8");
@@ -113,15 +110,15 @@ TEST_F(ComfyRefusal, ComfyQuantThatIsNotJsonOrNotAnObject) {
 
 TEST_F(ComfyRefusal, AComfyQuantOver64KiB) {
   const std::string big = R"({"format": "float8_e4m3fn", "pad": ")" + std::string(64 * 1024, 'x') + "\"}";
-  const std::string e = refusal([&](Named& t) { replace(t, "blk.lin.comfy_quant", u8_text(big)); });
+  const std::string e = refusal([&](Named& t) { replace(t, "blk.lin.comfy_quant", u8_bytes(big)); });
   EXPECT_HAS(e, "tensor \"blk.lin.comfy_quant\": holds 65");
   EXPECT_HAS(e, "a comfy_quant is 1 to 65536");
 }
 
 TEST_F(ComfyRefusal, UnknownFormats) {
-  std::string e = refusal([](Named& t) { replace(t, "blk.lin.comfy_quant", u8_text(R"({"format": "nvfp4"})")); });
+  std::string e = refusal([](Named& t) { replace(t, "blk.lin.comfy_quant", u8_bytes(R"({"format": "nvfp4"})")); });
   EXPECT_HAS(e, "tensor \"blk.lin.comfy_quant\": field \"format\": \"nvfp4\" is not a format rgbaq reads");
-  e = refusal([](Named& t) { replace(t, "blk.lin.comfy_quant", u8_text(R"({"format": "int8_tensorwise", "convrot": 1})")); });
+  e = refusal([](Named& t) { replace(t, "blk.lin.comfy_quant", u8_bytes(R"({"format": "int8_tensorwise", "convrot": 1})")); });
   EXPECT_HAS(e, "tensor \"blk.lin.comfy_quant\": field \"convrot\" is not true or false");
 }
 
@@ -131,7 +128,7 @@ TEST(ComfyRowInt8, IsWidenedToQTimesS) {
   Named t;
   t.emplace_back("lin.weight", i8_values(3, 6, 5));
   t.emplace_back("lin.weight_scale", f32({3, 1}, {0.5f, 0.25f, 2.0f}));
-  t.emplace_back("lin.comfy_quant", u8_text(R"({"format": "int8_tensorwise"})"));
+  t.emplace_back("lin.comfy_quant", u8_bytes(R"({"format": "int8_tensorwise"})"));
   write_safetensors(dir.path() / "rows.safetensors", t);
   const WeightStore store = WeightStore::open_file(dir.path() / "rows.safetensors", [](const std::string& k) { return k; });
   const Tensor w = store.require("lin.weight", {3, 6});
@@ -145,12 +142,12 @@ TEST_F(ComfyRefusal, GroupSizesThatAreNotPowersOfFourOrDoNotDivideTheWidth) {
   for (int g : {0, 1, 2, 8, 32, 48, -4}) {
     const std::string e = refusal([&](Named& t) {
       replace(t, "blk.lin.comfy_quant",
-              u8_text(R"({"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": )" + std::to_string(g) + "}"));
+              u8_bytes(R"({"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": )" + std::to_string(g) + "}"));
     });
     EXPECT_HAS(e, "tensor \"blk.lin.comfy_quant\": field \"convrot_groupsize\": " + std::to_string(g) + " is not a power of four");
   }
   const std::string e = refusal([](Named& t) {  // 64 is a power of four, but the width is 16
-    replace(t, "blk.lin.comfy_quant", u8_text(R"({"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": 64})"));
+    replace(t, "blk.lin.comfy_quant", u8_bytes(R"({"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": 64})"));
   });
   EXPECT_HAS(e, "tensor \"blk.lin.weight\": field \"convrot_groupsize\": 64 does not divide the width 16");
 }
@@ -188,7 +185,7 @@ TEST_F(ComfyRefusal, Int8WeightsOfTheWrongShapeOrDtype) {
   EXPECT_HAS(e, "tensor \"blk.lin.weight\": is I8 [128], expected I8 [out, in]");
   // An FP8 module whose weight is int8.
   e = refusal([](Named& t) {
-    replace(t, "blk.lin.comfy_quant", u8_text(R"({"format": "float8_e4m3fn"})"));
+    replace(t, "blk.lin.comfy_quant", u8_bytes(R"({"format": "float8_e4m3fn"})"));
     replace(t, "blk.lin.weight_scale", f32({}, {0.5f}));
   });
   EXPECT_HAS(e, "tensor \"blk.lin.weight\": is I8 [8, 16], expected F8_E4M3 [out, in] (float8_e4m3fn module \"blk.lin\")");
@@ -221,17 +218,6 @@ TEST_F(ComfyRefusal, AQuantizedWeightWhoseShapeIsNotTheSchemas) {
   }
 }
 
-// R [n, n] from the definition: block diagonal, each block the float64 Kronecker power of H4 / 2
-// (tests/engine/w8a8_reference.h).
-std::vector<double> convrot_matrix(int64_t n, int group) {
-  const std::vector<double> block = rgbaq::testing::hadamard_matrix(group);
-  std::vector<double> r(static_cast<size_t>(n * n), 0.0);
-  for (int64_t g0 = 0; g0 < n; g0 += group)
-    for (int64_t i = 0; i < group; ++i)
-      for (int64_t j = 0; j < group; ++j) r[(g0 + i) * n + g0 + j] = block[i * group + j];
-  return r;
-}
-
 TEST(ComfyConvRot, TheEffectiveWeightIsQTimesSTimesR) {
   for (int group : {4, 16, 64}) {
     const int64_t out = 5, in = 64;
@@ -239,12 +225,12 @@ TEST(ComfyConvRot, TheEffectiveWeightIsQTimesSTimesR) {
     const Tensor w = Tensor::with_scales(q, f32({out, 1}, row_scales(out)), WeightQuant::kInt8ConvRot, group);
     EXPECT_EQ(w.scales()->shape(), Shape{out});
     const std::vector<float> got = w.to_f32_vector();
-    const std::vector<double> r = convrot_matrix(in, group);
     const auto* codes = static_cast<const int8_t*>(q.data());
+    const std::vector<double> effective =
+        testing::convrot_dequantized({out, in, group, std::vector<int8_t>(codes, codes + out * in), row_scales(out)});
     for (int64_t o = 0; o < out; ++o) {
       for (int64_t j = 0; j < in; ++j) {
-        double want = 0;
-        for (int64_t k = 0; k < in; ++k) want += double(codes[o * in + k]) * double(row_scales(out)[o]) * r[k * in + j];
+        const double want = effective[o * in + j];
         ASSERT_NEAR(got[o * in + j], want, 1e-6 * std::max(1.0, std::fabs(want))) << "G" << group << " row " << o << " col " << j;
       }
     }
@@ -374,7 +360,7 @@ std::filesystem::path write_comfy_dit(const std::filesystem::path& model_dir, co
       t.emplace_back(m + ".weight", codes);
       t.emplace_back(m + ".weight_scale", f32({}, {0.01f}));
       t.emplace_back(m + ".input_scale", f32({}, {1.0f}));
-      t.emplace_back(m + ".comfy_quant", u8_text(R"({"format": "float8_e4m3fn"})"));
+      t.emplace_back(m + ".comfy_quant", u8_bytes(R"({"format": "float8_e4m3fn"})"));
     }
   }
   if (unknown_tensor) t.emplace_back(p + "pos_embed.weight", f32({2}, {1, 2}));
@@ -469,7 +455,7 @@ TEST(ComfySafetensors, F8E4M3AndU8TensorsAndTheMetadataAreWrittenAndRead) {
   Tensor codes = Tensor::zeros(DType::kF8E4M3, {2});
   static_cast<uint8_t*>(codes.mutable_data())[1] = 0x3c;  // 1.5
   const auto path = dir.path() / "f8.safetensors";
-  write_safetensors(path, {{"w", codes}, {"w.comfy_quant", u8_text("{}")}}, {{"_quantization_metadata", "{\"layers\": {}}"}});
+  write_safetensors(path, {{"w", codes}, {"w.comfy_quant", u8_bytes("{}")}}, {{"_quantization_metadata", "{\"layers\": {}}"}});
   // The header as the format defines it, parsed here: dtype names and __metadata__ strings.
   std::ifstream in(path, std::ios::binary);
   uint8_t len[8];

@@ -77,7 +77,9 @@ TEST(ConvRotFile, EachLinearMatchesFloat64W8A8) {
       EXPECT_GT(weight_only, 1e-4) << name;
       least_weight_only = std::min(least_weight_only, weight_only);
     }
-    EXPECT_EQ(writer.convrot.size(), dit.convrot_linears(group).size());
+    // The tiny DiT's Linears: 7 in each of its 2 blocks, 8 outside them; at G256 the two 64 inputs wide
+    // (img_in, txt_in's first layer) stay bf16.
+    EXPECT_EQ(writer.convrot.size(), group == 64 ? 22u : 20u);
     std::cout << "ConvRot G" << group << ": " << writer.convrot.size() << " Linears, largest relative error against "
               << "float64 W8A8 " << worst << " (against the dequantized weight without W8A8: at least "
               << least_weight_only << ")\n";
